@@ -1,0 +1,444 @@
+//! Control of the module through `/proc/memmon`: watch-pids, stats, marker, events.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// Default location of the module's /proc directory.
+pub const DEFAULT_PROC_ROOT: &str = "/proc/memmon";
+
+/// An error talking to the module, saying what went wrong in terms of the module.
+#[derive(Debug, Error)]
+pub enum ControlError {
+    /// The module's /proc directory does not exist.
+    #[error("memmon module not loaded ({} does not exist)", root.display())]
+    ModuleNotLoaded {
+        /// The proc root looked at.
+        root: PathBuf,
+    },
+    /// Opening or writing a file was refused (EACCES/EPERM): not root.
+    #[error("permission denied on {} (memmon needs root)", path.display())]
+    PermissionDenied {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The module rejected a pid that names no process (ESRCH).
+    #[error("no such process: {}", join_pids(pids))]
+    NoSuchProcess {
+        /// The pids of the request that have no /proc entry (all of them if unknown).
+        pids: Vec<i64>,
+    },
+    /// The module rejected the request as malformed (EINVAL).
+    #[error("the module rejected {request:?} as invalid input")]
+    InvalidInput {
+        /// What was written.
+        request: String,
+    },
+    /// A file of the module does not have the expected content.
+    #[error("unexpected content in {}: {detail}", path.display())]
+    BadContent {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Any other I/O error.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn join_pids(pids: &[i64]) -> String {
+    pids.iter()
+        .map(|pid| pid.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A request to change the watch set, as written to `watch-pids`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchChange {
+    /// `N`: watch process N.
+    Add(u32),
+    /// `+N`: watch process N and its future children.
+    AddFollowing(u32),
+    /// `-N`: stop watching N.
+    Remove(u32),
+    /// `0`: stop watching everything.
+    Clear,
+}
+
+impl fmt::Display for WatchChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchChange::Add(pid) => write!(f, "{pid}"),
+            WatchChange::AddFollowing(pid) => write!(f, "+{pid}"),
+            WatchChange::Remove(pid) => write!(f, "-{pid}"),
+            WatchChange::Clear => f.write_str("0"),
+        }
+    }
+}
+
+/// Parses the ranged pid list of `watch-pids` (`3000,3005-3007`, or empty) into sorted pids.
+pub fn parse_pid_ranges(text: &str) -> Result<Vec<u32>, String> {
+    let text = text.trim();
+    let mut pids = Vec::new();
+    if text.is_empty() {
+        return Ok(pids);
+    }
+    for part in text.split(',') {
+        let number = |s: &str| -> Result<u32, String> {
+            crate::parse::parse_dec(s)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("{s:?} is not a pid"))
+        };
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let (first, last) = (number(first)?, number(last)?);
+                if first > last {
+                    return Err(format!("range {part:?} is backwards"));
+                }
+                pids.extend(first..=last);
+            }
+            None => pids.push(number(part)?),
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Ok(pids)
+}
+
+/// Formats pids in the ranged form of `watch-pids` (`3000,3005-3007`).
+pub fn format_pid_ranges(pids: &[u32]) -> String {
+    let mut sorted = pids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < sorted.len() {
+        let first = sorted[index];
+        let mut last = first;
+        while index + 1 < sorted.len() && sorted[index + 1] == last.wrapping_add(1) {
+            index += 1;
+            last = sorted[index];
+        }
+        parts.push(if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        });
+        index += 1;
+    }
+    parts.join(",")
+}
+
+/// The module's counters from `stats`: `key value` lines, kept in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Every `key value` pair.
+    pub entries: Vec<(String, String)>,
+}
+
+impl Stats {
+    /// Parses `key value` lines; blank lines are skipped, a line without a value is an error.
+    pub fn parse(text: &str) -> Result<Stats, String> {
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (key, value) = line
+                .split_once(char::is_whitespace)
+                .ok_or_else(|| format!("line {line:?} is not `key value`"))?;
+            entries.push((key.to_owned(), value.trim().to_owned()));
+        }
+        Ok(Stats { entries })
+    }
+
+    /// The value of `key`, as text.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The value of `key` as a number.
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|value| value.parse().ok())
+    }
+}
+
+/// The module's /proc interface, rooted at a configurable directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcInterface {
+    root: PathBuf,
+}
+
+impl Default for ProcInterface {
+    fn default() -> Self {
+        ProcInterface::new(DEFAULT_PROC_ROOT)
+    }
+}
+
+impl ProcInterface {
+    /// The interface under `root` (normally `/proc/memmon`).
+    pub fn new(root: impl Into<PathBuf>) -> ProcInterface {
+        ProcInterface { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of one of the module's files (`events`, `watch-pids`, `stats`, `marker`).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Turns an I/O error on `path` into the most telling [`ControlError`].
+    fn classify(&self, path: &Path, source: io::Error) -> ControlError {
+        if source.kind() == io::ErrorKind::NotFound && !self.root.exists() {
+            return ControlError::ModuleNotLoaded {
+                root: self.root.clone(),
+            };
+        }
+        match source.raw_os_error() {
+            Some(code) if code == EACCES || code == EPERM => ControlError::PermissionDenied {
+                path: path.to_owned(),
+            },
+            _ => ControlError::Io {
+                path: path.to_owned(),
+                source,
+            },
+        }
+    }
+
+    fn open(&self, name: &str, options: &OpenOptions) -> Result<File, ControlError> {
+        let path = self.path(name);
+        options
+            .open(&path)
+            .map_err(|source| self.classify(&path, source))
+    }
+
+    fn read_to_string(&self, name: &str) -> Result<String, ControlError> {
+        let path = self.path(name);
+        let mut text = String::new();
+        self.open(name, OpenOptions::new().read(true))?
+            .read_to_string(&mut text)
+            .map_err(|source| self.classify(&path, source))?;
+        Ok(text)
+    }
+
+    /// Opens `events` for reading (each open starts at the oldest buffered event).
+    pub fn open_events(&self) -> Result<File, ControlError> {
+        self.open("events", OpenOptions::new().read(true))
+    }
+
+    /// Opens `events` with extra open(2) flags (e.g. `O_NONBLOCK`).
+    pub fn open_events_with_flags(&self, flags: i32) -> Result<File, ControlError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.open("events", OpenOptions::new().read(true).custom_flags(flags))
+    }
+
+    /// Applies watch-set changes in one write (the module applies all or none).
+    pub fn change_watch(&self, changes: &[WatchChange]) -> Result<(), ControlError> {
+        let request = changes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let path = self.path("watch-pids");
+        let mut file = self.open("watch-pids", OpenOptions::new().write(true))?;
+        let line = format!("{request}\n");
+        match file.write(line.as_bytes()) {
+            Ok(written) if written == line.len() => Ok(()),
+            Ok(written) => Err(ControlError::BadContent {
+                path,
+                detail: format!("short write ({written} of {} bytes)", line.len()),
+            }),
+            Err(source) => Err(match source.raw_os_error() {
+                Some(ESRCH) => ControlError::NoSuchProcess {
+                    pids: missing_pids(changes),
+                },
+                Some(EINVAL) => ControlError::InvalidInput { request },
+                _ => self.classify(&path, source),
+            }),
+        }
+    }
+
+    /// Watches `pids`.
+    pub fn watch(&self, pids: &[u32]) -> Result<(), ControlError> {
+        let changes: Vec<_> = pids.iter().map(|&pid| WatchChange::Add(pid)).collect();
+        self.change_watch(&changes)
+    }
+
+    /// Watches `pids` and their future children.
+    pub fn watch_following(&self, pids: &[u32]) -> Result<(), ControlError> {
+        let changes: Vec<_> = pids
+            .iter()
+            .map(|&pid| WatchChange::AddFollowing(pid))
+            .collect();
+        self.change_watch(&changes)
+    }
+
+    /// Stops watching `pids`.
+    pub fn unwatch(&self, pids: &[u32]) -> Result<(), ControlError> {
+        let changes: Vec<_> = pids.iter().map(|&pid| WatchChange::Remove(pid)).collect();
+        self.change_watch(&changes)
+    }
+
+    /// Stops watching every process.
+    pub fn clear(&self) -> Result<(), ControlError> {
+        self.change_watch(&[WatchChange::Clear])
+    }
+
+    /// The watched pids, sorted.
+    pub fn watched(&self) -> Result<Vec<u32>, ControlError> {
+        let text = self.read_to_string("watch-pids")?;
+        parse_pid_ranges(&text).map_err(|detail| ControlError::BadContent {
+            path: self.path("watch-pids"),
+            detail,
+        })
+    }
+
+    /// The module's counters.
+    pub fn stats(&self) -> Result<Stats, ControlError> {
+        let text = self.read_to_string("stats")?;
+        Stats::parse(&text).map_err(|detail| ControlError::BadContent {
+            path: self.path("stats"),
+            detail,
+        })
+    }
+
+    /// Writes a marker line (appears as a `mark` event). Newlines are replaced by spaces.
+    pub fn mark(&self, text: &str) -> Result<(), ControlError> {
+        let path = self.path("marker");
+        let mut file = self.open("marker", OpenOptions::new().write(true))?;
+        file.write_all(format!("{}\n", text.replace('\n', " ")).as_bytes())
+            .map_err(|source| self.classify(&path, source))
+    }
+}
+
+const EPERM: i32 = 1;
+const ESRCH: i32 = 3;
+const EACCES: i32 = 13;
+const EINVAL: i32 = 22;
+
+/// The pids of a request that have no /proc entry; all of them when each seems alive.
+fn missing_pids(changes: &[WatchChange]) -> Vec<i64> {
+    let pids: Vec<i64> = changes
+        .iter()
+        .filter_map(|change| match change {
+            WatchChange::Add(pid) | WatchChange::AddFollowing(pid) => Some(i64::from(*pid)),
+            WatchChange::Remove(pid) => Some(-i64::from(*pid)),
+            WatchChange::Clear => None,
+        })
+        .collect();
+    let missing: Vec<i64> = pids
+        .iter()
+        .copied()
+        .filter(|pid| !Path::new(&format!("/proc/{}", pid.abs())).exists())
+        .collect();
+    if missing.is_empty() {
+        pids
+    } else {
+        missing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_ranges_parse() {
+        assert_eq!(parse_pid_ranges("\n").unwrap(), Vec::<u32>::new());
+        assert_eq!(parse_pid_ranges("").unwrap(), Vec::<u32>::new());
+        assert_eq!(
+            parse_pid_ranges("3000,3005-3007\n").unwrap(),
+            vec![3000, 3005, 3006, 3007]
+        );
+        assert_eq!(parse_pid_ranges("7").unwrap(), vec![7]);
+        assert_eq!(parse_pid_ranges("5-5").unwrap(), vec![5]);
+        assert_eq!(parse_pid_ranges("9,1-2").unwrap(), vec![1, 2, 9]);
+        for bad in ["a", "1,", ",1", "1-", "-1", "3-1", "1 2", "1--2", "+1", "99999999999"] {
+            assert!(parse_pid_ranges(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn pid_ranges_format() {
+        assert_eq!(format_pid_ranges(&[]), "");
+        assert_eq!(format_pid_ranges(&[3007, 3000, 3005, 3006]), "3000,3005-3007");
+        assert_eq!(format_pid_ranges(&[1, 2, 3, 5, 7, 8]), "1-3,5,7-8");
+        let pids = vec![1, 2, 4, 10, 11, 12, u32::MAX];
+        assert_eq!(parse_pid_ranges(&format_pid_ranges(&pids)).unwrap(), pids);
+    }
+
+    #[test]
+    fn stats_parse() {
+        let stats = Stats::parse("produced 123\ndelivered 120\nfault 100\n\n").unwrap();
+        assert_eq!(stats.get_u64("produced"), Some(123));
+        assert_eq!(stats.get("fault"), Some("100"));
+        assert_eq!(stats.get("nope"), None);
+        assert_eq!(stats.entries.len(), 3);
+        assert!(Stats::parse("lonely\n").is_err());
+    }
+
+    #[test]
+    fn watch_changes_format() {
+        let changes = [
+            WatchChange::Add(1),
+            WatchChange::AddFollowing(2),
+            WatchChange::Remove(3),
+            WatchChange::Clear,
+        ];
+        let text: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["1", "+2", "-3", "0"]);
+    }
+
+    fn temp_root(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("memmon-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    }
+
+    #[test]
+    fn missing_module_is_reported() {
+        let proc = ProcInterface::new("/nonexistent/memmon");
+        let error = proc.watched().unwrap_err();
+        assert!(matches!(error, ControlError::ModuleNotLoaded { .. }), "{error}");
+        assert!(error.to_string().contains("not loaded"));
+        assert!(matches!(proc.stats(), Err(ControlError::ModuleNotLoaded { .. })));
+        assert!(matches!(proc.watch(&[1]), Err(ControlError::ModuleNotLoaded { .. })));
+    }
+
+    #[test]
+    fn fake_root_round_trip() {
+        let root = temp_root("fake");
+        std::fs::write(root.join("watch-pids"), "").unwrap();
+        std::fs::write(root.join("stats"), "produced 5\nwatched 2\n").unwrap();
+        std::fs::write(root.join("marker"), "").unwrap();
+        let proc = ProcInterface::new(&root);
+        proc.watch_following(&[42, 43]).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("watch-pids")).unwrap(), "+42 +43\n");
+        std::fs::write(root.join("watch-pids"), "42-43\n").unwrap();
+        assert_eq!(proc.watched().unwrap(), vec![42, 43]);
+        assert_eq!(proc.stats().unwrap().get_u64("watched"), Some(2));
+        proc.mark("hello\nthere").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("marker")).unwrap(), "hello there\n");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

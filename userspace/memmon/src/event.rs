@@ -1,0 +1,644 @@
+//! The typed event model and its line format (`Display`), as specified in docs/events.md.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use crate::errno::Errno;
+use crate::escaped::EscapedStr;
+use crate::flags::{Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot};
+
+/// A CLOCK_MONOTONIC time: `<seconds>.<nanoseconds>` with nine nanosecond digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Timestamp {
+    /// Whole seconds.
+    pub secs: u64,
+    /// Nanoseconds, 0..=999_999_999.
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// Nanoseconds per second.
+    pub const NANOS_PER_SEC: u32 = 1_000_000_000;
+
+    /// The time as nanoseconds since the clock's origin (saturating).
+    pub fn as_nanos(self) -> u128 {
+        u128::from(self.secs) * u128::from(Self::NANOS_PER_SEC) + u128::from(self.nanos)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}", self.secs, self.nanos)
+    }
+}
+
+impl Serialize for Timestamp {
+    /// Serialised as the exact text form (`"5.103884211"`): a JSON float would lose digits.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The result of a system call: the returned value, or the errno of a failure.
+pub type SyscallResult = Result<u64, Errno>;
+
+/// `type=` of a fault: which kernel path handled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultType {
+    /// First touch of anonymous memory (`do_anonymous_page`).
+    Anon,
+    /// A file-backed or shmem page (`do_fault`).
+    File,
+    /// A swap-in (`do_swap_page`).
+    Swap,
+    /// A write to a present, write-protected page (`do_wp_page`): CoW or write-notify.
+    Wp,
+}
+
+impl FaultType {
+    /// The wire name (`anon`, `file`, `swap`, `wp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultType::Anon => "anon",
+            FaultType::File => "file",
+            FaultType::Swap => "swap",
+            FaultType::Wp => "wp",
+        }
+    }
+}
+
+/// `access=` of a fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Access {
+    /// `R`: a read.
+    #[serde(rename = "R")]
+    Read,
+    /// `W`: a write.
+    #[serde(rename = "W")]
+    Write,
+    /// `X`: an instruction fetch.
+    #[serde(rename = "X")]
+    Exec,
+}
+
+impl Access {
+    /// The wire letter (`R`, `W`, `X`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "R",
+            Access::Write => "W",
+            Access::Exec => "X",
+        }
+    }
+}
+
+/// One line of the event stream.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Event<'a> {
+    /// When the module recorded the event (CLOCK_MONOTONIC).
+    pub time: Timestamp,
+    /// Process id (thread-group id) in the initial pid namespace; 0 for `lost`.
+    pub pid: u32,
+    /// Thread id; 0 for `lost`.
+    pub tid: u32,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind<'a>,
+}
+
+/// The kind of an event with its typed fields, one variant per kind of docs/events.md.
+///
+/// Syscall variants carry the raw arguments the process passed and the call's result.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum EventKind<'a> {
+    /// A page fault taken by a watched process.
+    Fault {
+        /// Which fault path handled it.
+        #[serde(rename = "type")]
+        fault_type: FaultType,
+        /// The faulting access.
+        access: Access,
+        /// Faulting virtual address (exact).
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// User instruction pointer (0 when `user` is false).
+        #[serde(serialize_with = "hex")]
+        ip: u64,
+        /// False (`user=0`) when the kernel faulted on the process's behalf.
+        user: bool,
+        /// A PMD-level (transparent huge page) fault (`huge=1`).
+        huge: bool,
+        /// The fault needed I/O (`major=1`).
+        major: bool,
+        /// A repeat after VM_FAULT_RETRY (`retry=1`).
+        retry: bool,
+    },
+    /// `mmap(addr, len, prot, flags, fd, off)`.
+    Mmap {
+        /// Requested address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Requested protection.
+        prot: Prot,
+        /// `MAP_*` flags.
+        flags: MmapFlags,
+        /// File descriptor (-1 for anonymous mappings).
+        fd: i64,
+        /// File offset.
+        off: i64,
+        /// Mapped address or error.
+        #[serde(serialize_with = "ret_hex_json")]
+        ret: SyscallResult,
+        /// Path of the mapped file, for a file mapping.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<EscapedStr<'a>>,
+    },
+    /// `munmap(addr, len)`.
+    Munmap {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `mremap(old, old_len, new_len, flags, new)`.
+    Mremap {
+        /// Old address.
+        #[serde(serialize_with = "hex")]
+        old: u64,
+        /// Old length.
+        old_len: u64,
+        /// New length.
+        new_len: u64,
+        /// `MREMAP_*` flags.
+        flags: MremapFlags,
+        /// Requested new address (with MREMAP_FIXED).
+        #[serde(serialize_with = "hex")]
+        new: u64,
+        /// New address or error.
+        #[serde(serialize_with = "ret_hex_json")]
+        ret: SyscallResult,
+    },
+    /// `brk(req)`: never fails, returns the resulting break.
+    Brk {
+        /// Requested break.
+        #[serde(serialize_with = "hex")]
+        req: u64,
+        /// The resulting break.
+        #[serde(serialize_with = "hex")]
+        ret: u64,
+    },
+    /// `mprotect(addr, len, prot)`.
+    Mprotect {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// New protection.
+        prot: Prot,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `madvise(addr, len, advice)`.
+    Madvise {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// The advice.
+        advice: Advice,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `mlock(addr, len)`.
+    Mlock {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `mlock2(addr, len, flags)`.
+    Mlock2 {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// `MLOCK_*` flags.
+        flags: Mlock2Flags,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `munlock(addr, len)`.
+    Munlock {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `mlockall(flags)`.
+    Mlockall {
+        /// `MCL_*` flags.
+        flags: MlockallFlags,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `munlockall()`.
+    Munlockall {
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `fsync(fd)`, used as an in-stream marker.
+    Fsync {
+        /// File descriptor.
+        fd: i64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// A line written to `/proc/memmon/marker`.
+    Mark {
+        /// The text (trailing newline removed).
+        text: EscapedStr<'a>,
+    },
+    /// The address space was replaced by a new program.
+    Exec {
+        /// The new command name.
+        comm: EscapedStr<'a>,
+        /// The executed file.
+        filename: EscapedStr<'a>,
+    },
+    /// The process forked a new process.
+    Fork {
+        /// The child's pid.
+        child: u32,
+        /// Whether the child is watched too (follow-children).
+        watched: bool,
+    },
+    /// The last thread of the process exited.
+    Exit {
+        /// Exit status as wait(2) encodes it.
+        code: i32,
+    },
+    /// This reader missed `count` events that were overwritten.
+    Lost {
+        /// Number of events missed.
+        count: u64,
+    },
+}
+
+/// The kind names, in the order of docs/events.md.
+pub const KIND_NAMES: [&str; 18] = [
+    "fault",
+    "mmap",
+    "munmap",
+    "mremap",
+    "brk",
+    "mprotect",
+    "madvise",
+    "mlock",
+    "mlock2",
+    "munlock",
+    "mlockall",
+    "munlockall",
+    "fsync",
+    "mark",
+    "exec",
+    "fork",
+    "exit",
+    "lost",
+];
+
+impl EventKind<'_> {
+    /// The wire name of the kind (`fault`, `mmap`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Fault { .. } => "fault",
+            EventKind::Mmap { .. } => "mmap",
+            EventKind::Munmap { .. } => "munmap",
+            EventKind::Mremap { .. } => "mremap",
+            EventKind::Brk { .. } => "brk",
+            EventKind::Mprotect { .. } => "mprotect",
+            EventKind::Madvise { .. } => "madvise",
+            EventKind::Mlock { .. } => "mlock",
+            EventKind::Mlock2 { .. } => "mlock2",
+            EventKind::Munlock { .. } => "munlock",
+            EventKind::Mlockall { .. } => "mlockall",
+            EventKind::Munlockall { .. } => "munlockall",
+            EventKind::Fsync { .. } => "fsync",
+            EventKind::Mark { .. } => "mark",
+            EventKind::Exec { .. } => "exec",
+            EventKind::Fork { .. } => "fork",
+            EventKind::Exit { .. } => "exit",
+            EventKind::Lost { .. } => "lost",
+        }
+    }
+
+    /// A copy that no longer borrows from the line.
+    pub fn into_owned(self) -> EventKind<'static> {
+        match self {
+            EventKind::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+                fd,
+                off,
+                ret,
+                file,
+            } => EventKind::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+                fd,
+                off,
+                ret,
+                file: file.map(EscapedStr::into_owned),
+            },
+            EventKind::Mark { text } => EventKind::Mark {
+                text: text.into_owned(),
+            },
+            EventKind::Exec { comm, filename } => EventKind::Exec {
+                comm: comm.into_owned(),
+                filename: filename.into_owned(),
+            },
+            EventKind::Fault {
+                fault_type,
+                access,
+                addr,
+                ip,
+                user,
+                huge,
+                major,
+                retry,
+            } => EventKind::Fault {
+                fault_type,
+                access,
+                addr,
+                ip,
+                user,
+                huge,
+                major,
+                retry,
+            },
+            EventKind::Munmap { addr, len, ret } => EventKind::Munmap { addr, len, ret },
+            EventKind::Mremap {
+                old,
+                old_len,
+                new_len,
+                flags,
+                new,
+                ret,
+            } => EventKind::Mremap {
+                old,
+                old_len,
+                new_len,
+                flags,
+                new,
+                ret,
+            },
+            EventKind::Brk { req, ret } => EventKind::Brk { req, ret },
+            EventKind::Mprotect {
+                addr,
+                len,
+                prot,
+                ret,
+            } => EventKind::Mprotect {
+                addr,
+                len,
+                prot,
+                ret,
+            },
+            EventKind::Madvise {
+                addr,
+                len,
+                advice,
+                ret,
+            } => EventKind::Madvise {
+                addr,
+                len,
+                advice,
+                ret,
+            },
+            EventKind::Mlock { addr, len, ret } => EventKind::Mlock { addr, len, ret },
+            EventKind::Mlock2 {
+                addr,
+                len,
+                flags,
+                ret,
+            } => EventKind::Mlock2 {
+                addr,
+                len,
+                flags,
+                ret,
+            },
+            EventKind::Munlock { addr, len, ret } => EventKind::Munlock { addr, len, ret },
+            EventKind::Mlockall { flags, ret } => EventKind::Mlockall { flags, ret },
+            EventKind::Munlockall { ret } => EventKind::Munlockall { ret },
+            EventKind::Fsync { fd, ret } => EventKind::Fsync { fd, ret },
+            EventKind::Fork { child, watched } => EventKind::Fork { child, watched },
+            EventKind::Exit { code } => EventKind::Exit { code },
+            EventKind::Lost { count } => EventKind::Lost { count },
+        }
+    }
+}
+
+impl Event<'_> {
+    /// A copy that no longer borrows from the line.
+    pub fn into_owned(self) -> Event<'static> {
+        Event {
+            time: self.time,
+            pid: self.pid,
+            tid: self.tid,
+            kind: self.kind.into_owned(),
+        }
+    }
+}
+
+/// Formats a syscall result: hex (address-returning calls) or decimal on success, `-ENAME` on failure.
+pub(crate) struct Ret {
+    pub(crate) result: SyscallResult,
+    pub(crate) hex: bool,
+}
+
+impl fmt::Display for Ret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.result {
+            Ok(value) if self.hex => write!(f, "{value:#x}"),
+            Ok(value) => write!(f, "{value}"),
+            Err(errno) => write!(f, "-{errno}"),
+        }
+    }
+}
+
+fn ret_hex(ret: &SyscallResult) -> Ret {
+    Ret {
+        result: *ret,
+        hex: true,
+    }
+}
+
+fn ret_dec(ret: &SyscallResult) -> Ret {
+    Ret {
+        result: *ret,
+        hex: false,
+    }
+}
+
+impl fmt::Display for Event<'_> {
+    /// Writes the event in the exact line format of docs/events.md, without the newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{} {}", self.time, self.pid, self.tid, self.kind.name())?;
+        match &self.kind {
+            EventKind::Fault {
+                fault_type,
+                access,
+                addr,
+                ip,
+                user,
+                huge,
+                major,
+                retry,
+            } => {
+                write!(
+                    f,
+                    " type={} access={} addr={addr:#x} ip={ip:#x}",
+                    fault_type.as_str(),
+                    access.as_str()
+                )?;
+                for (present, text) in [
+                    (!user, " user=0"),
+                    (*huge, " huge=1"),
+                    (*major, " major=1"),
+                    (*retry, " retry=1"),
+                ] {
+                    if present {
+                        f.write_str(text)?;
+                    }
+                }
+                Ok(())
+            }
+            EventKind::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+                fd,
+                off,
+                ret,
+                file,
+            } => {
+                write!(
+                    f,
+                    " addr={addr:#x} len={len} prot={prot} flags={flags} fd={fd} off={off} ret={}",
+                    ret_hex(ret)
+                )?;
+                if let Some(file) = file {
+                    write!(f, " file={file}")?;
+                }
+                Ok(())
+            }
+            EventKind::Munmap { addr, len, ret }
+            | EventKind::Mlock { addr, len, ret }
+            | EventKind::Munlock { addr, len, ret } => {
+                write!(f, " addr={addr:#x} len={len} ret={}", ret_dec(ret))
+            }
+            EventKind::Mremap {
+                old,
+                old_len,
+                new_len,
+                flags,
+                new,
+                ret,
+            } => write!(
+                f,
+                " old={old:#x} old_len={old_len} new_len={new_len} flags={flags} new={new:#x} ret={}",
+                ret_hex(ret)
+            ),
+            EventKind::Brk { req, ret } => write!(f, " req={req:#x} ret={ret:#x}"),
+            EventKind::Mprotect {
+                addr,
+                len,
+                prot,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} prot={prot} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::Madvise {
+                addr,
+                len,
+                advice,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} advice={advice} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::Mlock2 {
+                addr,
+                len,
+                flags,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} flags={flags} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::Mlockall { flags, ret } => {
+                write!(f, " flags={flags} ret={}", ret_dec(ret))
+            }
+            EventKind::Munlockall { ret } => write!(f, " ret={}", ret_dec(ret)),
+            EventKind::Fsync { fd, ret } => write!(f, " fd={fd} ret={}", ret_dec(ret)),
+            EventKind::Mark { text } => write!(f, " text={text}"),
+            EventKind::Exec { comm, filename } => write!(f, " comm={comm} filename={filename}"),
+            EventKind::Fork { child, watched } => {
+                write!(f, " child={child} watched={}", u8::from(*watched))
+            }
+            EventKind::Exit { code } => write!(f, " code={code}"),
+            EventKind::Lost { count } => write!(f, " count={count}"),
+        }
+    }
+}
+
+fn hex<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&format_args!("{value:#x}"))
+}
+
+/// JSON form of an address-returning result: `"0x7f.."` or `"-ENOMEM"`.
+fn ret_hex_json<S: Serializer>(ret: &SyscallResult, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&ret_hex(ret))
+}
+
+/// JSON form of other results: a number on success, `"-ENOMEM"` on failure.
+fn ret_dec_json<S: Serializer>(ret: &SyscallResult, serializer: S) -> Result<S::Ok, S::Error> {
+    match ret {
+        Ok(value) => serializer.serialize_u64(*value),
+        Err(_) => serializer.collect_str(&ret_dec(ret)),
+    }
+}

@@ -1,0 +1,41 @@
+//! Userspace library for **memmon**, a Linux kernel module that records the mm system
+//! calls and typed page faults of watched processes and serves them as text lines through
+//! `/proc/memmon/events`.
+//!
+//! - [`parse_line`] turns one line (format: `docs/events.md`) into a typed [`Event`];
+//!   `Display` on [`Event`] writes it back in exactly that format, [`Event::human`] gives
+//!   the original memmon's log style, and `serde::Serialize` gives JSON.
+//! - [`CaptureReader`] streams events with line numbers from any `BufRead`:
+//!   `/proc/memmon/events`, a capture file (see [`capture`] for its format), stdin.
+//! - [`ProcInterface`] controls the module: watch-pids, stats, marker, events.
+//!
+//! ```
+//! use memmon::{parse_line, EventKind};
+//!
+//! let event = parse_line("5.104012000 212/212 fsync fd=1 ret=0").unwrap();
+//! assert_eq!(event.pid, 212);
+//! assert!(matches!(event.kind, EventKind::Fsync { fd: 1, ret: Ok(0) }));
+//! assert_eq!(event.to_string(), "5.104012000 212/212 fsync fd=1 ret=0");
+//! assert_eq!(event.human().to_string(), "212: fsync(1) -> 0");
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod capture;
+pub mod control;
+mod errno;
+mod escaped;
+mod event;
+pub mod flags;
+mod human;
+mod parse;
+
+pub use capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
+pub use control::{ControlError, ProcInterface, Stats, WatchChange};
+pub use errno::Errno;
+pub use escaped::EscapedStr;
+pub use event::{Access, Event, EventKind, FaultType, SyscallResult, Timestamp, KIND_NAMES};
+pub use flags::{Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot};
+pub use human::{describe_wait_status, Human};
+pub use parse::{parse_line, parse_line_bytes, ParseError};

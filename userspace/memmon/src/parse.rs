@@ -1,0 +1,413 @@
+//! Parsing one event line into an [`Event`].
+
+use thiserror::Error;
+
+use crate::errno::Errno;
+use crate::escaped::EscapedStr;
+use crate::event::{Access, Event, EventKind, FaultType, SyscallResult, Timestamp};
+use crate::flags::{
+    Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot, SymbolicFlags,
+};
+
+/// Why a line is not a valid event. Values are quoted (shortened when long).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ParseError {
+    /// The line is empty.
+    #[error("empty line")]
+    Empty,
+    /// The line is not valid UTF-8 (the format is ASCII).
+    #[error("line is not ASCII text")]
+    NotText,
+    /// The line ends before the frame (`time pid/tid kind`) is complete.
+    #[error("truncated line: no {0}")]
+    MissingFrame(&'static str),
+    /// The timestamp is not `<seconds>.<9 digits>`.
+    #[error("bad timestamp {0:?}: expected <seconds>.<nanoseconds, 9 digits>")]
+    BadTimestamp(String),
+    /// The `pid/tid` field is malformed.
+    #[error("bad pid/tid {0:?}: expected <pid>/<tid>")]
+    BadPidTid(String),
+    /// The kind is not one this version knows.
+    #[error("unknown event kind {0:?}")]
+    UnknownKind(String),
+    /// A field that is not `key=value`.
+    #[error("field {0:?} is not key=value")]
+    NotKeyValue(String),
+    /// A key the kind requires is absent.
+    #[error("{kind} event without required key `{key}`")]
+    MissingKey {
+        /// The event kind.
+        kind: &'static str,
+        /// The absent key.
+        key: &'static str,
+    },
+    /// A known key has a value of the wrong form.
+    #[error("bad value {value:?} for key `{key}`: expected {expected}")]
+    BadValue {
+        /// The key.
+        key: &'static str,
+        /// The value found (shortened when long).
+        value: String,
+        /// What the value should look like.
+        expected: &'static str,
+    },
+}
+
+/// Longest value quoted in an error message, in characters.
+const QUOTE_LIMIT: usize = 64;
+
+fn quote(text: &str) -> String {
+    if text.chars().count() <= QUOTE_LIMIT {
+        text.to_owned()
+    } else {
+        let mut short: String = text.chars().take(QUOTE_LIMIT).collect();
+        short.push('…');
+        short
+    }
+}
+
+/// Parses a decimal `u64` without sign or leading `+`.
+pub(crate) fn parse_dec(text: &str) -> Option<u64> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for byte in text.bytes() {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    Some(value)
+}
+
+/// Parses a signed decimal (`-1`, `4096`) into an `i64`.
+pub(crate) fn parse_signed_dec(text: &str) -> Option<i64> {
+    match text.strip_prefix('-') {
+        Some(digits) => {
+            let magnitude = parse_dec(digits)?;
+            0i64.checked_sub_unsigned(magnitude)
+        }
+        None => i64::try_from(parse_dec(text)?).ok(),
+    }
+}
+
+/// Parses hex digits (after `0x`), either case, into a `u64`.
+pub(crate) fn parse_hex_digits(digits: &str) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        // More than 16 digits only fits with leading zeros, which the format never has.
+        return None;
+    }
+    let mut value: u64 = 0;
+    for byte in digits.bytes() {
+        let digit = match byte {
+            b'0'..=b'9' => byte - b'0',
+            b'a'..=b'f' => byte - b'a' + 10,
+            b'A'..=b'F' => byte - b'A' + 10,
+            _ => return None,
+        };
+        value = value << 4 | u64::from(digit);
+    }
+    Some(value)
+}
+
+fn parse_hex(text: &str) -> Option<u64> {
+    parse_hex_digits(text.strip_prefix("0x")?)
+}
+
+/// Parses a `ret=` value: `-ENAME`/`-E<n>` on failure, hex or decimal on success.
+fn parse_ret(text: &str) -> Option<SyscallResult> {
+    if let Some(name) = text.strip_prefix('-') {
+        return Errno::from_name(name).map(Err);
+    }
+    if text.starts_with("0x") {
+        parse_hex(text).map(Ok)
+    } else {
+        parse_dec(text).map(Ok)
+    }
+}
+
+impl Timestamp {
+    /// Parses `<seconds>.<nanoseconds>` with exactly nine nanosecond digits.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        parse_timestamp(text)
+    }
+}
+
+fn parse_timestamp(text: &str) -> Option<Timestamp> {
+    let (secs, nanos) = text.split_once('.')?;
+    if nanos.len() != 9 {
+        return None;
+    }
+    let nanos = u32::try_from(parse_dec(nanos)?).ok()?;
+    Some(Timestamp {
+        secs: parse_dec(secs)?,
+        nanos,
+    })
+}
+
+/// The `key=value` fields of a line, looked up by key (first occurrence wins).
+struct Fields<'a> {
+    kind: &'static str,
+    pairs: [(&'a str, &'a str); MAX_FIELDS],
+    len: usize,
+}
+
+/// Fields kept per line; more than any kind has, so only unknown trailing keys are dropped.
+const MAX_FIELDS: usize = 16;
+
+impl<'a> Fields<'a> {
+    fn new(kind: &'static str, rest: &'a str) -> Result<Fields<'a>, ParseError> {
+        let mut fields = Fields {
+            kind,
+            pairs: [("", ""); MAX_FIELDS],
+            len: 0,
+        };
+        for token in rest.split_ascii_whitespace() {
+            let Some((key, value)) = token.split_once('=') else {
+                return Err(ParseError::NotKeyValue(quote(token)));
+            };
+            if fields.len < MAX_FIELDS {
+                fields.pairs[fields.len] = (key, value);
+                fields.len += 1;
+            }
+        }
+        Ok(fields)
+    }
+
+    fn optional(&self, key: &'static str) -> Option<&'a str> {
+        self.pairs[..self.len]
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|&(_, value)| value)
+    }
+
+    fn required(&self, key: &'static str) -> Result<&'a str, ParseError> {
+        self.optional(key).ok_or(ParseError::MissingKey {
+            kind: self.kind,
+            key,
+        })
+    }
+
+    fn typed<T>(
+        &self,
+        key: &'static str,
+        expected: &'static str,
+        parse: impl FnOnce(&'a str) -> Option<T>,
+    ) -> Result<T, ParseError> {
+        let value = self.required(key)?;
+        parse(value).ok_or_else(|| bad_value(key, value, expected))
+    }
+
+    fn hex(&self, key: &'static str) -> Result<u64, ParseError> {
+        self.typed(key, "a hex number like 0x7f12a000", parse_hex)
+    }
+
+    fn dec(&self, key: &'static str) -> Result<u64, ParseError> {
+        self.typed(key, "an unsigned decimal number", parse_dec)
+    }
+
+    fn signed(&self, key: &'static str) -> Result<i64, ParseError> {
+        self.typed(key, "a decimal number", parse_signed_dec)
+    }
+
+    fn ret(&self) -> Result<SyscallResult, ParseError> {
+        self.typed(
+            "ret",
+            "a result like 0, 0x7f12a000 or -ENOMEM",
+            parse_ret,
+        )
+    }
+
+    fn prot(&self) -> Result<Prot, ParseError> {
+        self.typed("prot", "three letters r/w/x or - (rw-)", Prot::parse)
+    }
+
+    fn flags<F: SymbolicFlags>(&self) -> Result<F, ParseError> {
+        self.typed("flags", "flag names joined by | (or 0)", F::parse_symbolic)
+    }
+
+    fn string(&self, key: &'static str) -> Result<EscapedStr<'a>, ParseError> {
+        self.typed(key, "escaped text (\\xNN for special bytes)", EscapedStr::from_escaped)
+    }
+
+    /// A `0`/`1` switch that defaults to `default` when absent.
+    fn switch(&self, key: &'static str, default: bool) -> Result<bool, ParseError> {
+        match self.optional(key) {
+            None => Ok(default),
+            Some("0") => Ok(false),
+            Some("1") => Ok(true),
+            Some(value) => Err(bad_value(key, value, "0 or 1")),
+        }
+    }
+}
+
+fn bad_value(key: &'static str, value: &str, expected: &'static str) -> ParseError {
+    ParseError::BadValue {
+        key,
+        value: quote(value),
+        expected,
+    }
+}
+
+/// Parses one line of the event stream (a trailing `\n` is allowed).
+///
+/// Unknown keys are ignored; missing or malformed known keys are errors. Never panics.
+pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.trim_start_matches(' ');
+    if line.is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let mut frame = line.splitn(4, ' ');
+    let time_text = frame.next().ok_or(ParseError::Empty)?;
+    let time =
+        parse_timestamp(time_text).ok_or_else(|| ParseError::BadTimestamp(quote(time_text)))?;
+    let ids = frame.next().ok_or(ParseError::MissingFrame("pid/tid"))?;
+    let (pid, tid) = ids
+        .split_once('/')
+        .and_then(|(pid, tid)| Some((parse_u32(pid)?, parse_u32(tid)?)))
+        .ok_or_else(|| ParseError::BadPidTid(quote(ids)))?;
+    let kind_text = frame.next().ok_or(ParseError::MissingFrame("kind"))?;
+    let rest = frame.next().unwrap_or("");
+    let kind = parse_kind(kind_text, rest)?;
+    Ok(Event {
+        time,
+        pid,
+        tid,
+        kind,
+    })
+}
+
+/// Parses raw bytes of one line; non-UTF-8 input is a [`ParseError::NotText`].
+pub fn parse_line_bytes(line: &[u8]) -> Result<Event<'_>, ParseError> {
+    std::str::from_utf8(line)
+        .map_err(|_| ParseError::NotText)
+        .and_then(parse_line)
+}
+
+fn parse_u32(text: &str) -> Option<u32> {
+    u32::try_from(parse_dec(text)?).ok()
+}
+
+fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError> {
+    let Some(&name) = crate::event::KIND_NAMES.iter().find(|name| **name == kind) else {
+        return Err(ParseError::UnknownKind(quote(kind)));
+    };
+    let f = Fields::new(name, rest)?;
+    Ok(match name {
+        "fault" => EventKind::Fault {
+            fault_type: f.typed("type", "anon, file, swap or wp", |v| match v {
+                "anon" => Some(FaultType::Anon),
+                "file" => Some(FaultType::File),
+                "swap" => Some(FaultType::Swap),
+                "wp" => Some(FaultType::Wp),
+                _ => None,
+            })?,
+            access: f.typed("access", "R, W or X", |v| match v {
+                "R" => Some(Access::Read),
+                "W" => Some(Access::Write),
+                "X" => Some(Access::Exec),
+                _ => None,
+            })?,
+            addr: f.hex("addr")?,
+            ip: f.hex("ip")?,
+            user: f.switch("user", true)?,
+            huge: f.switch("huge", false)?,
+            major: f.switch("major", false)?,
+            retry: f.switch("retry", false)?,
+        },
+        "mmap" => EventKind::Mmap {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            prot: f.prot()?,
+            flags: f.flags::<MmapFlags>()?,
+            fd: f.signed("fd")?,
+            off: f.signed("off")?,
+            ret: f.ret()?,
+            file: match f.optional("file") {
+                Some(_) => Some(f.string("file")?),
+                None => None,
+            },
+        },
+        "munmap" => EventKind::Munmap {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            ret: f.ret()?,
+        },
+        "mremap" => EventKind::Mremap {
+            old: f.hex("old")?,
+            old_len: f.dec("old_len")?,
+            new_len: f.dec("new_len")?,
+            flags: f.flags::<MremapFlags>()?,
+            new: f.hex("new")?,
+            ret: f.ret()?,
+        },
+        "brk" => EventKind::Brk {
+            req: f.hex("req")?,
+            ret: f.hex("ret")?,
+        },
+        "mprotect" => EventKind::Mprotect {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            prot: f.prot()?,
+            ret: f.ret()?,
+        },
+        "madvise" => EventKind::Madvise {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            advice: f.typed("advice", "an MADV_ name without prefix or a number", Advice::parse)?,
+            ret: f.ret()?,
+        },
+        "mlock" => EventKind::Mlock {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            ret: f.ret()?,
+        },
+        "mlock2" => EventKind::Mlock2 {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            flags: f.flags::<Mlock2Flags>()?,
+            ret: f.ret()?,
+        },
+        "munlock" => EventKind::Munlock {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            ret: f.ret()?,
+        },
+        "mlockall" => EventKind::Mlockall {
+            flags: f.flags::<MlockallFlags>()?,
+            ret: f.ret()?,
+        },
+        "munlockall" => EventKind::Munlockall { ret: f.ret()? },
+        "fsync" => EventKind::Fsync {
+            fd: f.signed("fd")?,
+            ret: f.ret()?,
+        },
+        "mark" => EventKind::Mark {
+            text: f.string("text")?,
+        },
+        "exec" => EventKind::Exec {
+            comm: f.string("comm")?,
+            filename: f.string("filename")?,
+        },
+        "fork" => EventKind::Fork {
+            child: f.typed("child", "a pid", parse_u32)?,
+            watched: f.typed("watched", "0 or 1", |v| match v {
+                "0" => Some(false),
+                "1" => Some(true),
+                _ => None,
+            })?,
+        },
+        "exit" => EventKind::Exit {
+            code: f.typed("code", "a wait(2) status", |v| {
+                parse_signed_dec(v).and_then(|n| i32::try_from(n).ok())
+            })?,
+        },
+        "lost" => EventKind::Lost {
+            count: f.dec("count")?,
+        },
+        _ => return Err(ParseError::UnknownKind(quote(kind))),
+    })
+}
