@@ -1,1 +1,295 @@
-fn main(){}
+//! `memmon`: watch processes' memory-management system calls and page faults through the
+//! memmon kernel module (`/proc/memmon`).
+
+mod child;
+mod live;
+mod monitor;
+mod output;
+mod sysinfo;
+
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use memmon::{CaptureReader, ProcInterface, KIND_NAMES};
+
+use crate::output::{Format, Printer};
+
+/// Watch processes' mm system calls and page faults through the memmon kernel module.
+///
+/// memmon records, for watched processes, every mm system call (mmap, munmap, mremap, brk,
+/// mprotect, madvise, mlock, munlock, fsync ...) and every page fault (typed: anon, file,
+/// swap, wp), and serves them through /proc/memmon/events. Most commands need root and the
+/// module loaded; `tail --input FILE` needs neither.
+#[derive(Debug, Parser)]
+#[command(name = "memmon", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    /// Directory of the module's files.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "MEMMON_PROC_ROOT",
+        default_value = memmon::control::DEFAULT_PROC_ROOT
+    )]
+    proc_root: PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command under watch and print its events until it exits.
+    ///
+    /// The command starts only once it is watched, so its first event is its `exec`
+    /// (preceded by a few faults of memmon's own child before exec). memmon exits with
+    /// the command's exit status (128+N when killed by signal N).
+    #[command(after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2")]
+    Run {
+        /// Also watch the processes the command forks, and theirs.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Write the raw event lines to FILE instead of printing them decoded.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        format: FormatArgs,
+        /// The command and its arguments.
+        #[arg(required = true, last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Start watching running processes.
+    Attach {
+        /// Also watch the processes they fork from now on.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Process ids.
+        #[arg(required = true, value_name = "PID")]
+        pids: Vec<u32>,
+    },
+    /// Stop watching processes.
+    Detach {
+        /// Stop watching every process.
+        #[arg(long, conflicts_with = "pids")]
+        all: bool,
+        /// Process ids.
+        #[arg(required_unless_present = "all", value_name = "PID")]
+        pids: Vec<u32>,
+    },
+    /// List the watched processes (pid and command name).
+    List,
+    /// Print the event stream, decoded, as it arrives (Ctrl-C to stop).
+    ///
+    /// Starts with the oldest event still in the module's buffer. Does not change the
+    /// watch set: use `attach` first. `lost` lines are always shown.
+    #[command(after_help = "Example:\n  memmon tail --pid 212 --kind mmap,munmap\n  memmon tail --json --input capture.txt")]
+    Tail {
+        #[command(flatten)]
+        format: FormatArgs,
+        /// Only events of these processes (repeat or separate with commas).
+        #[arg(long, short = 'p', value_name = "PID", value_delimiter = ',')]
+        pid: Vec<u32>,
+        /// Only events of these kinds (comma-separated).
+        #[arg(long, short = 'k', value_name = "KIND", value_delimiter = ',',
+              value_parser = clap::builder::PossibleValuesParser::new(KIND_NAMES))]
+        kind: Vec<String>,
+        /// Decode a capture file or saved event stream instead of the live stream
+        /// (`-` for stdin); stops at its end. Needs neither root nor the module.
+        #[arg(long, short = 'i', value_name = "FILE")]
+        input: Option<PathBuf>,
+    },
+    /// Record a capture file: events plus /proc/PID/maps and memory-status snapshots.
+    ///
+    /// Either attach to running processes (-p, until they all exit or Ctrl-C) or run a
+    /// command (after `--`, until it exits). Snapshots are taken at the start, after every
+    /// exec, at every mark and at the end. The format is described in userspace/README.md.
+    #[command(after_help = "Example:\n  memmon record -o cap.txt -- ./a.out\n  memmon record -o cap.txt -p 212 -p 300\n  memmon tail --input cap.txt")]
+    Record {
+        /// The capture file to write.
+        #[arg(short = 'o', long, value_name = "FILE", required = true)]
+        output: PathBuf,
+        /// Also watch the processes forked by the recorded ones.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Record these running processes (repeat or separate with commas).
+        #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',',
+              conflicts_with = "command", required_unless_present = "command")]
+        pids: Vec<u32>,
+        /// The command to run and record.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Print the module's counters.
+    Stats,
+    /// Write a marker line into the event stream (a `mark` event).
+    Mark {
+        /// The text.
+        #[arg(required = true)]
+        text: Vec<String>,
+    },
+}
+
+/// How decoded events are printed.
+#[derive(Debug, Args)]
+struct FormatArgs {
+    /// One JSON object per event instead of the human-readable form.
+    #[arg(long)]
+    json: bool,
+    /// Prefix human-readable lines with the event's timestamp.
+    #[arg(long, short = 't', conflicts_with = "json")]
+    time: bool,
+}
+
+impl FormatArgs {
+    fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            Format::Human { time: self.time }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("memmon: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let proc = ProcInterface::new(&cli.proc_root);
+    match cli.command {
+        Command::Run {
+            follow,
+            output,
+            format,
+            command,
+        } => {
+            let printer = match output {
+                Some(path) => Printer::new(create_file(&path)?, Format::Raw),
+                None => Printer::new(Box::new(io::stdout().lock()), format.format()),
+            };
+            monitor::run_command(&proc, &command, follow, printer)
+        }
+        Command::Attach { follow, pids } => {
+            if follow {
+                proc.watch_following(&pids)?;
+            } else {
+                proc.watch(&pids)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Detach { all, pids } => {
+            if all {
+                proc.clear()?;
+            } else {
+                proc.unwatch(&pids)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List => {
+            let mut out = io::stdout().lock();
+            for pid in proc.watched()? {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|name| name.trim_end().to_owned())
+                    .unwrap_or_else(|_| "?".to_owned());
+                output::ignore_broken_pipe(writeln!(out, "{pid} {comm}"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tail {
+            format,
+            pid,
+            kind,
+            input,
+        } => {
+            let filter = output::Filter::new(pid, kind);
+            let printer = Printer::new(Box::new(io::stdout().lock()), format.format());
+            match input {
+                Some(path) => tail_input(&path, filter, printer),
+                None => monitor::tail_live(&proc, filter, printer),
+            }
+        }
+        Command::Record {
+            output,
+            follow,
+            pids,
+            command,
+        } => {
+            let file = create_file(&output)?;
+            if command.is_empty() {
+                monitor::record_pids(&proc, &pids, follow, file)
+            } else {
+                monitor::record_command(&proc, &command, follow, file)
+            }
+        }
+        Command::Stats => {
+            let stats = proc.stats()?;
+            let width = stats.entries.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+            let mut out = io::stdout().lock();
+            for (key, value) in &stats.entries {
+                output::ignore_broken_pipe(writeln!(out, "{key:width$}  {value}"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mark { text } => {
+            proc.mark(&text.join(" "))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn create_file(path: &PathBuf) -> Result<Box<dyn Write>> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Box::new(io::BufWriter::new(file)))
+}
+
+/// `tail --input`: decode a capture file or stdin.
+fn tail_input(path: &PathBuf, filter: output::Filter, mut printer: Printer) -> Result<ExitCode> {
+    let input: Box<dyn io::BufRead> = if path.as_os_str() == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        Box::new(BufReader::new(file))
+    };
+    let name = path.display().to_string();
+    let mut reader = CaptureReader::new(input);
+    let mut lost = 0u64;
+    let mut bad_lines = 0u64;
+    while let Some(item) = reader.next_event() {
+        match item {
+            Ok((_, event)) => {
+                if let memmon::EventKind::Lost { count } = event.kind {
+                    lost += count;
+                }
+                if filter.accepts(&event) && !printer.print(&event)? {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            Err(memmon::ReadError::Io { source, .. }) => {
+                bail!("cannot read {name}: {source}")
+            }
+            Err(error) => {
+                bad_lines += 1;
+                eprintln!("memmon: warning: {name}: {error}");
+            }
+        }
+    }
+    printer.flush()?;
+    if lost > 0 {
+        eprintln!("memmon: {lost} events were lost (overwritten before they were read)");
+    }
+    if bad_lines > 0 {
+        bail!("{name}: {bad_lines} lines could not be decoded");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,372 @@
+//! The live loops: `run`, `record` and `tail`.
+//!
+//! `run` and `record` follow a set of processes: the started command (or the pids given),
+//! plus, with `--follow`, every child a followed process forks (`fork ... watched=1`).
+//! Events older than the moment memmon added the processes to the watch set are skipped
+//! (they belong to an earlier process with a reused pid), and so are other processes'
+//! events, except `mark` (a marker written from anywhere is part of the trace) and `lost`.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use memmon::{parse_line, Event, EventKind, ProcInterface, Timestamp};
+use nix::sys::signal::Signal;
+
+use crate::child::HeldChild;
+use crate::live::{catch_interrupts, interrupted, monotonic_now, LiveEvents};
+use crate::output::{Filter, Printer};
+use crate::sysinfo::{write_capture_header, write_snapshots};
+
+/// Poll timeout: how often the loops look at the child and at Ctrl-C.
+const POLL_MS: u16 = 100;
+/// How long to wait for the command's `exit` event after reaping it.
+const EXIT_EVENT_GRACE: Duration = Duration::from_secs(1);
+/// Events of not-yet-known pids kept in case a `fork ... watched=1` names them later
+/// (a forked child can run, and fault, before its parent's fork event is recorded).
+const ORPHAN_LIMIT: usize = 4096;
+
+/// Where the followed processes' events go.
+enum Sink {
+    /// Printed (human, JSON or raw).
+    Print(Printer),
+    /// Written to a capture file with snapshots.
+    Capture(Box<dyn Write>),
+}
+
+impl Sink {
+    /// Writes an event; false when the output went away.
+    fn event(&mut self, line: &str, event: &Event) -> Result<bool> {
+        match self {
+            Sink::Print(printer) => printer.print(event),
+            Sink::Capture(out) => {
+                writeln!(out, "{line}").context("cannot write the capture file")?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn snapshot(&mut self, pid: u32, reason: &str) -> Result<()> {
+        if let Sink::Capture(out) = self {
+            write_snapshots(out, pid, reason).context("cannot write the capture file")?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<bool> {
+        match self {
+            Sink::Print(printer) => printer.flush(),
+            Sink::Capture(out) => {
+                out.flush().context("cannot write the capture file")?;
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// Follows a set of processes on the live stream.
+struct Monitor {
+    events: LiveEvents,
+    sink: Sink,
+    /// Processes whose events are kept and that have not exited yet.
+    followed: BTreeSet<u32>,
+    /// Events before this time predate the watch.
+    since: Timestamp,
+    /// Events of unknown pids, in case they turn out to be followed children.
+    orphans: VecDeque<(u32, String)>,
+    lost: u64,
+    /// The started command, if any, and whether its `exit` event was seen.
+    root: Option<u32>,
+    root_exit_seen: bool,
+    output_gone: bool,
+}
+
+impl Monitor {
+    fn new(events: LiveEvents, sink: Sink, since: Timestamp) -> Monitor {
+        Monitor {
+            events,
+            sink,
+            followed: BTreeSet::new(),
+            since,
+            orphans: VecDeque::new(),
+            lost: 0,
+            root: None,
+            root_exit_seen: false,
+            output_gone: false,
+        }
+    }
+
+    /// Reads what is available (waiting up to the poll timeout) and handles it.
+    fn pump(&mut self) -> Result<()> {
+        for line in self.events.poll_lines(POLL_MS)? {
+            self.handle(&line)?;
+        }
+        if !self.sink.flush()? {
+            self.output_gone = true;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, line: &str, event: &Event) -> Result<()> {
+        if !self.output_gone && !self.sink.event(line, event)? {
+            self.output_gone = true;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, line: &str) -> Result<()> {
+        let event = match parse_line(line) {
+            Ok(event) => event,
+            Err(error) => {
+                eprintln!("memmon: warning: skipping undecodable event ({error}): {line}");
+                return Ok(());
+            }
+        };
+        match event.kind {
+            EventKind::Lost { count } => {
+                self.lost += count;
+                return self.emit(line, &event);
+            }
+            _ if event.time < self.since => return Ok(()),
+            EventKind::Mark { .. } => {
+                self.emit(line, &event)?;
+                let followed: Vec<u32> = self.followed.iter().copied().collect();
+                for pid in followed {
+                    self.sink.snapshot(pid, "mark")?;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if !self.followed.contains(&event.pid) {
+            if self.orphans.len() == ORPHAN_LIMIT {
+                self.orphans.pop_front();
+            }
+            self.orphans.push_back((event.pid, line.to_owned()));
+            return Ok(());
+        }
+        self.emit(line, &event)?;
+        match event.kind {
+            EventKind::Fork {
+                child,
+                watched: true,
+            } => {
+                self.followed.insert(child);
+                let (early, others): (VecDeque<_>, VecDeque<_>) =
+                    self.orphans.drain(..).partition(|(pid, _)| *pid == child);
+                self.orphans = others;
+                for (_, line) in early {
+                    self.handle(&line)?;
+                }
+            }
+            EventKind::Exec { .. } => self.sink.snapshot(event.pid, "exec")?,
+            EventKind::Exit { .. } => {
+                self.followed.remove(&event.pid);
+                if self.root == Some(event.pid) {
+                    self.root_exit_seen = true;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Stops watching the processes still followed; says so for followed children.
+    fn unwatch_remaining(&self, proc: &ProcInterface) {
+        let remaining: Vec<u32> = self.followed.iter().copied().collect();
+        if remaining.is_empty() {
+            return;
+        }
+        let others: Vec<String> = remaining
+            .iter()
+            .filter(|pid| Some(**pid) != self.root)
+            .map(u32::to_string)
+            .collect();
+        if !others.is_empty() {
+            eprintln!(
+                "memmon: note: no longer watching {} (still running)",
+                others.join(", ")
+            );
+        }
+        for pid in remaining {
+            // One at a time: a process that exited meanwhile (ESRCH) must not block the rest.
+            let _ = proc.unwatch(&[pid]);
+        }
+    }
+
+    fn report_lost(&self) {
+        if self.lost > 0 {
+            eprintln!(
+                "memmon: {} events were lost (overwritten before memmon read them)",
+                self.lost
+            );
+        }
+    }
+}
+
+/// `run`: start `command` watched and print its events until it exits.
+pub fn run_command(
+    proc: &ProcInterface,
+    command: &[String],
+    follow: bool,
+    printer: Printer,
+) -> Result<ExitCode> {
+    follow_command(proc, command, follow, Sink::Print(printer))
+}
+
+/// `record -- CMD`: like `run`, into a capture file with snapshots.
+pub fn record_command(
+    proc: &ProcInterface,
+    command: &[String],
+    follow: bool,
+    mut out: Box<dyn Write>,
+) -> Result<ExitCode> {
+    write_capture_header(&mut out, ("command", &command.join(" ")))
+        .context("cannot write the capture file")?;
+    follow_command(proc, command, follow, Sink::Capture(out))
+}
+
+fn follow_command(
+    proc: &ProcInterface,
+    command: &[String],
+    follow: bool,
+    sink: Sink,
+) -> Result<ExitCode> {
+    // Open the stream before the command can run, so none of its events are missed.
+    let events = LiveEvents::open(proc)?;
+    catch_interrupts()?;
+    let mut child = HeldChild::spawn(command)?;
+    let pid = child.pid_u32();
+    let since = monotonic_now();
+    let watched = if follow {
+        proc.watch_following(&[pid])
+    } else {
+        proc.watch(&[pid])
+    };
+    if let Err(error) = watched {
+        child.abandon();
+        return Err(error.into());
+    }
+    let mut monitor = Monitor::new(events, sink, since);
+    monitor.followed.insert(pid);
+    monitor.root = Some(pid);
+    // The stub has not exec'd yet: this is the process's initial state.
+    monitor.sink.snapshot(pid, "start")?;
+    if let Err(error) = child.release() {
+        let _ = proc.unwatch(&[pid]);
+        return Err(error);
+    }
+
+    let mut exit_code = None;
+    let mut reaped_at = None;
+    let mut interrupted_once = false;
+    loop {
+        monitor.pump()?;
+        if interrupted() && !interrupted_once {
+            // The terminal's Ctrl-C usually reached the command too; forward it in case
+            // memmon alone was signalled, then keep draining until it exits.
+            interrupted_once = true;
+            child.signal(Signal::SIGINT);
+        }
+        if exit_code.is_none() && child.has_exited()? {
+            // Before reaping: the pid cannot be reused while memmon reads /proc/PID.
+            monitor.sink.snapshot(pid, "end")?;
+            exit_code = Some(child.reap()?);
+            reaped_at = Some(Instant::now());
+        }
+        if let Some(reaped_at) = reaped_at {
+            if monitor.root_exit_seen || reaped_at.elapsed() > EXIT_EVENT_GRACE {
+                break;
+            }
+        }
+    }
+    if !monitor.root_exit_seen {
+        eprintln!("memmon: warning: the command's exit event did not arrive");
+    }
+    monitor.unwatch_remaining(proc);
+    if let Sink::Capture(out) = &mut monitor.sink {
+        memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
+    }
+    monitor.sink.flush()?;
+    monitor.report_lost();
+    let code = exit_code.unwrap_or(1);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `record -p PID...`: record running processes until they exit or Ctrl-C.
+pub fn record_pids(
+    proc: &ProcInterface,
+    pids: &[u32],
+    follow: bool,
+    mut out: Box<dyn Write>,
+) -> Result<ExitCode> {
+    let pid_list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    write_capture_header(&mut out, ("pids", &pid_list.join(" ")))
+        .context("cannot write the capture file")?;
+    let events = LiveEvents::open(proc)?;
+    catch_interrupts()?;
+    let since = monotonic_now();
+    if follow {
+        proc.watch_following(pids)?;
+    } else {
+        proc.watch(pids)?;
+    }
+    let mut monitor = Monitor::new(events, Sink::Capture(out), since);
+    monitor.followed.extend(pids);
+    for &pid in pids {
+        monitor.sink.snapshot(pid, "start")?;
+    }
+    while !interrupted() && !monitor.followed.is_empty() {
+        monitor.pump()?;
+    }
+    let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
+    for pid in still_running {
+        monitor.sink.snapshot(pid, "end")?;
+    }
+    monitor.unwatch_remaining(proc);
+    if let Sink::Capture(out) = &mut monitor.sink {
+        memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
+    }
+    monitor.sink.flush()?;
+    if interrupted() {
+        eprintln!("memmon: interrupted, recording stopped");
+    }
+    monitor.report_lost();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tail`: print the live stream until Ctrl-C.
+pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> Result<ExitCode> {
+    let mut events = LiveEvents::open(proc)?;
+    catch_interrupts()?;
+    let mut lost = 0u64;
+    'stream: while !interrupted() {
+        for line in events.poll_lines(POLL_MS)? {
+            let event = match parse_line(&line) {
+                Ok(event) => event,
+                Err(error) => {
+                    eprintln!("memmon: warning: skipping undecodable event ({error}): {line}");
+                    continue;
+                }
+            };
+            if let EventKind::Lost { count } = event.kind {
+                lost += count;
+            }
+            if filter.accepts(&event) && !printer.print(&event)? {
+                break 'stream;
+            }
+        }
+        if !printer.flush()? {
+            break;
+        }
+    }
+    if interrupted() {
+        eprintln!("memmon: interrupted");
+    }
+    if lost > 0 {
+        eprintln!("memmon: {lost} events were lost (overwritten before memmon read them)");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,85 @@
+//! Capture-file headers (kernel, module) and /proc/PID snapshots.
+
+use std::io::{self, Write};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memmon::capture::{write_header, write_snapshot, CAPTURE_VERSION};
+use memmon::SnapshotSource;
+
+use crate::live::monotonic_now;
+
+/// Writes the header lines of a capture file.
+pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Result<()> {
+    write_header(out, "memmon-capture", &CAPTURE_VERSION.to_string())?;
+    let kernel = nix::sys::utsname::uname()
+        .map(|uts| uts.release().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    write_header(out, "kernel", &kernel)?;
+    let version = read_trimmed("/sys/module/memmon/version").unwrap_or_else(|| "unknown".to_owned());
+    write_header(out, "module-version", &version)?;
+    if let Some(buflen) = read_trimmed("/sys/module/memmon/parameters/buflen") {
+        write_header(out, "buflen", &buflen)?;
+    }
+    write_header(out, "start", &monotonic_now().to_string())?;
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    write_header(
+        out,
+        "start-unix",
+        &format!("{}.{:09}", wall.as_secs(), wall.subsec_nanos()),
+    )?;
+    write_header(out, what.0, what.1)
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
+}
+
+/// Writes snapshots of `/proc/PID/maps` and of the `Vm*`/`Rss*` lines of
+/// `/proc/PID/status`, with a note when the process has no address space left.
+pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Result<()> {
+    let time = monotonic_now();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+    let (maps_note, maps_lines) = snapshot_lines(&maps, |_| true);
+    write_snapshot(
+        out,
+        SnapshotSource::Maps,
+        pid,
+        time,
+        reason,
+        maps_note.as_deref(),
+        maps_lines,
+    )?;
+    let (status_note, status_lines) =
+        snapshot_lines(&status, |line| line.starts_with("Vm") || line.starts_with("Rss"));
+    write_snapshot(
+        out,
+        SnapshotSource::Status,
+        pid,
+        time,
+        reason,
+        status_note.as_deref(),
+        status_lines,
+    )
+}
+
+fn snapshot_lines<'t>(
+    text: &'t io::Result<String>,
+    keep: impl Fn(&str) -> bool,
+) -> (Option<String>, Vec<&'t str>) {
+    match text {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().filter(|line| keep(line)).collect();
+            let note = lines
+                .is_empty()
+                .then(|| "empty: the process has no address space (it has exited)".to_owned());
+            (note, lines)
+        }
+        Err(error) => (Some(format!("unavailable: {error}")), Vec::new()),
+    }
+}
