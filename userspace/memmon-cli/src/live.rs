@@ -85,7 +85,12 @@ impl LiveEvents {
         }
         loop {
             match self.file.read(&mut self.chunk) {
-                Ok(0) => break,
+                Ok(0) => {
+                    // The module's stream never ends; a plain file standing in for it
+                    // (tests) does, and always polls readable: wait instead of spinning.
+                    std::thread::sleep(std::time::Duration::from_millis(timeout_ms.into()));
+                    break;
+                }
                 Ok(count) => {
                     self.pending.extend_from_slice(&self.chunk[..count]);
                     if count < self.chunk.len() {
