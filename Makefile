@@ -1,0 +1,100 @@
+# memmon: build the patched kernel, the module, the userspace tools; run the demo and tests.
+#
+#   make deps     install what a fresh Debian bookworm machine lacks (root)
+#   make          kernel (patched, configured, bzImage + modules), module, userspace
+#   make module   only the module (KDIR=/path/to/your/patched/tree to use your own kernel)
+#   make run      the demo: boot the VM, load memmon, watch a workload, show its events
+#   make check    userspace tests, module rustfmt + clippy, VM scenarios
+#   make clean    remove the module and userspace build output (keeps the kernel)
+#   make distclean  remove build/ entirely
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+LINUX := $(BUILD)/linux
+KDIR ?= $(LINUX)
+LLVM ?= -19
+JOBS ?= $(shell nproc)
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+KMAKE = $(MAKE) -C $(LINUX) LLVM=$(LLVM) -j$(JOBS)
+MODULE_OUT := $(BUILD)/module
+MODULE := $(MODULE_OUT)/memmon.ko
+MODULE_SRCS := $(wildcard $(TOP)/src/*.rs) $(TOP)/Kbuild
+BZIMAGE := $(LINUX)/arch/x86/boot/bzImage
+KERNEL_STAMP := $(LINUX)/.memmon-built
+PATCH_STAMP := $(LINUX)/.memmon-patched
+CONFIG := $(LINUX)/.config
+TARBALL := $(BUILD)/dl/linux-source-7.3.tar.xz
+USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
+PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
+PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
+
+.PHONY: all deps kernel module userspace progs run check check-userspace check-module \
+	check-vm clean distclean
+
+all: kernel module userspace progs
+
+deps:
+	@$(TOP)/scripts/deps.sh
+
+$(TARBALL):
+	@$(TOP)/scripts/deps.sh
+
+# --- kernel -------------------------------------------------------------------------------
+$(PATCH_STAMP): $(TARBALL) $(wildcard $(TOP)/patches/*.patch) $(TOP)/scripts/kernel-prepare.sh
+	@$(TOP)/scripts/kernel-prepare.sh
+	@touch $@
+
+$(CONFIG): $(PATCH_STAMP) $(TOP)/scripts/kernel.config
+	@echo "kernel: configuring (tinyconfig + scripts/kernel.config)"
+	@$(KMAKE) -s tinyconfig >/dev/null
+	@cd $(LINUX) && scripts/kconfig/merge_config.sh -m -O $(LINUX) .config $(TOP)/scripts/kernel.config >/dev/null
+	@$(KMAKE) -s olddefconfig >/dev/null
+	@$(TOP)/scripts/check-config.sh $(TOP)/scripts/kernel.config $@
+
+$(KERNEL_STAMP): $(CONFIG) $(PATCH_STAMP)
+	@echo "kernel: building bzImage and modules (about 6 minutes on 2 cores the first time)"
+	@$(KMAKE) -s bzImage modules
+	@touch $@
+
+kernel: $(KERNEL_STAMP)
+
+# --- module -------------------------------------------------------------------------------
+ifeq ($(KDIR),$(LINUX))
+$(MODULE): $(MODULE_SRCS) $(KERNEL_STAMP)
+else
+.PHONY: $(MODULE)
+$(MODULE): $(MODULE_SRCS)
+endif
+	@mkdir -p $(MODULE_OUT)
+	$(MAKE) -C $(KDIR) LLVM=$(LLVM) M=$(TOP) MO=$(MODULE_OUT) $(if $(CLIPPY),CLIPPY=1) modules
+
+module: $(MODULE)
+
+# --- userspace ----------------------------------------------------------------------------
+# Static, so that it runs in the busybox guest as it does on the host.
+userspace:
+	@if [ -f $(TOP)/userspace/Cargo.toml ]; then \
+		cd $(TOP)/userspace && RUSTFLAGS="-C target-feature=+crt-static" \
+		cargo build --quiet --release --target x86_64-unknown-linux-gnu; fi
+
+# --- test programs (static C, run in the guest) -------------------------------------------
+progs: $(PROGS)
+
+$(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
+	@mkdir -p $(dir $@)
+	gcc -static -O1 -g -Wall -Werror -o $@ $< -lpthread
+
+# --- demo and tests -----------------------------------------------------------------------
+run: deps all
+	@$(TOP)/scripts/demo.sh
+
+check: deps all
+	@$(TOP)/scripts/check.sh
+
+clean:
+	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target
+
+distclean:
+	rm -rf $(BUILD) $(TOP)/userspace/target

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# memmon's test suite (run by `make check` after deps and the build):
+#   - userspace: cargo test, clippy and rustfmt of the workspace
+#   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free
+#   - patches: checkpatch.pl
+#   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
+#     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace
+# Ends with one line: "N passed, N failed".
+# Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="$HOME/.cargo/bin:$PATH"
+linux="$top/build/linux"
+results="$top/build/check"
+filter=${1:-}
+mkdir -p "$results"
+passed=0 failed=0 failures=()
+
+# run_item NAME COMMAND...: run one check, output in build/check/NAME.log
+run_item() {
+    local name=$1; shift
+    [[ -z "$filter" || "$name" == *"$filter"* ]] || return 0
+    local log="$results/$name.log" start=$SECONDS
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf 'PASS %-40s %3ds\n' "$name" $((SECONDS - start))
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        printf 'FAIL %-40s %3ds  (log: %s)\n' "$name" $((SECONDS - start)) "${log#$top/}"
+        tail -n 15 "$log" | sed 's/^/     | /'
+    fi
+}
+
+userspace_tests() { cd "$top/userspace" && cargo test --quiet 2>&1; }
+userspace_lint() {
+    cd "$top/userspace" && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings
+}
+module_rustfmt() {
+    rustfmt --check --edition 2021 --config-path "$linux/.rustfmt.toml" "$top"/src/*.rs
+}
+module_clippy() {
+    local out="$top/build/module-clippy"
+    rm -rf "$out" && mkdir -p "$out"
+    make -C "$linux" LLVM=-19 M="$top" MO="$out" CLIPPY=1 modules 2>&1 | tee "$out/build.log"
+    ! grep -Eq '^(warning|error)' "$out/build.log"
+}
+patches_checkpatch() {
+    "$linux/scripts/checkpatch.pl" --no-tree --quiet --ignore FILE_PATH_CHANGES "$top"/patches/*.patch
+}
+
+# vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat
+vm_scenario() {
+    local script=$1 name klog
+    name=$(basename "$script" .sh)
+    klog="$results/vm-$name.kernel.log"
+    "$top/scripts/vm-run" --log "$klog" --add "$top/tests/vm/lib.sh:/host/lib.sh" \
+        --add "$script:/host/test.sh" -- sh /host/test.sh
+    local status=$?
+    if grep -En 'BUG:|WARNING:|Oops|Call Trace|KASAN|kernel BUG' "$klog"; then
+        echo "the guest kernel log has a splat (see $klog)"
+        return 1
+    fi
+    [ $status -eq 0 ] || { echo "scenario exited with $status (kernel log: $klog)"; return 1; }
+}
+
+if [ -f "$top/userspace/Cargo.toml" ]; then
+    run_item userspace-cargo-test userspace_tests
+    run_item userspace-fmt-clippy userspace_lint
+fi
+run_item module-rustfmt module_rustfmt
+run_item module-clippy module_clippy
+run_item patches-checkpatch patches_checkpatch
+for script in "$top"/tests/vm/[0-9]*.sh; do
+    run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
+done
+
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Make build/linux the pristine 7.3 source with patches/*.patch applied, touching as few
+# files as possible: a changed patch set is switched by reverting the previously applied
+# patches (kept in build/linux/.memmon-patches/) and applying the new ones, so that the
+# kernel's own incremental build only recompiles what the patches touch.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+tree="$top/build/linux"
+tarball="$top/build/dl/linux-source-7.3.tar.xz"
+applied="$tree/.memmon-patches"
+
+unpack() {
+    echo "kernel: unpacking $tarball"
+    rm -rf "$tree" "$tree.tmp"
+    mkdir -p "$tree.tmp"
+    tar -xf "$tarball" -C "$tree.tmp" --strip-components=1
+    mv "$tree.tmp" "$tree"
+    mkdir -p "$applied"
+}
+
+[ -d "$applied" ] || unpack
+
+if [ -n "$(ls "$applied")" ]; then
+    for p in $(ls "$applied" | sort -r); do
+        if ! patch -d "$tree" -p1 -R -s -f --no-backup-if-mismatch < "$applied/$p" >/dev/null; then
+            echo "kernel: cannot revert $p; starting from a fresh tree"
+            unpack
+            break
+        fi
+        rm -f "$applied/$p"
+    done
+fi
+for p in "$top"/patches/*.patch; do
+    echo "kernel: applying $(basename "$p")"
+    patch -d "$tree" -p1 -s -N --no-backup-if-mismatch < "$p"
+    cp "$p" "$applied/"
+done

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Event records: what the write path stores in the ring.
+//!
+//! A record is a fixed-size, plain-data copy of everything its line will need, so that the
+//! producers (fault hook, probes) only fill in integers and copy a few bytes, in atomic context,
+//! without allocating. The text form is produced on the read side, in [`crate::text`].
+
+use kernel::bindings;
+
+/// Bytes of inline text a record can carry (file path, marker text, exec file name).
+pub(crate) const TEXT_CAPACITY: usize = 112;
+
+/// What happened. The discriminant indexes the per-kind counters of [`crate::ring::Stats`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    Fault = 0,
+    Mmap,
+    Munmap,
+    Mremap,
+    Brk,
+    Mprotect,
+    Madvise,
+    Mlock,
+    Mlock2,
+    Munlock,
+    Mlockall,
+    Munlockall,
+    Fsync,
+    Mark,
+    Exec,
+    Fork,
+    Exit,
+}
+
+impl Kind {
+    /// Number of kinds.
+    pub(crate) const COUNT: usize = Kind::Exit as usize + 1;
+
+    /// Every kind, in discriminant order.
+    pub(crate) const ALL: [Kind; Kind::COUNT] = [
+        Kind::Fault,
+        Kind::Mmap,
+        Kind::Munmap,
+        Kind::Mremap,
+        Kind::Brk,
+        Kind::Mprotect,
+        Kind::Madvise,
+        Kind::Mlock,
+        Kind::Mlock2,
+        Kind::Munlock,
+        Kind::Mlockall,
+        Kind::Munlockall,
+        Kind::Fsync,
+        Kind::Mark,
+        Kind::Exec,
+        Kind::Fork,
+        Kind::Exit,
+    ];
+
+    /// The kind's name in the event stream.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Fault => "fault",
+            Kind::Mmap => "mmap",
+            Kind::Munmap => "munmap",
+            Kind::Mremap => "mremap",
+            Kind::Brk => "brk",
+            Kind::Mprotect => "mprotect",
+            Kind::Madvise => "madvise",
+            Kind::Mlock => "mlock",
+            Kind::Mlock2 => "mlock2",
+            Kind::Munlock => "munlock",
+            Kind::Mlockall => "mlockall",
+            Kind::Munlockall => "munlockall",
+            Kind::Fsync => "fsync",
+            Kind::Mark => "mark",
+            Kind::Exec => "exec",
+            Kind::Fork => "fork",
+            Kind::Exit => "exit",
+        }
+    }
+}
+
+/// Which fault handler resolved a fault (`enum mm_fault_type` of the kernel patch).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum FaultType {
+    Anon = 0,
+    File,
+    Swap,
+    WriteProtect,
+}
+
+/// Bits of [`Event::flags`] for [`Kind::Fault`].
+pub(crate) mod fault_flags {
+    /// The access was a write.
+    pub(crate) const WRITE: u32 = 1 << 0;
+    /// The access was an instruction fetch.
+    pub(crate) const EXEC: u32 = 1 << 1;
+    /// The fault came from user mode.
+    pub(crate) const USER: u32 = 1 << 2;
+    /// The fault was handled at PMD level.
+    pub(crate) const HUGE: u32 = 1 << 3;
+    /// The fault needed I/O.
+    pub(crate) const MAJOR: u32 = 1 << 4;
+    /// This attempt repeats one that returned `VM_FAULT_RETRY`.
+    pub(crate) const RETRY: u32 = 1 << 5;
+}
+
+/// One event, as stored in the ring.
+///
+/// The meaning of `args`, `ret` and `text` depends on `kind`; [`crate::text`] documents it by
+/// printing it. All fields are plain data: a zeroed record is valid (and prints as a fault).
+#[derive(Clone, Copy)]
+pub(crate) struct Event {
+    /// CLOCK_MONOTONIC, nanoseconds.
+    pub(crate) time_ns: u64,
+    /// Thread-group id in the initial pid namespace.
+    pub(crate) pid: i32,
+    /// Thread id in the initial pid namespace.
+    pub(crate) tid: i32,
+    pub(crate) kind: Kind,
+    /// For faults: the [`FaultType`].
+    pub(crate) fault_type: FaultType,
+    /// Number of valid bytes in `text`.
+    pub(crate) text_len: u8,
+    /// `text` was cut to fit.
+    pub(crate) text_truncated: bool,
+    /// Kind-specific flag bits ([`fault_flags`]).
+    pub(crate) flags: u32,
+    /// Kind-specific arguments (syscall arguments in order; fault address and ip).
+    pub(crate) args: [u64; 6],
+    /// Syscall return value, exit code, child pid.
+    pub(crate) ret: i64,
+    /// Kind-specific text (not NUL-terminated).
+    pub(crate) text: [u8; TEXT_CAPACITY],
+}
+
+impl Event {
+    /// A record of `kind` for the current task, stamped now.
+    pub(crate) fn new(kind: Kind) -> Self {
+        let (pid, tid) = current_ids();
+        Self {
+            // SAFETY: `ktime_get_mono_fast_ns` may be called from any context.
+            time_ns: unsafe { bindings::ktime_get_mono_fast_ns() },
+            pid,
+            tid,
+            kind,
+            fault_type: FaultType::Anon,
+            text_len: 0,
+            text_truncated: false,
+            flags: 0,
+            args: [0; 6],
+            ret: 0,
+            text: [0; TEXT_CAPACITY],
+        }
+    }
+
+    /// An empty record, to fill ring slots before use.
+    pub(crate) const fn zeroed() -> Self {
+        Self {
+            time_ns: 0,
+            pid: 0,
+            tid: 0,
+            kind: Kind::Fault,
+            fault_type: FaultType::Anon,
+            text_len: 0,
+            text_truncated: false,
+            flags: 0,
+            args: [0; 6],
+            ret: 0,
+            text: [0; TEXT_CAPACITY],
+        }
+    }
+
+    /// Stores `bytes` as the record's text, cut to [`TEXT_CAPACITY`].
+    pub(crate) fn set_text(&mut self, bytes: &[u8]) {
+        let len = bytes.len().min(TEXT_CAPACITY);
+        self.text[..len].copy_from_slice(&bytes[..len]);
+        // CAST: `len <= TEXT_CAPACITY < 256`.
+        self.text_len = len as u8;
+        self.text_truncated = len < bytes.len();
+    }
+
+    /// Stores a NUL-terminated kernel string as the record's text.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be null or point to a NUL-terminated string valid for reads.
+    pub(crate) unsafe fn set_text_from_c(&mut self, ptr: *const u8) {
+        if ptr.is_null() {
+            return;
+        }
+        let mut len = 0;
+        // SAFETY: The caller guarantees a NUL-terminated string; reading stops at the NUL or
+        // after one byte past the capacity.
+        while len <= TEXT_CAPACITY && unsafe { *ptr.add(len) } != 0 {
+            len += 1;
+        }
+        let stored = len.min(TEXT_CAPACITY);
+        // SAFETY: `stored` bytes before the NUL (or the capacity) were just read.
+        let bytes = unsafe { core::slice::from_raw_parts(ptr, stored) };
+        self.set_text(bytes);
+        self.text_truncated = len > TEXT_CAPACITY;
+    }
+
+    /// The record's text.
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text[..usize::from(self.text_len)]
+    }
+}
+
+/// Thread-group id and thread id of the current task, in the initial pid namespace.
+pub(crate) fn current_ids() -> (i32, i32) {
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is always a valid task; `tgid` and `pid` do not change while it runs.
+    unsafe { ((*task).tgid, (*task).pid) }
+}

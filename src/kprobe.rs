@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers over kprobes and kretprobes (`linux/kprobes.h`).
+//!
+//! A [`Kprobe`] or [`Kretprobe`] is registered when initialised in place and unregistered when
+//! dropped; the kernel structure is pinned inside it and the handler is found from it with
+//! `container_of`. Handlers run in atomic context: they must not sleep.
+
+use core::mem::size_of;
+use kernel::{bindings, error::to_result, prelude::*, str::CStr, types::Opaque};
+
+/// What a [`Kprobe`] does when the probed function is entered.
+pub(crate) trait KprobeHandler: Send + Sync {
+    /// Runs before the first instruction of the probed function, in atomic context.
+    fn hit(&self, regs: &bindings::pt_regs);
+}
+
+/// What a [`Kretprobe`] does around a call of the probed function.
+pub(crate) trait KretprobeHandler: Send + Sync {
+    /// What [`KretprobeHandler::entry`] hands to [`KretprobeHandler::exit`] for one call.
+    type Data: Copy;
+
+    /// Runs at function entry, in atomic context. `None` skips this call's exit handler.
+    fn entry(&self, regs: &bindings::pt_regs) -> Option<Self::Data>;
+
+    /// Runs when the call returns (the return value is in `regs`), in atomic context.
+    fn exit(&self, data: &Self::Data, regs: &bindings::pt_regs);
+}
+
+/// Reports a failed registration in the kernel log.
+fn registered(symbol: &CStr, ret: c_int) -> Result {
+    to_result(ret).inspect_err(|e| {
+        pr_err!("cannot probe {}: error {}\n", symbol, e.to_errno());
+    })
+}
+
+/// A registered kprobe on a function's entry.
+///
+/// # Invariants
+///
+/// `raw` is registered with the kprobes core from initialisation until drop.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Kprobe<H: KprobeHandler> {
+    handler: H,
+    #[pin]
+    raw: Opaque<bindings::kprobe>,
+}
+
+// SAFETY: The kprobe structure is only touched by the kprobes core after registration, which
+// allows registering and unregistering from any thread; `H` is `Send`.
+unsafe impl<H: KprobeHandler> Send for Kprobe<H> {}
+// SAFETY: `&Kprobe` gives access to nothing but `H`, which is `Sync`.
+unsafe impl<H: KprobeHandler> Sync for Kprobe<H> {}
+
+impl<H: KprobeHandler> Kprobe<H> {
+    /// Probes the entry of the kernel function `symbol`.
+    pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            handler,
+            raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kprobe| {
+                // SAFETY: `slot` is valid for writes; an all-zero kprobe is a valid, unset one.
+                unsafe {
+                    slot.write(core::mem::zeroed());
+                    (*slot).symbol_name = symbol.as_char_ptr();
+                    (*slot).pre_handler = Some(Self::pre_handler);
+                }
+                // SAFETY: `slot` is a fully set up kprobe that stays pinned until `drop`
+                // unregisters it; `handler` was initialised before it.
+                registered(symbol, unsafe { bindings::register_kprobe(slot) })
+            }),
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the kprobes core with the `kprobe` of a registered `Kprobe<H>`.
+    unsafe extern "C" fn pre_handler(
+        kp: *mut bindings::kprobe,
+        regs: *mut bindings::pt_regs,
+    ) -> c_int {
+        // SAFETY: `kp` is the `raw` field of a live `Kprobe<H>` (registered only by
+        // `register`), and `Opaque` is transparent.
+        let this = unsafe { &*container_of!(kp.cast::<Opaque<bindings::kprobe>>(), Self, raw) };
+        // SAFETY: The kprobes core passes the valid registers of the probed context.
+        this.handler.hit(unsafe { &*regs });
+        0
+    }
+}
+
+#[pinned_drop]
+impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
+        // handler runs any more.
+        unsafe { bindings::unregister_kprobe(self.raw.get()) };
+    }
+}
+
+/// A registered kretprobe: a handler at entry and one at return of each call.
+///
+/// # Invariants
+///
+/// `raw` is registered with the kprobes core from initialisation until drop, with
+/// `data_size == size_of::<H::Data>()`.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Kretprobe<H: KretprobeHandler> {
+    handler: H,
+    #[pin]
+    raw: Opaque<bindings::kretprobe>,
+}
+
+// SAFETY: The kretprobe structure is only touched by the kprobes core after registration,
+// which allows registering and unregistering from any thread; `H` is `Send`.
+unsafe impl<H: KretprobeHandler> Send for Kretprobe<H> {}
+// SAFETY: `&Kretprobe` reads `nmissed` racily as a statistic and otherwise only gives access to
+// `H`, which is `Sync`.
+unsafe impl<H: KretprobeHandler> Sync for Kretprobe<H> {}
+
+impl<H: KretprobeHandler> Kretprobe<H> {
+    /// Probes calls of the kernel function `symbol`, with up to `max_active` calls in flight
+    /// at once; calls beyond that are missed and counted by [`Kretprobe::missed`].
+    pub(crate) fn register(
+        symbol: &'static CStr,
+        max_active: i32,
+        handler: H,
+    ) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            handler,
+            raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kretprobe| {
+                // SAFETY: `slot` is valid for writes; an all-zero kretprobe is a valid, unset
+                // one.
+                unsafe {
+                    slot.write(core::mem::zeroed());
+                    (*slot).kp.symbol_name = symbol.as_char_ptr();
+                    (*slot).entry_handler = Some(Self::entry_handler);
+                    (*slot).handler = Some(Self::exit_handler);
+                    (*slot).maxactive = max_active;
+                    (*slot).data_size = size_of::<H::Data>();
+                }
+                // SAFETY: `slot` is a fully set up kretprobe that stays pinned until `drop`
+                // unregisters it; `handler` was initialised before it.
+                registered(symbol, unsafe { bindings::register_kretprobe(slot) })
+            }),
+        })
+    }
+
+    /// Calls that could not be probed because `max_active` calls were in flight.
+    pub(crate) fn missed(&self) -> u64 {
+        // SAFETY: `raw` is valid; `nmissed` is an int the core updates, read racily as a
+        // statistic.
+        let missed = unsafe { core::ptr::addr_of!((*self.raw.get()).nmissed).read_volatile() };
+        u64::try_from(missed).unwrap_or(0)
+    }
+
+    /// The `Kretprobe` an instance belongs to, and the instance's data area.
+    ///
+    /// # Safety
+    ///
+    /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
+    unsafe fn from_instance<'a>(
+        ri: *mut bindings::kretprobe_instance,
+    ) -> (&'a Self, *mut H::Data) {
+        // SAFETY: With rethook (x86), the instance's rethook data is the `struct kretprobe`,
+        // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).
+        let this = unsafe {
+            let rp = (*(*ri).node.rethook).data.cast::<bindings::kretprobe>();
+            &*container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
+        };
+        // SAFETY: The core allocates `data_size` bytes after each instance.
+        let data = unsafe { (*ri).data.as_mut_ptr().cast::<H::Data>() };
+        (this, data)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the kprobes core with an instance of this probe and valid registers.
+    unsafe extern "C" fn entry_handler(
+        ri: *mut bindings::kretprobe_instance,
+        regs: *mut bindings::pt_regs,
+    ) -> c_int {
+        // SAFETY: See the function's safety requirements.
+        let (this, data) = unsafe { Self::from_instance(ri) };
+        // SAFETY: The kprobes core passes the valid registers of the probed context.
+        match this.handler.entry(unsafe { &*regs }) {
+            Some(value) => {
+                // SAFETY: `data` has room for an `H::Data` (see the type invariants); it may
+                // not be aligned for it.
+                unsafe { data.write_unaligned(value) };
+                0
+            }
+            // Non-zero: no exit handler for this call.
+            None => 1,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the kprobes core with an instance whose entry handler returned 0.
+    unsafe extern "C" fn exit_handler(
+        ri: *mut bindings::kretprobe_instance,
+        regs: *mut bindings::pt_regs,
+    ) -> c_int {
+        // SAFETY: See the function's safety requirements.
+        let (this, data) = unsafe { Self::from_instance(ri) };
+        // SAFETY: `entry_handler` wrote an `H::Data` there for this call.
+        let value = unsafe { data.read_unaligned() };
+        // SAFETY: The kprobes core passes the valid registers at return.
+        this.handler.exit(&value, unsafe { &*regs });
+        0
+    }
+}
+
+#[pinned_drop]
+impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
+        // handler runs any more.
+        unsafe { bindings::unregister_kretprobe(self.raw.get()) };
+    }
+}

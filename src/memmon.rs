@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! memmon: records, for the processes named in `/proc/memmon/watch-pids`, every page fault,
+//! typed by the handler that resolved it (anonymous, file, swap-in, write-protect), and every
+//! mm system call, as text lines in `/proc/memmon/events`.
+//!
+//! - [`fault`]: the page-fault hook of the kernel patch in `patches/`;
+//! - [`syscalls`], [`lifecycle`]: kprobes and kretprobes on mm syscalls, fork, exec, exit;
+//! - [`ring`]: the ring buffer of [`event`] records; [`text`]: their line format;
+//! - [`watch`]: the watched processes; [`files`]: the `/proc/memmon` files, served through
+//!   the safe procfs wrappers of [`procfs`].
+
+use kernel::{prelude::*, sync::Arc};
+
+mod event;
+mod fault;
+mod files;
+mod kprobe;
+mod lifecycle;
+mod procfs;
+mod ring;
+mod syscalls;
+mod text;
+mod watch;
+
+use event::Event;
+use fault::FaultHook;
+use lifecycle::LifecycleProbes;
+use procfs::ProcDir;
+use ring::Ring;
+use syscalls::SyscallProbes;
+use watch::WatchSet;
+
+module! {
+    type: Memmon,
+    name: "memmon",
+    authors: ["memmon developers"],
+    description: "Typed page faults and mm system calls of watched processes",
+    license: "GPL",
+    params: {
+        buflen: u32 {
+            default: 32768,
+            description: "Size of the event ring buffer in bytes (8192 to 268435456)",
+        },
+    },
+}
+
+/// Smallest accepted `buflen`.
+const BUFLEN_MIN: u32 = 8192;
+/// Largest accepted `buflen`.
+const BUFLEN_MAX: u32 = 256 << 20;
+
+/// What the producers (fault hook, probes) and the readers share.
+#[pin_data]
+pub(crate) struct State {
+    #[pin]
+    pub(crate) ring: Ring,
+    #[pin]
+    pub(crate) watch: WatchSet,
+    /// The `buflen` the module was loaded with.
+    pub(crate) buflen: usize,
+}
+
+/// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
+pub(crate) struct Monitor {
+    pub(crate) state: Arc<State>,
+    syscalls: SyscallProbes,
+    _lifecycle: LifecycleProbes,
+}
+
+impl Monitor {
+    /// Probed calls missed because too many were in flight at once.
+    pub(crate) fn probes_missed(&self) -> u64 {
+        self.syscalls.missed()
+    }
+}
+
+struct Memmon {
+    state: Arc<State>,
+    /// `None` only during drop.
+    proc_dir: Option<ProcDir<Monitor>>,
+    /// `None` only during drop.
+    fault_hook: Option<Pin<KBox<FaultHook>>>,
+}
+
+impl kernel::Module for Memmon {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let buflen = module_parameters::buflen.value();
+        if !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
+            pr_err!(
+                "buflen={} is out of range: it must be {} to {} bytes\n",
+                buflen,
+                BUFLEN_MIN,
+                BUFLEN_MAX
+            );
+            return Err(EINVAL);
+        }
+        // CAST: `buflen` is at most 256 MiB.
+        let buflen = buflen as usize;
+        let capacity = buflen / core::mem::size_of::<Event>();
+        let state = Arc::pin_init(
+            try_pin_init!(State {
+                ring <- Ring::new(capacity)?,
+                watch <- WatchSet::new()?,
+                buflen,
+            }),
+            GFP_KERNEL,
+        )?;
+        let monitor = Arc::new(
+            Monitor {
+                state: state.clone(),
+                syscalls: SyscallProbes::register(&state)?,
+                _lifecycle: LifecycleProbes::register(&state)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let fault_hook = KBox::pin_init(FaultHook::register(state.clone()), GFP_KERNEL)?;
+        let proc_dir = ProcDir::new(c"memmon", monitor)?;
+        proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
+        proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
+        proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
+        proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
+        pr_info!(
+            "loaded: buflen={} ({} events of {} bytes)\n",
+            buflen,
+            capacity,
+            core::mem::size_of::<Event>()
+        );
+        Ok(Self {
+            state,
+            proc_dir: Some(proc_dir),
+            fault_hook: Some(fault_hook),
+        })
+    }
+}
+
+impl Drop for Memmon {
+    fn drop(&mut self) {
+        // Readers blocked in read() or poll() wake up and see end of file, so that removing
+        // the files (which waits for callbacks in flight) cannot hang.
+        self.state.ring.close();
+        // Removes the files, releases those still open, then unregisters the probes.
+        drop(self.proc_dir.take());
+        drop(self.fault_hook.take());
+        let stats = self.state.ring.stats();
+        pr_info!(
+            "unloaded: {} events produced, {} overwritten\n",
+            stats.produced,
+            stats.overwritten
+        );
+    }
+}

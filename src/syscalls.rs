@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The mm system calls, through kretprobes on their x86_64 entry points.
+//!
+//! The entry handler of a watched process's call saves the call's arguments (and, for a file
+//! mapping, the file's path); the exit handler writes one event with the arguments and the
+//! result. Faults taken inside the call therefore come before the call's line.
+
+use crate::event::{Event, Kind};
+use crate::kprobe::{Kretprobe, KretprobeHandler};
+use crate::State;
+use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc};
+
+/// Calls of one syscall that may be in flight at once (sleeping in the kernel) and still be
+/// recorded; more are counted as missed in `/proc/memmon/stats`.
+const MAX_ACTIVE: i32 = 256;
+
+const MAP_ANONYMOUS: u64 = 0x20;
+
+/// The probed syscalls: entry point and event kind.
+const SYSCALLS: [(&CStr, Kind); 12] = [
+    (c"__x64_sys_mmap", Kind::Mmap),
+    (c"__x64_sys_munmap", Kind::Munmap),
+    (c"__x64_sys_mremap", Kind::Mremap),
+    (c"__x64_sys_brk", Kind::Brk),
+    (c"__x64_sys_mprotect", Kind::Mprotect),
+    (c"__x64_sys_madvise", Kind::Madvise),
+    (c"__x64_sys_mlock", Kind::Mlock),
+    (c"__x64_sys_mlock2", Kind::Mlock2),
+    (c"__x64_sys_munlock", Kind::Munlock),
+    (c"__x64_sys_mlockall", Kind::Mlockall),
+    (c"__x64_sys_munlockall", Kind::Munlockall),
+    (c"__x64_sys_fsync", Kind::Fsync),
+];
+
+/// What the entry handler saves for the exit handler: the event, filled in but for `ret`.
+#[derive(Clone, Copy)]
+pub(crate) struct PendingCall {
+    event: Event,
+}
+
+/// The handler of one syscall's kretprobe.
+pub(crate) struct SyscallProbe {
+    state: Arc<State>,
+    kind: Kind,
+}
+
+impl KretprobeHandler for SyscallProbe {
+    type Data = PendingCall;
+
+    fn entry(&self, regs: &bindings::pt_regs) -> Option<PendingCall> {
+        if !self.state.watch.contains_current() {
+            return None;
+        }
+        // `__x64_sys_*(const struct pt_regs *regs)`: the argument is the user registers.
+        let user = regs.di as *const bindings::pt_regs;
+        if user.is_null() {
+            return None;
+        }
+        // SAFETY: The syscall entry passes the task's saved user registers, valid during the
+        // call.
+        let user = unsafe { &*user };
+        let mut event = Event::new(self.kind);
+        event.args = [user.di, user.si, user.dx, user.r10, user.r8, user.r9];
+        if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
+            // CAST: the fd argument is a C int.
+            capture_file_path(&mut event, event.args[4] as i32);
+        }
+        Some(PendingCall { event })
+    }
+
+    fn exit(&self, call: &PendingCall, regs: &bindings::pt_regs) {
+        let mut event = call.event;
+        // CAST: the return value register holds a long.
+        event.ret = regs.ax as i64;
+        self.state.ring.push(&event);
+    }
+}
+
+/// Stores the path of the file open as `fd` in the current task as the event's text.
+fn capture_file_path(event: &mut Event, fd: i32) {
+    let Ok(fd) = u32::try_from(fd) else {
+        return;
+    };
+    // SAFETY: `fget` may be called from any task context; it returns a referenced file or
+    // null.
+    let file = unsafe { bindings::fget(fd) };
+    if file.is_null() {
+        return;
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: `file` is referenced, so its path is valid; `d_path` writes at most `buf.len()`
+    // bytes into `buf` and returns a pointer into it or an error pointer.
+    let path = unsafe {
+        bindings::d_path(
+            &(*file).f_path,
+            buf.as_mut_ptr().cast(),
+            // CAST: 256 fits a C int.
+            buf.len() as i32,
+        )
+    };
+    // SAFETY: The reference taken by `fget` is dropped; `fput` defers the final release to
+    // task work, which is allowed here.
+    unsafe { bindings::fput(file) };
+    // Error pointers are the last page of the address space.
+    if (path as usize) >= usize::MAX - 4095 {
+        event.set_text(b"?");
+        return;
+    }
+    // SAFETY: On success `d_path` returns a NUL-terminated string inside `buf`.
+    unsafe { event.set_text_from_c(path.cast::<u8>().cast_const()) };
+}
+
+/// The kretprobes of all mm syscalls.
+pub(crate) struct SyscallProbes {
+    probes: KVec<Pin<KBox<Kretprobe<SyscallProbe>>>>,
+}
+
+impl SyscallProbes {
+    /// Probes every syscall of [`SYSCALLS`]; fails (naming the syscall) if one cannot be.
+    pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
+        let mut probes = KVec::with_capacity(SYSCALLS.len(), GFP_KERNEL)?;
+        for (symbol, kind) in SYSCALLS {
+            let handler = SyscallProbe {
+                state: state.clone(),
+                kind,
+            };
+            probes.push(
+                KBox::pin_init(Kretprobe::register(symbol, MAX_ACTIVE, handler), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self { probes })
+    }
+
+    /// Calls missed because too many were in flight at once.
+    pub(crate) fn missed(&self) -> u64 {
+        self.probes.iter().map(|probe| probe.missed()).sum()
+    }
+}

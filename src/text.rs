@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The text form of events: one line per event, as documented in `docs/events.md`.
+
+use crate::event::{fault_flags, Event, FaultType, Kind};
+use core::fmt::{self, Write};
+use kernel::prelude::*;
+
+/// Longest line the module produces (a record's text escaped to 4 bytes a byte, plus keys).
+pub(crate) const LINE_MAX: usize = 768;
+
+/// A line being formatted, on the stack.
+pub(crate) struct Line {
+    buf: [u8; LINE_MAX],
+    len: usize,
+}
+
+impl Line {
+    /// An empty line.
+    pub(crate) fn new() -> Self {
+        Self {
+            buf: [0; LINE_MAX],
+            len: 0,
+        }
+    }
+
+    /// The bytes written so far.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) -> fmt::Result {
+        let end = self.len.checked_add(bytes.len()).ok_or(fmt::Error)?;
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push_bytes(s.as_bytes())
+    }
+}
+
+/// Writes `bytes` in the stream's `str` form: 0x21..0x7e but `\` as is, others as `\xNN`.
+fn write_escaped(out: &mut Line, bytes: &[u8], truncated: bool) -> fmt::Result {
+    for &b in bytes {
+        if (0x21..=0x7e).contains(&b) && b != b'\\' {
+            out.push_bytes(&[b])?;
+        } else {
+            write!(out, "\\x{b:02x}")?;
+        }
+    }
+    if truncated {
+        out.push_bytes(b"...")?;
+    }
+    Ok(())
+}
+
+/// Errno names for syscall results; others print as `-E<number>`.
+fn errno_name(errno: i64) -> Option<&'static str> {
+    Some(match errno {
+        1 => "EPERM",
+        2 => "ENOENT",
+        3 => "ESRCH",
+        4 => "EINTR",
+        5 => "EIO",
+        9 => "EBADF",
+        11 => "EAGAIN",
+        12 => "ENOMEM",
+        13 => "EACCES",
+        14 => "EFAULT",
+        16 => "EBUSY",
+        17 => "EEXIST",
+        19 => "ENODEV",
+        22 => "EINVAL",
+        23 => "ENFILE",
+        24 => "EMFILE",
+        26 => "ETXTBSY",
+        27 => "EFBIG",
+        28 => "ENOSPC",
+        38 => "ENOSYS",
+        75 => "EOVERFLOW",
+        95 => "EOPNOTSUPP",
+        _ => return None,
+    })
+}
+
+/// How a successful return value prints.
+#[derive(Clone, Copy)]
+enum RetForm {
+    Hex,
+    Dec,
+}
+
+fn write_ret(out: &mut Line, ret: i64, form: RetForm) -> fmt::Result {
+    if (-4095..0).contains(&ret) {
+        match errno_name(-ret) {
+            Some(name) => write!(out, " ret=-{name}"),
+            None => write!(out, " ret=-E{}", -ret),
+        }
+    } else {
+        match form {
+            // CAST: a successful address return is an unsigned long.
+            RetForm::Hex => write!(out, " ret={:#x}", ret as u64),
+            RetForm::Dec => write!(out, " ret={ret}"),
+        }
+    }
+}
+
+/// Writes `value` as `|`-joined names of `names` (bit, name), unknown bits as one hex value.
+fn write_flags(out: &mut Line, value: u64, names: &[(u64, &str)]) -> fmt::Result {
+    if value == 0 {
+        return out.write_str("0");
+    }
+    let mut rest = value;
+    let mut first = true;
+    for &(bits, name) in names {
+        if bits != 0 && rest & bits == bits {
+            if !first {
+                out.write_str("|")?;
+            }
+            out.write_str(name)?;
+            rest &= !bits;
+            first = false;
+        }
+    }
+    if rest != 0 {
+        if !first {
+            out.write_str("|")?;
+        }
+        write!(out, "{rest:#x}")?;
+    }
+    Ok(())
+}
+
+fn write_prot(out: &mut Line, prot: u64) -> fmt::Result {
+    let letter = |bit: u64, c: u8| if prot & bit != 0 { c } else { b'-' };
+    out.push_bytes(&[letter(1, b'r'), letter(2, b'w'), letter(4, b'x')])?;
+    if prot & !7 != 0 {
+        write!(out, "|{:#x}", prot & !7)?;
+    }
+    Ok(())
+}
+
+/// `MAP_*` names; the mapping type (low two bits) is matched first as a whole.
+const MMAP_FLAGS: &[(u64, &str)] = &[
+    (0x03, "SHARED_VALIDATE"),
+    (0x01, "SHARED"),
+    (0x02, "PRIVATE"),
+    (0x10, "FIXED"),
+    (0x20, "ANONYMOUS"),
+    (0x100, "GROWSDOWN"),
+    (0x800, "DENYWRITE"),
+    (0x1000, "EXECUTABLE"),
+    (0x2000, "LOCKED"),
+    (0x4000, "NORESERVE"),
+    (0x8000, "POPULATE"),
+    (0x10000, "NONBLOCK"),
+    (0x20000, "STACK"),
+    (0x40000, "HUGETLB"),
+    (0x80000, "SYNC"),
+    (0x100000, "FIXED_NOREPLACE"),
+    (0x4000000, "UNINITIALIZED"),
+];
+
+const MREMAP_FLAGS: &[(u64, &str)] = &[(1, "MAYMOVE"), (2, "FIXED"), (4, "DONTUNMAP")];
+const MLOCK2_FLAGS: &[(u64, &str)] = &[(1, "ONFAULT")];
+const MLOCKALL_FLAGS: &[(u64, &str)] = &[(1, "CURRENT"), (2, "FUTURE"), (4, "ONFAULT")];
+
+fn advice_name(advice: u64) -> Option<&'static str> {
+    Some(match advice {
+        0 => "NORMAL",
+        1 => "RANDOM",
+        2 => "SEQUENTIAL",
+        3 => "WILLNEED",
+        4 => "DONTNEED",
+        8 => "FREE",
+        9 => "REMOVE",
+        10 => "DONTFORK",
+        11 => "DOFORK",
+        12 => "MERGEABLE",
+        13 => "UNMERGEABLE",
+        14 => "HUGEPAGE",
+        15 => "NOHUGEPAGE",
+        16 => "DONTDUMP",
+        17 => "DODUMP",
+        18 => "WIPEONFORK",
+        19 => "KEEPONFORK",
+        20 => "COLD",
+        21 => "PAGEOUT",
+        22 => "POPULATE_READ",
+        23 => "POPULATE_WRITE",
+        25 => "COLLAPSE",
+        100 => "HWPOISON",
+        101 => "SOFT_OFFLINE",
+        102 => "GUARD_INSTALL",
+        103 => "GUARD_REMOVE",
+        _ => return None,
+    })
+}
+
+/// Writes the line prefix: time, ids and kind name.
+fn write_frame(out: &mut Line, time_ns: u64, pid: i32, tid: i32, kind: &str) -> fmt::Result {
+    write!(
+        out,
+        "{}.{:09} {pid}/{tid} {kind}",
+        time_ns / 1_000_000_000,
+        time_ns % 1_000_000_000
+    )
+}
+
+/// Formats the `lost` line for `count` missed events, stamped `time_ns`.
+pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) -> Result {
+    write_frame(out, time_ns, 0, 0, "lost")
+        .and_then(|()| writeln!(out, " count={count}"))
+        .map_err(|_| EINVAL)
+}
+
+/// Formats `event` as one line, newline included.
+pub(crate) fn format_event(out: &mut Line, event: &Event) -> Result {
+    write_event(out, event).map_err(|_| EINVAL)
+}
+
+fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
+    write_frame(out, e.time_ns, e.pid, e.tid, e.kind.name())?;
+    let [a0, a1, a2, a3, a4, a5] = e.args;
+    match e.kind {
+        Kind::Fault => {
+            let fault_type = match e.fault_type {
+                FaultType::Anon => "anon",
+                FaultType::File => "file",
+                FaultType::Swap => "swap",
+                FaultType::WriteProtect => "wp",
+            };
+            let access = if e.flags & fault_flags::WRITE != 0 {
+                "W"
+            } else if e.flags & fault_flags::EXEC != 0 {
+                "X"
+            } else {
+                "R"
+            };
+            write!(out, " type={fault_type} access={access} addr={a0:#x} ip={a1:#x}")?;
+            if e.flags & fault_flags::USER == 0 {
+                out.write_str(" user=0")?;
+            }
+            if e.flags & fault_flags::HUGE != 0 {
+                out.write_str(" huge=1")?;
+            }
+            if e.flags & fault_flags::MAJOR != 0 {
+                out.write_str(" major=1")?;
+            }
+            if e.flags & fault_flags::RETRY != 0 {
+                out.write_str(" retry=1")?;
+            }
+        }
+        Kind::Mmap => {
+            write!(out, " addr={a0:#x} len={a1} prot=")?;
+            write_prot(out, a2)?;
+            out.write_str(" flags=")?;
+            write_flags(out, a3, MMAP_FLAGS)?;
+            // CAST: the fd and offset arguments are a C int and off_t.
+            write!(out, " fd={} off={}", a4 as i32, a5 as i64)?;
+            write_ret(out, e.ret, RetForm::Hex)?;
+            if e.text_len > 0 {
+                out.write_str(" file=")?;
+                write_escaped(out, e.text(), e.text_truncated)?;
+            }
+        }
+        Kind::Munmap | Kind::Mlock | Kind::Munlock => {
+            write!(out, " addr={a0:#x} len={a1}")?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mremap => {
+            write!(out, " old={a0:#x} old_len={a1} new_len={a2} flags=")?;
+            write_flags(out, a3, MREMAP_FLAGS)?;
+            write!(out, " new={a4:#x}")?;
+            write_ret(out, e.ret, RetForm::Hex)?;
+        }
+        Kind::Brk => {
+            write!(out, " req={a0:#x}")?;
+            write_ret(out, e.ret, RetForm::Hex)?;
+        }
+        Kind::Mprotect => {
+            write!(out, " addr={a0:#x} len={a1} prot=")?;
+            write_prot(out, a2)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Madvise => {
+            write!(out, " addr={a0:#x} len={a1} advice=")?;
+            match advice_name(a2) {
+                Some(name) => out.write_str(name)?,
+                // CAST: the advice argument is a C int.
+                None => write!(out, "{}", a2 as i32)?,
+            }
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mlock2 => {
+            write!(out, " addr={a0:#x} len={a1} flags=")?;
+            write_flags(out, a2, MLOCK2_FLAGS)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mlockall => {
+            out.write_str(" flags=")?;
+            write_flags(out, a0, MLOCKALL_FLAGS)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Munlockall => write_ret(out, e.ret, RetForm::Dec)?,
+        Kind::Fsync => {
+            // CAST: the fd argument is a C int.
+            write!(out, " fd={}", a0 as i32)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mark => {
+            out.write_str(" text=")?;
+            write_escaped(out, e.text(), e.text_truncated)?;
+        }
+        Kind::Exec => {
+            let comm_len = e.args[0].min(16) as usize;
+            out.write_str(" comm=")?;
+            let comm = e.args[1..3]
+                .iter()
+                .flat_map(|word| word.to_le_bytes())
+                .take(comm_len);
+            let mut comm_bytes = [0u8; 16];
+            for (slot, byte) in comm_bytes.iter_mut().zip(comm) {
+                *slot = byte;
+            }
+            write_escaped(out, &comm_bytes[..comm_len], false)?;
+            out.write_str(" filename=")?;
+            write_escaped(out, e.text(), e.text_truncated)?;
+        }
+        Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
+        Kind::Exit => write!(out, " code={}", e.ret)?,
+    }
+    out.write_str("\n")
+}

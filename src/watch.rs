@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The set of watched processes.
+//!
+//! One bit per possible pid (up to `PID_MAX_LIMIT`), indexed by thread-group id in the initial
+//! pid namespace, so that the question asked on every page fault and probed syscall, "is the
+//! current process watched?", is one relaxed atomic load: O(1) and lock-free. A second bitmap
+//! marks processes whose children are watched too (follow-children).
+//!
+//! Updates from `/proc/memmon/watch-pids` are serialised by a mutex so that a write is all or
+//! nothing; exits and forks update single bits atomically from probe context.
+
+use crate::event::current_ids;
+use core::fmt::Write;
+use kernel::{
+    alloc::flags::GFP_KERNEL,
+    alloc::{KVec, VVec},
+    bindings, new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Mutex,
+    },
+};
+
+/// Highest pid the kernel can hand out, plus one (`PID_MAX_LIMIT` on 64-bit).
+pub(crate) const PID_LIMIT: usize = 4 * 1024 * 1024;
+
+const WORD_BITS: usize = 64;
+const WORDS: usize = PID_LIMIT / WORD_BITS;
+
+/// A bitmap over pids whose bits can be read and changed from any context.
+struct PidBitmap {
+    words: VVec<Atomic<u64>>,
+}
+
+impl PidBitmap {
+    fn new() -> Result<Self> {
+        let mut words = VVec::with_capacity(WORDS, GFP_KERNEL)?;
+        for _ in 0..WORDS {
+            words.push(Atomic::new(0), GFP_KERNEL)?;
+        }
+        Ok(Self { words })
+    }
+
+    fn word(&self, pid: i32) -> Option<(&Atomic<u64>, u64)> {
+        let pid = usize::try_from(pid).ok()?;
+        let word = self.words.get(pid / WORD_BITS)?;
+        Some((word, 1 << (pid % WORD_BITS)))
+    }
+
+    fn contains(&self, pid: i32) -> bool {
+        self.word(pid)
+            .is_some_and(|(word, bit)| word.load(Relaxed) & bit != 0)
+    }
+
+    /// Sets or clears the bit of `pid`; returns whether it was set before.
+    fn update(&self, pid: i32, set: bool) -> bool {
+        let Some((word, bit)) = self.word(pid) else {
+            return false;
+        };
+        let mut old = word.load(Relaxed);
+        loop {
+            let new = if set { old | bit } else { old & !bit };
+            if new == old {
+                return old & bit != 0;
+            }
+            match word.cmpxchg(old, new, Relaxed) {
+                Ok(_) => return old & bit != 0,
+                Err(current) => old = current,
+            }
+        }
+    }
+
+    fn clear_all(&self) {
+        for word in self.words.iter() {
+            word.store(0, Relaxed);
+        }
+    }
+
+    /// Calls `f` for every set pid, in increasing order.
+    fn for_each(&self, mut f: impl FnMut(usize)) {
+        for (index, word) in self.words.iter().enumerate() {
+            let mut bits = word.load(Relaxed);
+            while bits != 0 {
+                // CAST: trailing_zeros of a u64 is below 64.
+                let bit = bits.trailing_zeros() as usize;
+                f(index * WORD_BITS + bit);
+                bits &= bits - 1;
+            }
+        }
+    }
+}
+
+/// One parsed request of a `watch-pids` write.
+#[derive(Clone, Copy)]
+enum Request {
+    /// `N` (follow = false) or `+N` (follow = true), N already resolved to a global tgid.
+    Add { tgid: i32, follow: bool },
+    /// `-N`.
+    Remove { tgid: i32 },
+    /// `0`.
+    Clear,
+}
+
+/// The watched processes.
+#[pin_data]
+pub(crate) struct WatchSet {
+    watched: PidBitmap,
+    follow: PidBitmap,
+    /// Serialises writers so that each write applies as a whole.
+    #[pin]
+    update: Mutex<()>,
+}
+
+impl WatchSet {
+    /// An empty set.
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let watched = PidBitmap::new()?;
+        let follow = PidBitmap::new()?;
+        Ok(pin_init!(Self {
+            watched,
+            follow,
+            update <- new_mutex!(()),
+        }))
+    }
+
+    /// Whether process `tgid` is watched. Lock-free; callable in any context.
+    pub(crate) fn contains(&self, tgid: i32) -> bool {
+        self.watched.contains(tgid)
+    }
+
+    /// Whether the current process is watched.
+    pub(crate) fn contains_current(&self) -> bool {
+        self.contains(current_ids().0)
+    }
+
+    /// Whether the children of `tgid` are watched too.
+    pub(crate) fn follows(&self, tgid: i32) -> bool {
+        self.follow.contains(tgid)
+    }
+
+    /// Watches `tgid`, following its children if `follow`.
+    pub(crate) fn add(&self, tgid: i32, follow: bool) {
+        self.follow.update(tgid, follow);
+        self.watched.update(tgid, true);
+    }
+
+    /// Stops watching `tgid`; returns whether it was watched.
+    pub(crate) fn remove(&self, tgid: i32) -> bool {
+        self.follow.update(tgid, false);
+        self.watched.update(tgid, false)
+    }
+
+    /// Number of watched processes.
+    pub(crate) fn count(&self) -> usize {
+        let mut count = 0;
+        self.watched.for_each(|_| count += 1);
+        count
+    }
+
+    /// Applies a `watch-pids` write: whitespace-separated `N`, `+N`, `-N` or `0`.
+    ///
+    /// All or nothing: every item is checked before any is applied. Fails with `EINVAL` for
+    /// text that is not such a list or a pid out of range, `ESRCH` for a process that does not
+    /// exist.
+    pub(crate) fn apply(&self, input: &[u8]) -> Result {
+        let mut requests = KVec::new();
+        for token in input
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+        {
+            let request = parse_request(token).inspect_err(|e| {
+                pr_info!(
+                    "watch-pids: rejected '{}': {}\n",
+                    BStrDisplay(token),
+                    if *e == ESRCH {
+                        "no such process"
+                    } else {
+                        "not a pid (N, +N, -N or 0)"
+                    }
+                );
+            })?;
+            requests.push(request, GFP_KERNEL)?;
+        }
+        if requests.is_empty() {
+            pr_info!("watch-pids: rejected an empty write\n");
+            return Err(EINVAL);
+        }
+        let _guard = self.update.lock();
+        for request in requests.iter() {
+            match *request {
+                Request::Add { tgid, follow } => self.add(tgid, follow),
+                Request::Remove { tgid } => {
+                    self.remove(tgid);
+                }
+                Request::Clear => {
+                    self.watched.clear_all();
+                    self.follow.clear_all();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The watched set as text: sorted, consecutive pids as ranges, `3000,3005-3007\n`.
+    pub(crate) fn format(&self) -> Result<KVec<u8>> {
+        let mut out = ByteWriter(KVec::new());
+        let mut range: Option<(usize, usize)> = None;
+        let mut result = Ok(());
+        self.watched.for_each(|pid| {
+            range = match range {
+                Some((first, last)) if last + 1 == pid => Some((first, pid)),
+                Some(done) => {
+                    result = result.and(write_range(&mut out, done));
+                    Some((pid, pid))
+                }
+                None => Some((pid, pid)),
+            };
+        });
+        if let Some(done) = range {
+            result = result.and(write_range(&mut out, done));
+        }
+        result.and(out.0.push(b'\n', GFP_KERNEL).map_err(|_| core::fmt::Error))
+            .map_err(|_| ENOMEM)?;
+        Ok(out.0)
+    }
+}
+
+fn write_range(out: &mut ByteWriter, (first, last): (usize, usize)) -> core::fmt::Result {
+    if !out.0.is_empty() {
+        out.write_str(",")?;
+    }
+    if first == last {
+        write!(out, "{first}")
+    } else {
+        write!(out, "{first}-{last}")
+    }
+}
+
+/// `core::fmt::Write` into a growable byte vector.
+pub(crate) struct ByteWriter(pub(crate) KVec<u8>);
+
+impl Write for ByteWriter {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0
+            .extend_from_slice(s.as_bytes(), GFP_KERNEL)
+            .map_err(|_| core::fmt::Error)
+    }
+}
+
+/// Displays bytes from user space as printable ASCII, others as `?`.
+struct BStrDisplay<'a>(&'a [u8]);
+
+impl core::fmt::Display for BStrDisplay<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for &b in self.0.iter().take(32) {
+            let c = if b.is_ascii_graphic() { b as char } else { '?' };
+            f.write_char(c)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_decimal(digits: &[u8]) -> Result<i32> {
+    if digits.is_empty() || digits.len() > 10 {
+        return Err(EINVAL);
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return Err(EINVAL);
+        }
+        value = value * 10 + i64::from(d - b'0');
+    }
+    // CAST: PID_LIMIT is 2^22.
+    if value >= PID_LIMIT as i64 {
+        return Err(EINVAL);
+    }
+    i32::try_from(value).map_err(|_| EINVAL)
+}
+
+fn parse_request(token: &[u8]) -> Result<Request> {
+    match token {
+        [b'+', digits @ ..] => {
+            let nr = parse_decimal(digits)?;
+            if nr == 0 {
+                return Err(EINVAL);
+            }
+            Ok(Request::Add {
+                tgid: resolve_tgid(nr)?,
+                follow: true,
+            })
+        }
+        [b'-', digits @ ..] => {
+            let nr = parse_decimal(digits)?;
+            if nr == 0 {
+                return Err(EINVAL);
+            }
+            // A process that is gone has left the set already; its number is taken as global.
+            Ok(Request::Remove {
+                tgid: resolve_tgid(nr).unwrap_or(nr),
+            })
+        }
+        digits => match parse_decimal(digits)? {
+            0 => Ok(Request::Clear),
+            nr => Ok(Request::Add {
+                tgid: resolve_tgid(nr)?,
+                follow: false,
+            }),
+        },
+    }
+}
+
+/// The global thread-group id of the process with (thread) id `nr` in the caller's pid
+/// namespace, or `ESRCH`.
+fn resolve_tgid(nr: i32) -> Result<i32> {
+    let _rcu = kernel::sync::rcu::read_lock();
+    // SAFETY: `find_vpid` and `pid_task` need the RCU read lock, held by `_rcu`.
+    let task = unsafe {
+        let pid = bindings::find_vpid(nr);
+        if pid.is_null() {
+            return Err(ESRCH);
+        }
+        bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
+    };
+    if task.is_null() {
+        return Err(ESRCH);
+    }
+    // SAFETY: `task` is valid while the RCU read lock is held; `tgid` never changes.
+    let (tgid, exiting) = unsafe { ((*task).tgid, (*task).flags & bindings::PF_EXITING != 0) };
+    if exiting {
+        return Err(ESRCH);
+    }
+    Ok(tgid)
+}

@@ -1,0 +1,181 @@
+// memtest MODE [N]: a workload with known page faults, for memmon's VM scenarios.
+//
+// The measured part of every mode runs between two in-stream markers, fsync(1001) and
+// fsync(1002) (they fail with EBADF and show up as "fsync fd=1001 ret=-EBADF"). Around them
+// it reads the kernel's own fault counters (getrusage), and prints on stdout:
+//   base=0x...     the start of the region the workload touched
+//   faults=N       minor + major faults the kernel counted for the measured part
+// Modes:
+//   anon N       write one byte at the start of each of N fresh anonymous pages
+//   file PATH N  create PATH with N pages, map it MAP_PRIVATE, read one byte of each page
+//   cow N        write N anonymous pages, fork; the child writes them again (its faults
+//                are measured; the parent waits)
+//   swap N       write N pages, MADV_PAGEOUT them, read them again (measured: the reads)
+//   exec PATH    write machine code to PATH, map it PROT_READ|PROT_EXEC, call it
+//   populate N   mmap N pages with MAP_POPULATE
+//   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
+//   malloc       the original memmon experiment: malloc 12 KiB, touch it; then malloc
+//                growing sizes 4 KiB .. 256 KiB, touch, free
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+
+static struct rusage before, after;
+
+static void start(void)
+{
+	getrusage(RUSAGE_SELF, &before);
+	fsync(1001);
+}
+
+static void stop(void)
+{
+	fsync(1002);
+	getrusage(RUSAGE_SELF, &after);
+	printf("faults=%ld\n", (after.ru_minflt + after.ru_majflt) -
+			       (before.ru_minflt + before.ru_majflt));
+}
+
+static char *map_anon(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	madvise(p, len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+static void touch(volatile char *p, size_t pages, int write)
+{
+	for (size_t i = 0; i < pages; i++) {
+		if (write)
+			p[i * PAGE] = 1;
+		else
+			(void)p[i * PAGE];
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	size_t n = argc > 2 ? strtoul(argv[argc - 1], NULL, 0) : 0;
+	volatile char sink;
+	char *p;
+
+	// Pre-fault what the measured parts use besides their regions.
+	getrusage(RUSAGE_SELF, &before);
+	getrusage(RUSAGE_SELF, &after);
+	setvbuf(stdout, NULL, _IONBF, 0);
+
+	if (!strcmp(mode, "anon")) {
+		p = map_anon(n * PAGE);
+		printf("base=%p\n", p);
+		start();
+		touch(p, n, 1);
+		stop();
+	} else if (!strcmp(mode, "file") && argc == 4) {
+		int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+		char page[PAGE];
+
+		memset(page, 'x', sizeof(page));
+		for (size_t i = 0; i < n; i++)
+			if (write(fd, page, PAGE) != (ssize_t)PAGE)
+				return perror("write"), 1;
+		p = mmap(NULL, n * PAGE, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED)
+			return perror("mmap"), 1;
+		madvise(p, n * PAGE, MADV_NOHUGEPAGE);
+		printf("base=%p\n", p);
+		start();
+		touch(p, n, 0);
+		stop();
+	} else if (!strcmp(mode, "cow")) {
+		pid_t child;
+		int status;
+
+		p = map_anon(n * PAGE);
+		printf("base=%p\n", p);
+		touch(p, n, 1);
+		child = fork();
+		if (child == 0) {
+			start();
+			touch(p, n, 1);
+			stop();
+			_exit(0);
+		}
+		waitpid(child, &status, 0);
+		printf("child=%d\n", child);
+	} else if (!strcmp(mode, "swap")) {
+		p = map_anon(n * PAGE);
+		printf("base=%p\n", p);
+		touch(p, n, 1);
+		if (madvise(p, n * PAGE, MADV_PAGEOUT))
+			return perror("madvise(MADV_PAGEOUT)"), 1;
+		start();
+		touch(p, n, 0);
+		stop();
+	} else if (!strcmp(mode, "exec") && argc == 3) {
+		// mov eax, 42; ret
+		static const unsigned char code[] = { 0xb8, 0x2a, 0, 0, 0, 0xc3 };
+		int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0755);
+		int (*fn)(void);
+
+		if (fd < 0 || write(fd, code, sizeof(code)) != sizeof(code))
+			return perror(argv[2]), 1;
+		p = mmap(NULL, PAGE, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED)
+			return perror("mmap"), 1;
+		printf("base=%p\n", p);
+		fn = (int (*)(void))p;
+		start();
+		sink = fn();
+		stop();
+		printf("result=%d\n", sink);
+	} else if (!strcmp(mode, "populate")) {
+		start();
+		p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		stop();
+		printf("base=%p\n", p);
+	} else if (!strcmp(mode, "thp")) {
+		size_t huge = 2UL << 20;
+		char *raw = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		p = (char *)(((uintptr_t)raw + huge - 1) & ~(huge - 1));
+		if (madvise(p, huge, MADV_HUGEPAGE))
+			return perror("madvise(MADV_HUGEPAGE)"), 1;
+		printf("base=%p\n", p);
+		start();
+		p[0] = 1;
+		stop();
+	} else if (!strcmp(mode, "malloc")) {
+		start();
+		p = malloc(12 * 1024);
+		touch(p, 3, 1);
+		for (size_t kib = 4; kib <= 256; kib += 4) {
+			char *q = malloc(kib * 1024);
+
+			memset(q, 1, kib * 1024);
+			free(q);
+		}
+		stop();
+		printf("base=%p\n", p);
+	} else {
+		fprintf(stderr, "usage: memtest anon|cow|swap|populate N | file PATH N | exec PATH | thp | malloc\n");
+		return 2;
+	}
+	return 0;
+}

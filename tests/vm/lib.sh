@@ -1,0 +1,58 @@
+# Shared helpers of the VM scenarios (sourced by each tests/vm/*.sh, in the guest's busybox sh).
+set -u
+
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+    [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+    echo "ok: $1 = $3"
+}
+
+# expect_match WHAT TEXT REGEX (grep -E)
+expect_match() {
+    printf '%s\n' "$2" | grep -Eq -- "$3" || fail "$1: '$2' does not match /$3/"
+    echo "ok: $1 matches /$3/"
+}
+
+# load [PARAMS...]: insmod the module, fail loudly if it does not load
+load() {
+    insmod /memmon/memmon.ko "$@" || fail "insmod memmon.ko $*: exit $?"
+}
+
+unload() {
+    rmmod memmon || fail "rmmod memmon: exit $?"
+}
+
+# stat_of NAME: one counter of /proc/memmon/stats
+stat_of() {
+    awk -v k="$1" '$1 == k { print $2 }' /proc/memmon/stats
+}
+
+# window FILE PID: the events of PID between its markers fsync(1001) and fsync(1002)
+window() {
+    awk -v pid="$2" '
+        { split($2, ids, "/") }
+        ids[1] != pid { next }
+        $3 == "fsync" && $4 == "fd=1001" { inside = 1; next }
+        $3 == "fsync" && $4 == "fd=1002" { inside = 0; next }
+        inside' "$1"
+}
+
+# count_lines TEXT: number of non-empty lines
+count_lines() {
+    printf '%s' "$1" | grep -c .
+}
+
+# value_of KEY OUTPUT: the value of KEY=... in a program's key=value output
+value_of() {
+    printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -n 1
+}
+
+# pid_of_run FILE: the pid that memmon saw run the workload (first fsync fd=1001 line)
+pid_of_run() {
+    awk '$3 == "fsync" && $4 == "fd=1001" { split($2, ids, "/"); print ids[1]; exit }' "$1"
+}
