@@ -25,7 +25,12 @@ use crate::output::{Format, Printer};
 /// swap, wp), and serves them through /proc/memmon/events. Most commands need root and the
 /// module loaded; `tail --input FILE` needs neither.
 #[derive(Debug, Parser)]
-#[command(name = "memmon", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "memmon",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     /// Directory of the module's files.
     #[arg(
@@ -48,7 +53,9 @@ enum Command {
     /// The command starts only once it is watched, so its first event is its `exec`
     /// (preceded by a few faults of memmon's own child before exec). memmon exits with
     /// the command's exit status (128+N when killed by signal N).
-    #[command(after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2")]
+    #[command(
+        after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2"
+    )]
     Run {
         /// Also watch the processes the command forks, and theirs.
         #[arg(long, short = 'f')]
@@ -86,7 +93,9 @@ enum Command {
     ///
     /// Starts with the oldest event still in the module's buffer. Does not change the
     /// watch set: use `attach` first. `lost` lines are always shown.
-    #[command(after_help = "Example:\n  memmon tail --pid 212 --kind mmap,munmap\n  memmon tail --json --input capture.txt")]
+    #[command(
+        after_help = "Example:\n  memmon tail --pid 212 --kind mmap,munmap\n  memmon tail --json --input capture.txt"
+    )]
     Tail {
         #[command(flatten)]
         format: FormatArgs,
@@ -107,7 +116,9 @@ enum Command {
     /// Either attach to running processes (-p, until they all exit or Ctrl-C) or run a
     /// command (after `--`, until it exits). Snapshots are taken at the start, after every
     /// exec, at every mark and at the end. The format is described in userspace/README.md.
-    #[command(after_help = "Example:\n  memmon record -o cap.txt -- ./a.out\n  memmon record -o cap.txt -p 212 -p 300\n  memmon tail --input cap.txt")]
+    #[command(
+        after_help = "Example:\n  memmon record -o cap.txt -- ./a.out\n  memmon record -o cap.txt -p 212 -p 300\n  memmon tail --input cap.txt"
+    )]
     Record {
         /// The capture file to write.
         #[arg(short = 'o', long, value_name = "FILE", required = true)]
@@ -116,8 +127,14 @@ enum Command {
         #[arg(long, short = 'f')]
         follow: bool,
         /// Record these running processes (repeat or separate with commas).
-        #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',',
-              conflicts_with = "command", required_unless_present = "command")]
+        #[arg(
+            short = 'p',
+            long = "pid",
+            value_name = "PID",
+            value_delimiter = ',',
+            conflicts_with = "command",
+            required_unless_present = "command"
+        )]
         pids: Vec<u32>,
         /// The command to run and record.
         #[arg(last = true, value_name = "CMD")]
@@ -234,7 +251,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stats => {
             let stats = proc.stats()?;
-            let width = stats.entries.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+            let width = stats
+                .entries
+                .iter()
+                .map(|(key, _)| key.len())
+                .max()
+                .unwrap_or(0);
             let mut out = io::stdout().lock();
             for (key, value) in &stats.entries {
                 output::ignore_broken_pipe(writeln!(out, "{key:width$}  {value}"))?;

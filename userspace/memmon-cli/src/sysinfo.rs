@@ -15,7 +15,8 @@ pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Res
         .map(|uts| uts.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".to_owned());
     write_header(out, "kernel", &kernel)?;
-    let version = read_trimmed("/sys/module/memmon/version").unwrap_or_else(|| "unknown".to_owned());
+    let version =
+        read_trimmed("/sys/module/memmon/version").unwrap_or_else(|| "unknown".to_owned());
     write_header(out, "module-version", &version)?;
     if let Some(buflen) = read_trimmed("/sys/module/memmon/parameters/buflen") {
         write_header(out, "buflen", &buflen)?;
@@ -55,8 +56,9 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
         maps_note.as_deref(),
         maps_lines,
     )?;
-    let (status_note, status_lines) =
-        snapshot_lines(&status, |line| line.starts_with("Vm") || line.starts_with("Rss"));
+    let (status_note, status_lines) = snapshot_lines(&status, |line| {
+        line.starts_with("Vm") || line.starts_with("Rss")
+    });
     write_snapshot(
         out,
         SnapshotSource::Status,
@@ -68,10 +70,10 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
     )
 }
 
-fn snapshot_lines<'t>(
-    text: &'t io::Result<String>,
+fn snapshot_lines(
+    text: &io::Result<String>,
     keep: impl Fn(&str) -> bool,
-) -> (Option<String>, Vec<&'t str>) {
+) -> (Option<String>, Vec<&str>) {
     match text {
         Ok(text) => {
             let lines: Vec<&str> = text.lines().filter(|line| keep(line)).collect();

@@ -56,7 +56,11 @@ fn fake_proc_root(name: &str) -> PathBuf {
     fs::create_dir_all(&root).unwrap();
     fs::write(root.join("events"), "").unwrap();
     fs::write(root.join("watch-pids"), "\n").unwrap();
-    fs::write(root.join("stats"), "produced 123\ndelivered 120\noverwritten 3\nfault 100\n").unwrap();
+    fs::write(
+        root.join("stats"),
+        "produced 123\ndelivered 120\noverwritten 3\nfault 100\n",
+    )
+    .unwrap();
     fs::write(root.join("marker"), "").unwrap();
     root
 }
@@ -72,7 +76,10 @@ fn help_lists_the_commands() {
     let (code, stdout, _) = run(memmon().arg("--help"));
     assert_eq!(code, 0);
     for command in ["run", "attach", "detach", "list", "tail", "record", "stats"] {
-        assert!(stdout.contains(command), "{command} missing from:\n{stdout}");
+        assert!(
+            stdout.contains(command),
+            "{command} missing from:\n{stdout}"
+        );
     }
     let (code, stdout, _) = run(memmon().args(["record", "--help"]));
     assert_eq!(code, 0);
@@ -104,7 +111,15 @@ fn tail_decodes_a_capture_file() {
 fn tail_filters_by_pid_and_kind() {
     let path = capture_file("tail-filter");
     let (code, stdout, _) = run(memmon()
-        .args(["tail", "--pid", "212", "--kind", "fault,fsync", "--time", "--input"])
+        .args([
+            "tail",
+            "--pid",
+            "212",
+            "--kind",
+            "fault,fsync",
+            "--time",
+            "--input",
+        ])
         .arg(&path));
     assert_eq!(code, 0);
     assert_eq!(
@@ -128,7 +143,12 @@ fn tail_prints_json_from_stdin() {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(CAPTURE.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(CAPTURE.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -154,11 +174,17 @@ fn tail_reports_bad_lines_with_their_number() {
     let (code, stdout, stderr) = run(memmon().arg("tail").arg("-i").arg(&path));
     assert_eq!(code, 1);
     assert_eq!(stdout, "212: fsync(1) -> 0\n");
-    assert!(stderr.contains("line 2: bad value \"one\" for key `fd`"), "{stderr}");
+    assert!(
+        stderr.contains("line 2: bad value \"one\" for key `fd`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("memmon: error:"), "{stderr}");
     let (code, _, stderr) = run(memmon().args(["tail", "--input", "/nonexistent/capture"]));
     assert_eq!(code, 1);
-    assert!(stderr.starts_with("memmon: error: cannot open /nonexistent/capture"), "{stderr}");
+    assert!(
+        stderr.starts_with("memmon: error: cannot open /nonexistent/capture"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -172,8 +198,9 @@ fn missing_module_is_one_clear_error() {
         &["mark", "hello"],
         &["run", "--", "true"],
     ] {
-        let (code, stdout, stderr) =
-            run(memmon().args(["--proc-root", "/nonexistent/memmon"]).args(args));
+        let (code, stdout, stderr) = run(memmon()
+            .args(["--proc-root", "/nonexistent/memmon"])
+            .args(args));
         assert_eq!(code, 1, "{args:?}");
         assert_eq!(stdout, "");
         assert_eq!(
@@ -183,7 +210,9 @@ fn missing_module_is_one_clear_error() {
         );
     }
     // The environment variable works too.
-    let (code, _, stderr) = run(memmon().env("MEMMON_PROC_ROOT", "/nonexistent/x").arg("list"));
+    let (code, _, stderr) = run(memmon()
+        .env("MEMMON_PROC_ROOT", "/nonexistent/x")
+        .arg("list"));
     assert_eq!(code, 1);
     assert!(stderr.contains("not loaded"));
 }
@@ -199,7 +228,10 @@ fn control_commands_write_the_module_syntax() {
         fs::read_to_string(root.join(name)).unwrap()
     };
     assert_eq!(written(&["attach", "42", "43"], "watch-pids"), "42 43\n");
-    assert_eq!(written(&["attach", "--follow", "44"], "watch-pids"), "+44\n");
+    assert_eq!(
+        written(&["attach", "--follow", "44"], "watch-pids"),
+        "+44\n"
+    );
     assert_eq!(written(&["detach", "42"], "watch-pids"), "-42\n");
     assert_eq!(written(&["detach", "--all"], "watch-pids"), "0\n");
     assert_eq!(written(&["mark", "phase", "two"], "marker"), "phase two\n");
@@ -212,7 +244,10 @@ fn control_commands_write_the_module_syntax() {
 
     let (code, stdout, _) = run(memmon().arg("--proc-root").arg(&root).arg("stats"));
     assert_eq!(code, 0);
-    assert_eq!(stdout, "produced     123\ndelivered    120\noverwritten  3\nfault        100\n");
+    assert_eq!(
+        stdout,
+        "produced     123\ndelivered    120\noverwritten  3\nfault        100\n"
+    );
 
     fs::write(root.join("watch-pids"), "12,x\n").unwrap();
     let (code, _, stderr) = run(memmon().arg("--proc-root").arg(&root).arg("list"));
@@ -231,22 +266,29 @@ fn run_exits_with_the_command_status() {
     // Without the module no exit event arrives; memmon says so and still finishes.
     assert!(stderr.contains("exit event did not arrive"), "{stderr}");
     // The last write removed the child from the watch set.
-    assert!(fs::read_to_string(root.join("watch-pids")).unwrap().starts_with('-'));
+    assert!(fs::read_to_string(root.join("watch-pids"))
+        .unwrap()
+        .starts_with('-'));
 
-    let (code, _, _) = run(memmon()
-        .arg("--proc-root")
-        .arg(&root)
-        .args(["run", "--follow", "--", "sh", "-c", "kill -KILL $$"]));
+    let (code, _, _) = run(memmon().arg("--proc-root").arg(&root).args([
+        "run",
+        "--follow",
+        "--",
+        "sh",
+        "-c",
+        "kill -KILL $$",
+    ]));
     assert_eq!(code, 128 + 9);
 }
 
 #[test]
 fn run_reports_a_command_that_cannot_start() {
     let root = fake_proc_root("run-missing");
-    let (code, _, stderr) = run(memmon()
-        .arg("--proc-root")
-        .arg(&root)
-        .args(["run", "--", "/nonexistent/program"]));
+    let (code, _, stderr) =
+        run(memmon()
+            .arg("--proc-root")
+            .arg(&root)
+            .args(["run", "--", "/nonexistent/program"]));
     assert_eq!(code, 1);
     assert_eq!(
         stderr,
@@ -260,7 +302,10 @@ fn run_streams_the_command_events() {
     // get is impossible to arrange; check instead that old events are skipped.
     let root = fake_proc_root("run-old");
     fs::write(root.join("events"), "0.000000001 1/1 fsync fd=1 ret=0\n").unwrap();
-    let (code, stdout, _) = run(memmon().arg("--proc-root").arg(&root).args(["run", "--", "true"]));
+    let (code, stdout, _) = run(memmon()
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["run", "--", "true"]));
     assert_eq!(code, 0);
     assert_eq!(stdout, "");
 }
@@ -281,10 +326,18 @@ fn record_command_writes_a_readable_capture() {
     let keys: Vec<&str> = headers.0.iter().map(|(key, _)| key.as_str()).collect();
     assert_eq!(
         keys,
-        ["memmon-capture", "kernel", "module-version", "start", "start-unix", "command", "end"]
-            .into_iter()
-            .filter(|key| *key != "buflen")
-            .collect::<Vec<_>>(),
+        [
+            "memmon-capture",
+            "kernel",
+            "module-version",
+            "start",
+            "start-unix",
+            "command",
+            "end"
+        ]
+        .into_iter()
+        .filter(|key| *key != "buflen")
+        .collect::<Vec<_>>(),
         "{text}"
     );
     let snapshots = headers.1;
@@ -304,11 +357,17 @@ fn record_command_writes_a_readable_capture() {
     );
     // The start snapshot is of the held child: it has an address space.
     assert!(!snapshots[0].2.is_empty(), "{text}");
-    assert!(snapshots[1].2.iter().any(|line| line.starts_with("VmRSS")), "{text}");
+    assert!(
+        snapshots[1].2.iter().any(|line| line.starts_with("VmRSS")),
+        "{text}"
+    );
 }
 
 /// Headers and (reason, source, lines) of the snapshots of a capture.
-type CaptureSummary = (Vec<(String, String)>, Vec<(String, SnapshotSource, Vec<String>)>);
+type CaptureSummary = (
+    Vec<(String, String)>,
+    Vec<(String, SnapshotSource, Vec<String>)>,
+);
 
 fn read_capture(path: &Path) -> CaptureSummary {
     let file = std::io::BufReader::new(fs::File::open(path).unwrap());
@@ -353,11 +412,16 @@ fn record_pids_stops_cleanly_on_sigint() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     let (headers, snapshots) = read_capture(&capture);
-    assert!(headers.iter().any(|(key, value)| key == "pids" && *value == sleeper.id().to_string()));
+    assert!(headers
+        .iter()
+        .any(|(key, value)| key == "pids" && *value == sleeper.id().to_string()));
     assert_eq!(snapshots.len(), 4);
     assert_eq!(snapshots[2].0, "end");
     // The sleeper was alive at the end: its maps are there.
-    assert!(snapshots[2].2.iter().any(|line| line.contains("sleep")), "{snapshots:?}");
+    assert!(
+        snapshots[2].2.iter().any(|line| line.contains("sleep")),
+        "{snapshots:?}"
+    );
     assert_eq!(
         fs::read_to_string(root.join("watch-pids")).unwrap(),
         format!("-{}\n", sleeper.id())

@@ -17,7 +17,7 @@
 //! # snapshot maps 212 5.100020000 start
 //! #| 00400000-00401000 r-xp 00000000 08:01 1234 /bin/true
 //! # snapshot status 212 5.100020000 start
-//! #| VmPeak:	    2400 kB
+//! #| VmRSS:  1200 kB
 //! 5.103884211 212/212 mmap addr=0x0 len=139264 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f5a2c1e4000
 //! 5.104100000 212/212 exit code=0
 //! # snapshot maps 212 5.104200000 end unavailable: process has exited
@@ -69,7 +69,9 @@ pub enum ReadError {
         source: ParseError,
     },
     /// A `# snapshot` line without the required fields.
-    #[error("line {line}: bad snapshot header {text:?}: expected `# snapshot SOURCE PID TIME REASON`")]
+    #[error(
+        "line {line}: bad snapshot header {text:?}: expected `# snapshot SOURCE PID TIME REASON`"
+    )]
     BadSnapshotHeader {
         /// The line.
         line: u64,
@@ -241,15 +243,20 @@ impl<R: BufRead> CaptureReader<R> {
     /// The next record with its line number, or `None` at end of input.
     pub fn next_record(&mut self) -> Option<Result<(u64, Record<'_>), ReadError>> {
         match self.advance()? {
-            Ok(Advanced::EventLine) => {
-                Some(self.parse_buffer().map(|(line, event)| (line, Record::Event(event))))
-            }
+            Ok(Advanced::EventLine) => Some(
+                self.parse_buffer()
+                    .map(|(line, event)| (line, Record::Event(event))),
+            ),
             Ok(Advanced::Other(line, record)) => Some(Ok((line, record))),
             Err(error) => Some(Err(error)),
         }
     }
 
-    fn read_snapshot(&mut self, line: u64, spec: &str) -> Result<(u64, Record<'static>), ReadError> {
+    fn read_snapshot(
+        &mut self,
+        line: u64,
+        spec: &str,
+    ) -> Result<(u64, Record<'static>), ReadError> {
         let bad = || ReadError::BadSnapshotHeader {
             line,
             text: format!("# snapshot {spec}"),
@@ -264,11 +271,12 @@ impl<R: BufRead> CaptureReader<R> {
             .next()
             .and_then(|pid| pid.parse().ok())
             .ok_or_else(bad)?;
-        let time = parts
+        let time = parts.next().and_then(Timestamp::parse).ok_or_else(bad)?;
+        let reason = parts
             .next()
-            .and_then(Timestamp::parse)
-            .ok_or_else(bad)?;
-        let reason = parts.next().filter(|r| !r.is_empty()).ok_or_else(bad)?.to_owned();
+            .filter(|r| !r.is_empty())
+            .ok_or_else(bad)?
+            .to_owned();
         let note = parts.next().map(str::to_owned);
         let mut lines = Vec::new();
         while self.fill()? {

@@ -372,7 +372,18 @@ mod tests {
         assert_eq!(parse_pid_ranges("7").unwrap(), vec![7]);
         assert_eq!(parse_pid_ranges("5-5").unwrap(), vec![5]);
         assert_eq!(parse_pid_ranges("9,1-2").unwrap(), vec![1, 2, 9]);
-        for bad in ["a", "1,", ",1", "1-", "-1", "3-1", "1 2", "1--2", "+1", "99999999999"] {
+        for bad in [
+            "a",
+            "1,",
+            ",1",
+            "1-",
+            "-1",
+            "3-1",
+            "1 2",
+            "1--2",
+            "+1",
+            "99999999999",
+        ] {
             assert!(parse_pid_ranges(bad).is_err(), "{bad:?}");
         }
     }
@@ -380,7 +391,10 @@ mod tests {
     #[test]
     fn pid_ranges_format() {
         assert_eq!(format_pid_ranges(&[]), "");
-        assert_eq!(format_pid_ranges(&[3007, 3000, 3005, 3006]), "3000,3005-3007");
+        assert_eq!(
+            format_pid_ranges(&[3007, 3000, 3005, 3006]),
+            "3000,3005-3007"
+        );
         assert_eq!(format_pid_ranges(&[1, 2, 3, 5, 7, 8]), "1-3,5,7-8");
         let pids = vec![1, 2, 4, 10, 11, 12, u32::MAX];
         assert_eq!(parse_pid_ranges(&format_pid_ranges(&pids)).unwrap(), pids);
@@ -419,10 +433,19 @@ mod tests {
     fn missing_module_is_reported() {
         let proc = ProcInterface::new("/nonexistent/memmon");
         let error = proc.watched().unwrap_err();
-        assert!(matches!(error, ControlError::ModuleNotLoaded { .. }), "{error}");
+        assert!(
+            matches!(error, ControlError::ModuleNotLoaded { .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains("not loaded"));
-        assert!(matches!(proc.stats(), Err(ControlError::ModuleNotLoaded { .. })));
-        assert!(matches!(proc.watch(&[1]), Err(ControlError::ModuleNotLoaded { .. })));
+        assert!(matches!(
+            proc.stats(),
+            Err(ControlError::ModuleNotLoaded { .. })
+        ));
+        assert!(matches!(
+            proc.watch(&[1]),
+            Err(ControlError::ModuleNotLoaded { .. })
+        ));
     }
 
     #[test]
@@ -433,12 +456,18 @@ mod tests {
         std::fs::write(root.join("marker"), "").unwrap();
         let proc = ProcInterface::new(&root);
         proc.watch_following(&[42, 43]).unwrap();
-        assert_eq!(std::fs::read_to_string(root.join("watch-pids")).unwrap(), "+42 +43\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("watch-pids")).unwrap(),
+            "+42 +43\n"
+        );
         std::fs::write(root.join("watch-pids"), "42-43\n").unwrap();
         assert_eq!(proc.watched().unwrap(), vec![42, 43]);
         assert_eq!(proc.stats().unwrap().get_u64("watched"), Some(2));
         proc.mark("hello\nthere").unwrap();
-        assert_eq!(std::fs::read_to_string(root.join("marker")).unwrap(), "hello there\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("marker")).unwrap(),
+            "hello there\n"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 }

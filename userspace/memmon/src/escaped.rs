@@ -128,13 +128,25 @@ mod tests {
         assert_eq!(text.unescape(), b"hello world\\\xff");
         assert_eq!(text.to_string_lossy(), "hello world\\\u{fffd}");
         assert!(!text.is_possibly_truncated());
-        assert!(EscapedStr::from_escaped("/very/long...").unwrap().is_possibly_truncated());
+        assert!(EscapedStr::from_escaped("/very/long...")
+            .unwrap()
+            .is_possibly_truncated());
         assert_eq!(EscapedStr::from_escaped("").unwrap().unescape(), b"");
     }
 
     #[test]
     fn rejects_malformed() {
-        for bad in ["a b", "\\", "\\x", "\\x4", "\\x4G", "\\X41", "\\xAB", "tab\there", "é"] {
+        for bad in [
+            "a b",
+            "\\",
+            "\\x",
+            "\\x4",
+            "\\x4G",
+            "\\X41",
+            "\\xAB",
+            "tab\there",
+            "é",
+        ] {
             assert!(EscapedStr::from_escaped(bad).is_none(), "{bad:?}");
         }
     }
@@ -143,6 +155,11 @@ mod tests {
     fn escape_round_trips() {
         let raw: Vec<u8> = (0..=255).collect();
         let escaped = EscapedStr::escape(&raw);
-        assert_eq!(EscapedStr::from_escaped(escaped.as_escaped()).unwrap().unescape(), raw);
+        assert_eq!(
+            EscapedStr::from_escaped(escaped.as_escaped())
+                .unwrap()
+                .unescape(),
+            raw
+        );
     }
 }

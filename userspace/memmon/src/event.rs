@@ -512,7 +512,14 @@ fn ret_dec(ret: &SyscallResult) -> Ret {
 impl fmt::Display for Event<'_> {
     /// Writes the event in the exact line format of docs/events.md, without the newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}/{} {}", self.time, self.pid, self.tid, self.kind.name())?;
+        write!(
+            f,
+            "{} {}/{} {}",
+            self.time,
+            self.pid,
+            self.tid,
+            self.kind.name()
+        )?;
         match &self.kind {
             EventKind::Fault {
                 fault_type,

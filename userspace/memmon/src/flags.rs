@@ -333,8 +333,20 @@ mod tests {
         assert_eq!(unknown.bits(), 0x800002);
         assert_eq!(unknown.to_string(), "PRIVATE|0x800000");
         assert_eq!(MmapFlags::parse_symbolic("0").unwrap().to_string(), "0");
-        assert_eq!(MmapFlags::from_bits_retain(0x80000000).to_string(), "0x80000000");
-        for bad in ["", "|", "PRIVATE|", "private", "0x", "0xZZ", "PRIVATE||SHARED", "00"] {
+        assert_eq!(
+            MmapFlags::from_bits_retain(0x80000000).to_string(),
+            "0x80000000"
+        );
+        for bad in [
+            "",
+            "|",
+            "PRIVATE|",
+            "private",
+            "0x",
+            "0xZZ",
+            "PRIVATE||SHARED",
+            "00",
+        ] {
             assert!(MmapFlags::parse_symbolic(bad).is_none(), "{bad}");
         }
     }
@@ -345,7 +357,10 @@ mod tests {
             MremapFlags::parse_symbolic("MAYMOVE|FIXED").unwrap(),
             MremapFlags::MAYMOVE | MremapFlags::FIXED
         );
-        assert_eq!(Mlock2Flags::parse_symbolic("ONFAULT").unwrap(), Mlock2Flags::ONFAULT);
+        assert_eq!(
+            Mlock2Flags::parse_symbolic("ONFAULT").unwrap(),
+            Mlock2Flags::ONFAULT
+        );
         assert_eq!(
             MlockallFlags::from_bits_retain(0x7).to_string(),
             "CURRENT|FUTURE|ONFAULT"

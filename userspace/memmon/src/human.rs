@@ -74,7 +74,10 @@ impl fmt::Display for Human<'_, '_> {
             write!(f, "{} ", event.time)?;
         }
         if let EventKind::Lost { count } = event.kind {
-            return write!(f, "*** {count} events lost (overwritten before they were read) ***");
+            return write!(
+                f,
+                "*** {count} events lost (overwritten before they were read) ***"
+            );
         }
         if event.pid == event.tid {
             write!(f, "{}: ", event.pid)?;

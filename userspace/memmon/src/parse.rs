@@ -213,11 +213,7 @@ impl<'a> Fields<'a> {
     }
 
     fn ret(&self) -> Result<SyscallResult, ParseError> {
-        self.typed(
-            "ret",
-            "a result like 0, 0x7f12a000 or -ENOMEM",
-            parse_ret,
-        )
+        self.typed("ret", "a result like 0, 0x7f12a000 or -ENOMEM", parse_ret)
     }
 
     fn prot(&self) -> Result<Prot, ParseError> {
@@ -229,7 +225,11 @@ impl<'a> Fields<'a> {
     }
 
     fn string(&self, key: &'static str) -> Result<EscapedStr<'a>, ParseError> {
-        self.typed(key, "escaped text (\\xNN for special bytes)", EscapedStr::from_escaped)
+        self.typed(
+            key,
+            "escaped text (\\xNN for special bytes)",
+            EscapedStr::from_escaped,
+        )
     }
 
     /// A `0`/`1` switch that defaults to `default` when absent.
@@ -357,7 +357,11 @@ fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError
         "madvise" => EventKind::Madvise {
             addr: f.hex("addr")?,
             len: f.dec("len")?,
-            advice: f.typed("advice", "an MADV_ name without prefix or a number", Advice::parse)?,
+            advice: f.typed(
+                "advice",
+                "an MADV_ name without prefix or a number",
+                Advice::parse,
+            )?,
             ret: f.ret()?,
         },
         "mlock" => EventKind::Mlock {

@@ -35,20 +35,32 @@ fn reads_headers_snapshots_and_events() {
         }
     }
     assert_eq!(headers.len(), 5);
-    assert_eq!(headers[1], (2, "kernel".to_owned(), "6.8.0-45-generic".to_owned()));
+    assert_eq!(
+        headers[1],
+        (2, "kernel".to_owned(), "6.8.0-45-generic".to_owned())
+    );
     assert_eq!(headers[4].1, "end");
     assert_eq!(snapshots.len(), 3);
     let (line, maps) = &snapshots[0];
     assert_eq!(*line, 5);
     assert_eq!(maps.source, SnapshotSource::Maps);
     assert_eq!(maps.pid, 212);
-    assert_eq!(maps.time, Timestamp { secs: 5, nanos: 100020000 });
+    assert_eq!(
+        maps.time,
+        Timestamp {
+            secs: 5,
+            nanos: 100020000
+        }
+    );
     assert_eq!(maps.reason, "start");
     assert_eq!(maps.note, None);
     assert_eq!(maps.lines.len(), 2);
     assert!(maps.lines[1].ends_with("[stack]"));
     assert_eq!(snapshots[1].1.lines, ["VmPeak:\t    2400 kB"]);
-    assert_eq!(snapshots[2].1.note.as_deref(), Some("unavailable: process has exited"));
+    assert_eq!(
+        snapshots[2].1.note.as_deref(),
+        Some("unavailable: process has exited")
+    );
     assert!(snapshots[2].1.lines.is_empty());
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].0, 10);
@@ -74,15 +86,27 @@ fn errors_name_the_line() {
     let mut reader = CaptureReader::new(input.as_bytes());
     assert!(reader.next_event().unwrap().is_ok());
     let error = reader.next_event().unwrap().unwrap_err();
-    assert!(matches!(error, ReadError::Parse { line: 2, source: ParseError::MissingKey { key: "ret", .. } }));
-    assert_eq!(error.to_string(), "line 2: fsync event without required key `ret`");
+    assert!(matches!(
+        error,
+        ReadError::Parse {
+            line: 2,
+            source: ParseError::MissingKey { key: "ret", .. }
+        }
+    ));
+    assert_eq!(
+        error.to_string(),
+        "line 2: fsync event without required key `ret`"
+    );
     // The reader continues after an error.
     assert!(reader.next_event().unwrap().is_ok());
     assert!(reader.next_event().is_none());
 
     let mut reader = CaptureReader::new(&b"# snapshot maps x 1.0 start\n"[..]);
     let error = reader.next_record().unwrap().unwrap_err();
-    assert!(matches!(error, ReadError::BadSnapshotHeader { line: 1, .. }), "{error}");
+    assert!(
+        matches!(error, ReadError::BadSnapshotHeader { line: 1, .. }),
+        "{error}"
+    );
 
     let mut reader = CaptureReader::new(&b"1.000000000 1/1 mark text=\xff\n"[..]);
     let error = reader.next_event().unwrap().unwrap_err();
@@ -114,9 +138,17 @@ fn writer_output_reads_back() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with("# kernel 6.1 extra\n# snapshot status 7 1.000000005 mark\n#| VmRSS:"));
     let mut reader = CaptureReader::new(text.as_bytes());
-    assert!(matches!(reader.next_record().unwrap().unwrap().1, Record::Header { .. }));
-    let Record::Snapshot(snapshot) = reader.next_record().unwrap().unwrap().1 else { panic!() };
+    assert!(matches!(
+        reader.next_record().unwrap().unwrap().1,
+        Record::Header { .. }
+    ));
+    let Record::Snapshot(snapshot) = reader.next_record().unwrap().unwrap().1 else {
+        panic!()
+    };
     assert_eq!(snapshot.lines, ["VmRSS:\t 100 kB", ""]);
-    assert!(matches!(reader.next_record().unwrap().unwrap().1, Record::Event(_)));
+    assert!(matches!(
+        reader.next_record().unwrap().unwrap().1,
+        Record::Event(_)
+    ));
     assert!(reader.next_record().is_none());
 }

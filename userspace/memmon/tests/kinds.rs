@@ -2,8 +2,8 @@
 //! truncated and garbage lines are errors that name the problem, never panics.
 
 use memmon::{
-    parse_line, parse_line_bytes, Access, Advice, Errno, Event, EventKind, FaultType,
-    Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, ParseError, Prot, Timestamp,
+    parse_line, parse_line_bytes, Access, Advice, Errno, Event, EventKind, FaultType, Mlock2Flags,
+    MlockallFlags, MmapFlags, MremapFlags, ParseError, Prot, Timestamp,
 };
 
 /// One valid line per kind (several for kinds with optional keys), as the module writes them.
@@ -69,7 +69,11 @@ fn valid_lines_format_back_exactly() {
 fn unknown_trailing_keys_are_ignored() {
     for line in VALID {
         let extended = format!("{line} future=1 other=0xabc");
-        assert_eq!(parse_line(&extended).unwrap(), parse_line(line).unwrap(), "{line}");
+        assert_eq!(
+            parse_line(&extended).unwrap(),
+            parse_line(line).unwrap(),
+            "{line}"
+        );
     }
 }
 
@@ -112,13 +116,17 @@ fn garbage_values_are_named() {
                 changed[index] = format!("{key}={garbage}");
                 let text = changed.join(" ");
                 match parse_line(&text) {
-                    Err(ParseError::BadValue { key: bad, value, .. }) => {
+                    Err(ParseError::BadValue {
+                        key: bad, value, ..
+                    }) => {
                         assert_eq!(bad, key, "{text}");
                         assert_eq!(value, garbage);
                     }
                     // Every form rejects these, except str values, where `-`, `0xg` and
                     // digits are ordinary text.
-                    Ok(_) if garbage != "\\q!" && ["text", "comm", "filename", "file"].contains(&key) => {}
+                    Ok(_)
+                        if garbage != "\\q!"
+                            && ["text", "comm", "filename", "file"].contains(&key) => {}
                     other => panic!("{text}: {other:?}"),
                 }
             }
@@ -136,7 +144,10 @@ fn truncated_lines_never_panic() {
         }
         // Cut inside the frame: errors that say what is missing.
         let frame_cut: Vec<&str> = line.splitn(3, ' ').collect();
-        assert_eq!(parse_line(frame_cut[0]), Err(ParseError::MissingFrame("pid/tid")));
+        assert_eq!(
+            parse_line(frame_cut[0]),
+            Err(ParseError::MissingFrame("pid/tid"))
+        );
         let two = format!("{} {}", frame_cut[0], frame_cut[1]);
         assert_eq!(parse_line(&two), Err(ParseError::MissingFrame("kind")));
     }
@@ -160,42 +171,106 @@ fn truncated_required_keys_are_errors() {
 
 #[test]
 fn garbage_lines_are_errors() {
-    let cases: &[(&str, fn(&ParseError) -> bool)] = &[
+    type Check = fn(&ParseError) -> bool;
+    let cases: &[(&str, Check)] = &[
         ("", |e| *e == ParseError::Empty),
         ("\n", |e| *e == ParseError::Empty),
         ("hello", |e| matches!(e, ParseError::BadTimestamp(_))),
-        ("5.1 1/1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadTimestamp(_))),
-        ("5.1234567890 1/1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadTimestamp(_))),
-        ("x.123456789 1/1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadTimestamp(_))),
-        ("5.123456789 1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadPidTid(_))),
-        ("5.123456789 1/x fsync fd=1 ret=0", |e| matches!(e, ParseError::BadPidTid(_))),
-        ("5.123456789 -1/1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadPidTid(_))),
-        ("5.123456789 4294967296/1 fsync fd=1 ret=0", |e| matches!(e, ParseError::BadPidTid(_))),
-        ("5.123456789 1/1 frobnicate a=1", |e| matches!(e, ParseError::UnknownKind(k) if k == "frobnicate")),
-        ("5.123456789 1/1 FSYNC fd=1 ret=0", |e| matches!(e, ParseError::UnknownKind(_))),
-        ("5.123456789 1/1 fsync fd=1 ret", |e| matches!(e, ParseError::NotKeyValue(k) if k == "ret")),
-        ("5.123456789 1/1 fsync fd=1 ret=+0", |e| matches!(e, ParseError::BadValue { key: "ret", .. })),
-        ("5.123456789 1/1 fsync fd=1 ret=-", |e| matches!(e, ParseError::BadValue { key: "ret", .. })),
-        ("5.123456789 1/1 fsync fd=1 ret=-ENOTANERRNO", |e| matches!(e, ParseError::BadValue { key: "ret", .. })),
-        ("5.123456789 1/1 fsync fd=1 ret=-E0", |e| matches!(e, ParseError::BadValue { key: "ret", .. })),
-        ("5.123456789 1/1 fault type=anon access=w addr=0x1 ip=0x1", |e| matches!(e, ParseError::BadValue { key: "access", .. })),
-        ("5.123456789 1/1 fault type=huge access=W addr=0x1 ip=0x1", |e| matches!(e, ParseError::BadValue { key: "type", .. })),
-        ("5.123456789 1/1 fault type=anon access=W addr=1 ip=0x1", |e| matches!(e, ParseError::BadValue { key: "addr", .. })),
-        ("5.123456789 1/1 fault type=anon access=W addr=0x1 ip=0x1 huge=2", |e| matches!(e, ParseError::BadValue { key: "huge", .. })),
-        ("5.123456789 1/1 fault type=anon access=W addr=0x10000000000000000 ip=0x1", |e| matches!(e, ParseError::BadValue { key: "addr", .. })),
-        ("5.123456789 1/1 brk req=0x0 ret=-ENOMEM", |e| matches!(e, ParseError::BadValue { key: "ret", .. })),
-        ("5.123456789 1/1 fork child=2 watched=yes", |e| matches!(e, ParseError::BadValue { key: "watched", .. })),
-        ("5.123456789 1/1 mmap addr=0x0 len=1 prot=rwxx flags=0 fd=-1 off=0 ret=0x1", |e| matches!(e, ParseError::BadValue { key: "prot", .. })),
-        ("5.123456789 1/1 mmap addr=0x0 len=1 prot=rwx flags=PRIVATE|BOGUS fd=-1 off=0 ret=0x1", |e| matches!(e, ParseError::BadValue { key: "flags", .. })),
-        ("5.123456789 1/1 mmap addr=0x0 len=-1 prot=rwx flags=0 fd=-1 off=0 ret=0x1", |e| matches!(e, ParseError::BadValue { key: "len", .. })),
-        ("5.123456789 1/1 mark text=tab\there", |e| matches!(e, ParseError::NotKeyValue(_))),
+        ("5.1 1/1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadTimestamp(_))
+        }),
+        ("5.1234567890 1/1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadTimestamp(_))
+        }),
+        ("x.123456789 1/1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadTimestamp(_))
+        }),
+        ("5.123456789 1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadPidTid(_))
+        }),
+        ("5.123456789 1/x fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadPidTid(_))
+        }),
+        ("5.123456789 -1/1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadPidTid(_))
+        }),
+        ("5.123456789 4294967296/1 fsync fd=1 ret=0", |e| {
+            matches!(e, ParseError::BadPidTid(_))
+        }),
+        (
+            "5.123456789 1/1 frobnicate a=1",
+            |e| matches!(e, ParseError::UnknownKind(k) if k == "frobnicate"),
+        ),
+        ("5.123456789 1/1 FSYNC fd=1 ret=0", |e| {
+            matches!(e, ParseError::UnknownKind(_))
+        }),
+        (
+            "5.123456789 1/1 fsync fd=1 ret",
+            |e| matches!(e, ParseError::NotKeyValue(k) if k == "ret"),
+        ),
+        ("5.123456789 1/1 fsync fd=1 ret=+0", |e| {
+            matches!(e, ParseError::BadValue { key: "ret", .. })
+        }),
+        ("5.123456789 1/1 fsync fd=1 ret=-", |e| {
+            matches!(e, ParseError::BadValue { key: "ret", .. })
+        }),
+        ("5.123456789 1/1 fsync fd=1 ret=-ENOTANERRNO", |e| {
+            matches!(e, ParseError::BadValue { key: "ret", .. })
+        }),
+        ("5.123456789 1/1 fsync fd=1 ret=-E0", |e| {
+            matches!(e, ParseError::BadValue { key: "ret", .. })
+        }),
+        (
+            "5.123456789 1/1 fault type=anon access=w addr=0x1 ip=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "access", .. }),
+        ),
+        (
+            "5.123456789 1/1 fault type=huge access=W addr=0x1 ip=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "type", .. }),
+        ),
+        (
+            "5.123456789 1/1 fault type=anon access=W addr=1 ip=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "addr", .. }),
+        ),
+        (
+            "5.123456789 1/1 fault type=anon access=W addr=0x1 ip=0x1 huge=2",
+            |e| matches!(e, ParseError::BadValue { key: "huge", .. }),
+        ),
+        (
+            "5.123456789 1/1 fault type=anon access=W addr=0x10000000000000000 ip=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "addr", .. }),
+        ),
+        ("5.123456789 1/1 brk req=0x0 ret=-ENOMEM", |e| {
+            matches!(e, ParseError::BadValue { key: "ret", .. })
+        }),
+        ("5.123456789 1/1 fork child=2 watched=yes", |e| {
+            matches!(e, ParseError::BadValue { key: "watched", .. })
+        }),
+        (
+            "5.123456789 1/1 mmap addr=0x0 len=1 prot=rwxx flags=0 fd=-1 off=0 ret=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "prot", .. }),
+        ),
+        (
+            "5.123456789 1/1 mmap addr=0x0 len=1 prot=rwx flags=PRIVATE|BOGUS fd=-1 off=0 ret=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "flags", .. }),
+        ),
+        (
+            "5.123456789 1/1 mmap addr=0x0 len=-1 prot=rwx flags=0 fd=-1 off=0 ret=0x1",
+            |e| matches!(e, ParseError::BadValue { key: "len", .. }),
+        ),
+        ("5.123456789 1/1 mark text=tab\there", |e| {
+            matches!(e, ParseError::NotKeyValue(_))
+        }),
     ];
     for (line, check) in cases {
         let error = parse_line(line).expect_err(line);
         assert!(check(&error), "{line:?}: {error:?}");
         assert!(!error.to_string().is_empty());
     }
-    assert_eq!(parse_line_bytes(b"5.123456789 1/1 mark text=\xff"), Err(ParseError::NotText));
+    assert_eq!(
+        parse_line_bytes(b"5.123456789 1/1 mark text=\xff"),
+        Err(ParseError::NotText)
+    );
 }
 
 #[test]
@@ -240,18 +315,53 @@ fn fault_fields() {
             retry: false
         }
     );
-    assert!(matches!(parse(VALID[1]).kind, EventKind::Fault { user: false, fault_type: FaultType::File, access: Access::Read, .. }));
-    assert!(matches!(parse(VALID[2]).kind, EventKind::Fault { huge: true, .. }));
+    assert!(matches!(
+        parse(VALID[1]).kind,
+        EventKind::Fault {
+            user: false,
+            fault_type: FaultType::File,
+            access: Access::Read,
+            ..
+        }
+    ));
+    assert!(matches!(
+        parse(VALID[2]).kind,
+        EventKind::Fault { huge: true, .. }
+    ));
     assert!(matches!(
         parse(VALID[3]).kind,
-        EventKind::Fault { fault_type: FaultType::Swap, access: Access::Exec, user: false, huge: true, major: true, retry: true, .. }
+        EventKind::Fault {
+            fault_type: FaultType::Swap,
+            access: Access::Exec,
+            user: false,
+            huge: true,
+            major: true,
+            retry: true,
+            ..
+        }
     ));
-    assert!(matches!(parse(VALID[4]).kind, EventKind::Fault { fault_type: FaultType::Wp, .. }));
+    assert!(matches!(
+        parse(VALID[4]).kind,
+        EventKind::Fault {
+            fault_type: FaultType::Wp,
+            ..
+        }
+    ));
 }
 
 #[test]
 fn mmap_fields() {
-    let EventKind::Mmap { addr, len, prot, flags, fd, off, ret, file } = parse(VALID[5]).kind else {
+    let EventKind::Mmap {
+        addr,
+        len,
+        prot,
+        flags,
+        fd,
+        off,
+        ret,
+        file,
+    } = parse(VALID[5]).kind
+    else {
         panic!()
     };
     assert_eq!((addr, len, fd, off), (0, 139264, -1, 0));
@@ -259,9 +369,20 @@ fn mmap_fields() {
     assert_eq!(flags, MmapFlags::PRIVATE | MmapFlags::ANONYMOUS);
     assert_eq!(ret, Ok(0x7f5a2c1e4000));
     assert_eq!(file, None);
-    let EventKind::Mmap { file, .. } = parse(VALID[6]).kind else { panic!() };
+    let EventKind::Mmap { file, .. } = parse(VALID[6]).kind else {
+        panic!()
+    };
     assert_eq!(file.unwrap().to_string_lossy(), "/usr/lib/libc.so.6");
-    let EventKind::Mmap { flags, ret, file, prot, .. } = parse(VALID[7]).kind else { panic!() };
+    let EventKind::Mmap {
+        flags,
+        ret,
+        file,
+        prot,
+        ..
+    } = parse(VALID[7]).kind
+    else {
+        panic!()
+    };
     assert_eq!(flags.bits(), 0x800013);
     assert!(flags.contains(MmapFlags::SHARED_VALIDATE));
     assert_eq!(ret, Err(Errno::new(22).unwrap()));
@@ -275,7 +396,11 @@ fn mmap_fields() {
 fn syscall_fields() {
     assert_eq!(
         parse(VALID[8]).kind,
-        EventKind::Munmap { addr: 0x7f5a2c1e4000, len: 139264, ret: Ok(0) }
+        EventKind::Munmap {
+            addr: 0x7f5a2c1e4000,
+            len: 139264,
+            ret: Ok(0)
+        }
     );
     assert_eq!(
         parse(VALID[9]).kind,
@@ -288,37 +413,95 @@ fn syscall_fields() {
             ret: Ok(0x7f5a2c1f0000)
         }
     );
-    assert!(matches!(parse(VALID[10]).kind, EventKind::Mremap { ret: Err(e), .. } if e.name() == Some("ENOMEM")));
-    assert_eq!(parse(VALID[11]).kind, EventKind::Brk { req: 0, ret: 0x555555559000 });
+    assert!(
+        matches!(parse(VALID[10]).kind, EventKind::Mremap { ret: Err(e), .. } if e.name() == Some("ENOMEM"))
+    );
+    assert_eq!(
+        parse(VALID[11]).kind,
+        EventKind::Brk {
+            req: 0,
+            ret: 0x555555559000
+        }
+    );
     assert_eq!(
         parse(VALID[12]).kind,
-        EventKind::Mprotect { addr: 0x7f5a2c1e4000, len: 4096, prot: Prot::READ, ret: Ok(0) }
+        EventKind::Mprotect {
+            addr: 0x7f5a2c1e4000,
+            len: 4096,
+            prot: Prot::READ,
+            ret: Ok(0)
+        }
     );
-    assert!(matches!(parse(VALID[13]).kind, EventKind::Madvise { advice: Advice(4), .. }));
-    assert!(matches!(parse(VALID[14]).kind, EventKind::Madvise { advice: Advice(77), ret: Err(_), .. }));
-    assert!(matches!(parse(VALID[15]).kind, EventKind::Mlock { len: 4096, ret: Ok(0), .. }));
-    assert!(matches!(parse(VALID[16]).kind, EventKind::Mlock2 { flags: Mlock2Flags::ONFAULT, ret: Err(e), .. } if e.number() == 1));
+    assert!(matches!(
+        parse(VALID[13]).kind,
+        EventKind::Madvise {
+            advice: Advice(4),
+            ..
+        }
+    ));
+    assert!(matches!(
+        parse(VALID[14]).kind,
+        EventKind::Madvise {
+            advice: Advice(77),
+            ret: Err(_),
+            ..
+        }
+    ));
+    assert!(matches!(
+        parse(VALID[15]).kind,
+        EventKind::Mlock {
+            len: 4096,
+            ret: Ok(0),
+            ..
+        }
+    ));
+    assert!(
+        matches!(parse(VALID[16]).kind, EventKind::Mlock2 { flags: Mlock2Flags::ONFAULT, ret: Err(e), .. } if e.number() == 1)
+    );
     assert!(matches!(parse(VALID[17]).kind, EventKind::Munlock { .. }));
-    let EventKind::Mlockall { flags, ret } = parse(VALID[18]).kind else { panic!() };
+    let EventKind::Mlockall { flags, ret } = parse(VALID[18]).kind else {
+        panic!()
+    };
     assert_eq!(flags, MlockallFlags::CURRENT | MlockallFlags::FUTURE);
     assert_eq!(ret.unwrap_err().number(), 600);
     assert_eq!(parse(VALID[19]).kind, EventKind::Munlockall { ret: Ok(0) });
-    assert_eq!(parse(VALID[20]).kind, EventKind::Fsync { fd: 1, ret: Ok(0) });
+    assert_eq!(
+        parse(VALID[20]).kind,
+        EventKind::Fsync { fd: 1, ret: Ok(0) }
+    );
 }
 
 #[test]
 fn lifecycle_and_control_fields() {
-    let EventKind::Mark { text } = parse(VALID[21]).kind else { panic!() };
+    let EventKind::Mark { text } = parse(VALID[21]).kind else {
+        panic!()
+    };
     assert_eq!(text.to_string_lossy(), "hello world");
     assert_eq!(text.as_escaped(), "hello\\x20world");
-    let EventKind::Mark { text } = parse(VALID[22]).kind else { panic!() };
+    let EventKind::Mark { text } = parse(VALID[22]).kind else {
+        panic!()
+    };
     assert_eq!(text.unescape(), b"");
-    let EventKind::Exec { comm, filename } = parse(VALID[23]).kind else { panic!() };
-    assert_eq!((comm.as_escaped(), filename.as_escaped()), ("true", "/usr/bin/true"));
-    assert_eq!(parse(VALID[24]).kind, EventKind::Fork { child: 213, watched: true });
+    let EventKind::Exec { comm, filename } = parse(VALID[23]).kind else {
+        panic!()
+    };
+    assert_eq!(
+        (comm.as_escaped(), filename.as_escaped()),
+        ("true", "/usr/bin/true")
+    );
+    assert_eq!(
+        parse(VALID[24]).kind,
+        EventKind::Fork {
+            child: 213,
+            watched: true
+        }
+    );
     assert_eq!(parse(VALID[25]).kind, EventKind::Exit { code: 768 });
     let lost = parse(VALID[26]);
-    assert_eq!((lost.pid, lost.tid, lost.kind), (0, 0, EventKind::Lost { count: 12 }));
+    assert_eq!(
+        (lost.pid, lost.tid, lost.kind),
+        (0, 0, EventKind::Lost { count: 12 })
+    );
 }
 
 #[test]
@@ -336,10 +519,22 @@ fn human_form_reads_like_memmon() {
         human("1.000000000 29305/29305 munmap addr=0x7f5a2c1e4000 len=139264 ret=0"),
         "29305: munmap(0x7f5a2c1e4000, 139264) -> 0"
     );
-    assert_eq!(human("1.000000000 29305/29305 fsync fd=1 ret=0"), "29305: fsync(1) -> 0");
-    assert_eq!(human("1.000000000 29305/29305 exit code=768"), "29305: exit: exited 3");
-    assert_eq!(human("1.000000000 29305/29305 exit code=9"), "29305: exit: killed by signal 9");
-    assert_eq!(human(VALID[2]), "1234/1235: anon page @0x7f0000400000 (W) [huge]");
+    assert_eq!(
+        human("1.000000000 29305/29305 fsync fd=1 ret=0"),
+        "29305: fsync(1) -> 0"
+    );
+    assert_eq!(
+        human("1.000000000 29305/29305 exit code=768"),
+        "29305: exit: exited 3"
+    );
+    assert_eq!(
+        human("1.000000000 29305/29305 exit code=9"),
+        "29305: exit: killed by signal 9"
+    );
+    assert_eq!(
+        human(VALID[2]),
+        "1234/1235: anon page @0x7f0000400000 (W) [huge]"
+    );
     assert_eq!(
         parse(VALID[26]).human_with_time().to_string(),
         "5.104012006 *** 12 events lost (overwritten before they were read) ***"

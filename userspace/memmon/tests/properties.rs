@@ -3,8 +3,8 @@
 
 use memmon::{
     parse_line, parse_line_bytes, Access, Advice, CaptureReader, Errno, EscapedStr, Event,
-    EventKind, FaultType, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot,
-    SyscallResult, Timestamp,
+    EventKind, FaultType, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot, SyscallResult,
+    Timestamp,
 };
 use proptest::prelude::*;
 
@@ -40,16 +40,18 @@ fn fault() -> impl Strategy<Value = EventKind<'static>> {
         any::<u64>(),
         any::<[bool; 4]>(),
     )
-        .prop_map(|(fault_type, access, addr, ip, [user, huge, major, retry])| EventKind::Fault {
-            fault_type,
-            access,
-            addr,
-            ip,
-            user,
-            huge,
-            major,
-            retry,
-        })
+        .prop_map(
+            |(fault_type, access, addr, ip, [user, huge, major, retry])| EventKind::Fault {
+                fault_type,
+                access,
+                addr,
+                ip,
+                user,
+                huge,
+                major,
+                retry,
+            },
+        )
 }
 
 fn syscall() -> impl Strategy<Value = EventKind<'static>> {
@@ -65,18 +67,24 @@ fn syscall() -> impl Strategy<Value = EventKind<'static>> {
             syscall_result(),
             proptest::option::of(escaped())
         )
-            .prop_map(|(addr, len, prot, flags, fd, off, ret, file)| EventKind::Mmap {
-                addr,
-                len,
-                prot,
-                flags: MmapFlags::from_bits_retain(flags),
-                fd,
-                off,
-                ret,
-                file
-            }),
-        region.clone().prop_map(|(addr, len, ret)| EventKind::Munmap { addr, len, ret }),
-        region.clone().prop_map(|(addr, len, ret)| EventKind::Mlock { addr, len, ret }),
+            .prop_map(
+                |(addr, len, prot, flags, fd, off, ret, file)| EventKind::Mmap {
+                    addr,
+                    len,
+                    prot,
+                    flags: MmapFlags::from_bits_retain(flags),
+                    fd,
+                    off,
+                    ret,
+                    file
+                }
+            ),
+        region
+            .clone()
+            .prop_map(|(addr, len, ret)| EventKind::Munmap { addr, len, ret }),
+        region
+            .clone()
+            .prop_map(|(addr, len, ret)| EventKind::Mlock { addr, len, ret }),
         region.prop_map(|(addr, len, ret)| EventKind::Munlock { addr, len, ret }),
         (
             any::<u64>(),
@@ -86,17 +94,25 @@ fn syscall() -> impl Strategy<Value = EventKind<'static>> {
             any::<u64>(),
             syscall_result()
         )
-            .prop_map(|(old, old_len, new_len, flags, new, ret)| EventKind::Mremap {
-                old,
-                old_len,
-                new_len,
-                flags: MremapFlags::from_bits_retain(flags),
-                new,
-                ret
-            }),
+            .prop_map(
+                |(old, old_len, new_len, flags, new, ret)| EventKind::Mremap {
+                    old,
+                    old_len,
+                    new_len,
+                    flags: MremapFlags::from_bits_retain(flags),
+                    new,
+                    ret
+                }
+            ),
         (any::<u64>(), any::<u64>()).prop_map(|(req, ret)| EventKind::Brk { req, ret }),
-        (any::<u64>(), any::<u64>(), prot(), syscall_result())
-            .prop_map(|(addr, len, prot, ret)| EventKind::Mprotect { addr, len, prot, ret }),
+        (any::<u64>(), any::<u64>(), prot(), syscall_result()).prop_map(
+            |(addr, len, prot, ret)| EventKind::Mprotect {
+                addr,
+                len,
+                prot,
+                ret
+            }
+        ),
         (any::<u64>(), any::<u64>(), any::<i32>(), syscall_result()).prop_map(
             |(addr, len, advice, ret)| EventKind::Madvise {
                 addr,
@@ -126,7 +142,8 @@ fn lifecycle() -> impl Strategy<Value = EventKind<'static>> {
     prop_oneof![
         escaped().prop_map(|text| EventKind::Mark { text }),
         (escaped(), escaped()).prop_map(|(comm, filename)| EventKind::Exec { comm, filename }),
-        (any::<u32>(), any::<bool>()).prop_map(|(child, watched)| EventKind::Fork { child, watched }),
+        (any::<u32>(), any::<bool>())
+            .prop_map(|(child, watched)| EventKind::Fork { child, watched }),
         any::<i32>().prop_map(|code| EventKind::Exit { code }),
         any::<u64>().prop_map(|count| EventKind::Lost { count }),
     ]
