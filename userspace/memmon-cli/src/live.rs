@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use memmon::{ProcInterface, Timestamp};
@@ -12,12 +12,12 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::time::{clock_gettime, ClockId};
 
-/// Set by the SIGINT/SIGTERM handler.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Number of SIGINT/SIGTERM received.
+static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_interrupt(_signal: nix::libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    // Only an atomic add: async-signal-safe.
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Makes SIGINT and SIGTERM set a flag instead of killing memmon, without SA_RESTART so
@@ -29,7 +29,7 @@ pub fn catch_interrupts() -> Result<()> {
         SigSet::empty(),
     );
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        // SAFETY: the handler only updates an atomic, which is async-signal-safe.
         unsafe { sigaction(signal, &action) }
             .with_context(|| format!("cannot install a {signal} handler"))?;
     }
@@ -38,7 +38,12 @@ pub fn catch_interrupts() -> Result<()> {
 
 /// Whether SIGINT or SIGTERM arrived.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    interrupt_count() > 0
+}
+
+/// How many times SIGINT or SIGTERM arrived.
+pub fn interrupt_count() -> usize {
+    INTERRUPTS.load(Ordering::SeqCst)
 }
 
 /// CLOCK_MONOTONIC now, the clock of event timestamps.

@@ -16,7 +16,7 @@ use memmon::{parse_line, Event, EventKind, ProcInterface, Timestamp};
 use nix::sys::signal::Signal;
 
 use crate::child::HeldChild;
-use crate::live::{catch_interrupts, interrupted, monotonic_now, LiveEvents};
+use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::{Filter, Printer};
 use crate::sysinfo::{write_capture_header, write_snapshots};
 
@@ -261,14 +261,21 @@ fn follow_command(
 
     let mut exit_code = None;
     let mut reaped_at = None;
-    let mut interrupted_once = false;
+    let mut interrupts_forwarded = 0;
     loop {
         monitor.pump()?;
-        if interrupted() && !interrupted_once {
+        let interrupts = interrupt_count();
+        if interrupts > interrupts_forwarded && exit_code.is_none() {
             // The terminal's Ctrl-C usually reached the command too; forward it in case
-            // memmon alone was signalled, then keep draining until it exits.
-            interrupted_once = true;
-            child.signal(Signal::SIGINT);
+            // memmon alone was signalled, then keep draining until it exits. A second
+            // one kills a command that ignores SIGINT.
+            let signal = if interrupts == 1 {
+                Signal::SIGINT
+            } else {
+                Signal::SIGKILL
+            };
+            child.signal(signal);
+            interrupts_forwarded = interrupts;
         }
         if exit_code.is_none() && child.has_exited()? {
             // Before reaping: the pid cannot be reused while memmon reads /proc/PID.
@@ -284,6 +291,9 @@ fn follow_command(
     }
     if !monitor.root_exit_seen {
         eprintln!("memmon: warning: the command's exit event did not arrive");
+    }
+    if interrupted() {
+        eprintln!("memmon: interrupted");
     }
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {

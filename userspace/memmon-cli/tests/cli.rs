@@ -427,3 +427,26 @@ fn record_pids_stops_cleanly_on_sigint() {
         format!("-{}\n", sleeper.id())
     );
 }
+
+#[test]
+fn run_forwards_ctrl_c_to_the_command() {
+    let root = fake_proc_root("run-sigint");
+    let memmon_run = memmon()
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["run", "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let status = Command::new("kill")
+        .args(["-INT", &memmon_run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = memmon_run.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    // sleep dies of the forwarded SIGINT: 128 + 2.
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+}
