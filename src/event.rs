@@ -6,7 +6,7 @@
 //! producers (fault hook, probes) only fill in integers and copy a few bytes, in atomic context,
 //! without allocating. The text form is produced on the read side, in [`crate::text`].
 
-use kernel::bindings;
+use kernel::{bindings, prelude::*};
 
 /// Bytes of inline text a record can carry (file path, marker text, exec file name).
 pub(crate) const TEXT_CAPACITY: usize = 112;
@@ -217,4 +217,34 @@ pub(crate) fn current_ids() -> (i32, i32) {
     let task = kernel::task::Task::current_raw();
     // SAFETY: `current` is always a valid task; `tgid` and `pid` do not change while it runs.
     unsafe { ((*task).tgid, (*task).pid) }
+}
+
+/// Checks that the `task_struct` layout the bindings describe is the kernel's, by reading the
+/// current task's ids both through the bindings and through the kernel's own accessor.
+///
+/// bindgen lays out an empty but cacheline-aligned struct (`struct sched_statistics` without
+/// `CONFIG_SCHEDSTATS`) differently from C, which shifts every later `task_struct` field.
+pub(crate) fn check_task_layout() -> Result {
+    let task = kernel::task::Task::current_raw();
+    let (tgid, pid) = current_ids();
+    // SAFETY: `current` is valid; `init_pid_ns` is the initial pid namespace, which is static.
+    let (kernel_pid, kernel_tgid) = unsafe {
+        let ns = &raw mut bindings::init_pid_ns;
+        (
+            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_PID, ns),
+            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_TGID, ns),
+        )
+    };
+    if (pid, tgid) != (kernel_pid, kernel_tgid) {
+        pr_err!(
+            "task_struct as built into this module does not match the kernel's \
+             (read pid {}/{}, kernel says {}/{}): build the kernel with CONFIG_SCHEDSTATS=y\n",
+            tgid,
+            pid,
+            kernel_tgid,
+            kernel_pid
+        );
+        return Err(EINVAL);
+    }
+    Ok(())
 }

@@ -61,7 +61,7 @@ impl FaultHook {
         info: *const bindings::mm_fault_info,
     ) {
         // SAFETY: `hook` is the `raw` field of a live `FaultHook`; `Opaque` is transparent.
-        let this = unsafe { &*container_of!(hook.cast::<Opaque<bindings::mm_fault_hook>>(), Self, raw) };
+        let this = unsafe { &*kernel::container_of!(hook.cast::<Opaque<bindings::mm_fault_hook>>(), Self, raw) };
         // SAFETY: mm passes a valid `info` for the duration of the call.
         let info = unsafe { &*info };
         if !this.state.watch.contains_current() {
@@ -77,7 +77,7 @@ impl FaultHook {
 /// (`VM_FAULT_ERROR`: the process gets a signal); mm_account_fault() counts neither.
 fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
     let result = info.result;
-    if result & (bindings::VM_FAULT_RETRY | VM_FAULT_ERROR) != 0 {
+    if result & (bindings::vm_fault_reason_VM_FAULT_RETRY | VM_FAULT_ERROR) != 0 {
         return None;
     }
     let mut event = Event::new(Kind::Fault);
@@ -102,7 +102,7 @@ fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
         bits |= fault_flags::HUGE;
     }
     // As mm_account_fault(): a fault that had to be retried counts as major.
-    if result & bindings::VM_FAULT_MAJOR != 0 || flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0
+    if result & bindings::vm_fault_reason_VM_FAULT_MAJOR != 0 || flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0
     {
         bits |= fault_flags::MAJOR;
     }
@@ -111,19 +111,21 @@ fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
     if !info.regs.is_null() {
         bits |= fault_flags::USER;
         // SAFETY: mm passes the faulting task's user registers, valid during the call.
-        event.args[1] = unsafe { (*info.regs).ip };
+        let ip = unsafe { (*info.regs).ip };
+        // CAST: a register is 64 bits wide on x86_64.
+        event.args[1] = ip as u64;
     }
     event.flags = bits;
     Some(event)
 }
 
 /// `VM_FAULT_ERROR` of `linux/mm_types.h` (a macro, so not in the bindings).
-const VM_FAULT_ERROR: u32 = bindings::VM_FAULT_OOM
-    | bindings::VM_FAULT_SIGBUS
-    | bindings::VM_FAULT_SIGSEGV
-    | bindings::VM_FAULT_HWPOISON
-    | bindings::VM_FAULT_HWPOISON_LARGE
-    | bindings::VM_FAULT_FALLBACK;
+const VM_FAULT_ERROR: u32 = bindings::vm_fault_reason_VM_FAULT_OOM
+    | bindings::vm_fault_reason_VM_FAULT_SIGBUS
+    | bindings::vm_fault_reason_VM_FAULT_SIGSEGV
+    | bindings::vm_fault_reason_VM_FAULT_HWPOISON
+    | bindings::vm_fault_reason_VM_FAULT_HWPOISON_LARGE
+    | bindings::vm_fault_reason_VM_FAULT_FALLBACK;
 
 #[pinned_drop]
 impl PinnedDrop for FaultHook {

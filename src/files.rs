@@ -124,7 +124,7 @@ impl ProcFile for EventsFile {
         'fill: loop {
             let fetched = ring.fetch(&mut cursor, &mut batch);
             if cursor.lost > 0 {
-                line = Line::new();
+                line.clear();
                 // SAFETY: `ktime_get_mono_fast_ns` may be called from any context.
                 format_lost(&mut line, unsafe { bindings::ktime_get_mono_fast_ns() }, cursor.lost)?;
                 if !Self::emit(&mut out, &line, &mut written)? {
@@ -137,7 +137,7 @@ impl ProcFile for EventsFile {
                 break;
             }
             for event in &batch[..fetched] {
-                line = Line::new();
+                line.clear();
                 format_event(&mut line, event)?;
                 if !Self::emit(&mut out, &line, &mut written)? {
                     break 'fill;
@@ -160,8 +160,8 @@ impl ProcFile for EventsFile {
         table.register_wait(file, ring.poll_condvar());
         let cursor = *self.cursor.lock();
         match ring.readiness(&cursor) {
-            Readiness::Ready => bindings::EPOLLIN | bindings::EPOLLRDNORM,
-            Readiness::Closed => bindings::EPOLLIN | bindings::EPOLLRDNORM | bindings::EPOLLHUP,
+            Readiness::Ready => bindings::POLLIN | bindings::POLLRDNORM,
+            Readiness::Closed => bindings::POLLIN | bindings::POLLRDNORM | bindings::POLLHUP,
             Readiness::Empty => 0,
         }
     }

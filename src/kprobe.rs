@@ -80,7 +80,7 @@ impl<H: KprobeHandler> Kprobe<H> {
     ) -> c_int {
         // SAFETY: `kp` is the `raw` field of a live `Kprobe<H>` (registered only by
         // `register`), and `Opaque` is transparent.
-        let this = unsafe { &*container_of!(kp.cast::<Opaque<bindings::kprobe>>(), Self, raw) };
+        let this = unsafe { &*kernel::container_of!(kp.cast::<Opaque<bindings::kprobe>>(), Self, raw) };
         // SAFETY: The kprobes core passes the valid registers of the probed context.
         this.handler.hit(unsafe { &*regs });
         0
@@ -164,7 +164,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).
         let this = unsafe {
             let rp = (*(*ri).node.rethook).data.cast::<bindings::kretprobe>();
-            &*container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
+            &*kernel::container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
         };
         // SAFETY: The core allocates `data_size` bytes after each instance.
         let data = unsafe { (*ri).data.as_mut_ptr().cast::<H::Data>() };

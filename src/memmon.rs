@@ -95,6 +95,7 @@ impl kernel::Module for Memmon {
             );
             return Err(EINVAL);
         }
+        event::check_task_layout()?;
         // CAST: `buflen` is at most 256 MiB.
         let buflen = buflen as usize;
         let capacity = buflen / core::mem::size_of::<Event>();

@@ -99,7 +99,7 @@ impl Ring {
         }
         let mut slots = VVec::with_capacity(capacity, GFP_KERNEL)?;
         slots.extend_with(capacity, Event::zeroed(), GFP_KERNEL)?;
-        Ok(pin_init!(Self {
+        Ok(try_pin_init!(Self {
             inner <- new_spinlock!(RingInner {
                 slots,
                 head: 0,

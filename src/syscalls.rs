@@ -61,10 +61,12 @@ impl KretprobeHandler for SyscallProbe {
         // call.
         let user = unsafe { &*user };
         let mut event = Event::new(self.kind);
-        event.args = [user.di, user.si, user.dx, user.r10, user.r8, user.r9];
+        // CAST: registers are 64 bits wide on x86_64.
+        event.args = [user.di, user.si, user.dx, user.r10, user.r8, user.r9].map(|r| r as u64);
         if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
             // CAST: the fd argument is a C int.
-            capture_file_path(&mut event, event.args[4] as i32);
+            let fd = event.args[4] as i32;
+            capture_file_path(&mut event, fd);
         }
         Some(PendingCall { event })
     }
@@ -93,7 +95,7 @@ fn capture_file_path(event: &mut Event, fd: i32) {
     // bytes into `buf` and returns a pointer into it or an error pointer.
     let path = unsafe {
         bindings::d_path(
-            &(*file).f_path,
+            &(*file).__bindgen_anon_1.f_path,
             buf.as_mut_ptr().cast(),
             // CAST: 256 fits a C int.
             buf.len() as i32,

@@ -24,6 +24,11 @@ impl Line {
         }
     }
 
+    /// Empties the line.
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// The bytes written so far.
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]

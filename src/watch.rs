@@ -17,6 +17,7 @@ use kernel::{
     alloc::{KVec, VVec},
     bindings, new_mutex,
     prelude::*,
+    str::BStr,
     sync::{
         atomic::{Atomic, Relaxed},
         Mutex,
@@ -118,7 +119,7 @@ impl WatchSet {
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let watched = PidBitmap::new()?;
         let follow = PidBitmap::new()?;
-        Ok(pin_init!(Self {
+        Ok(try_pin_init!(Self {
             watched,
             follow,
             update <- new_mutex!(()),
@@ -171,15 +172,13 @@ impl WatchSet {
             .filter(|t| !t.is_empty())
         {
             let request = parse_request(token).inspect_err(|e| {
-                pr_info!(
-                    "watch-pids: rejected '{}': {}\n",
-                    BStrDisplay(token),
-                    if *e == ESRCH {
-                        "no such process"
-                    } else {
-                        "not a pid (N, +N, -N or 0)"
-                    }
-                );
+                let why = if *e == ESRCH {
+                    "no such process"
+                } else {
+                    "not a pid (N, +N, -N or 0)"
+                };
+                let shown = &token[..token.len().min(32)];
+                pr_info!("watch-pids: rejected '{}': {}\n", BStr::from_bytes(shown), why);
             })?;
             requests.push(request, GFP_KERNEL)?;
         }
@@ -246,19 +245,6 @@ impl Write for ByteWriter {
         self.0
             .extend_from_slice(s.as_bytes(), GFP_KERNEL)
             .map_err(|_| core::fmt::Error)
-    }
-}
-
-/// Displays bytes from user space as printable ASCII, others as `?`.
-struct BStrDisplay<'a>(&'a [u8]);
-
-impl core::fmt::Display for BStrDisplay<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        for &b in self.0.iter().take(32) {
-            let c = if b.is_ascii_graphic() { b as char } else { '?' };
-            f.write_char(c)?;
-        }
-        Ok(())
     }
 }
 

@@ -15,7 +15,8 @@
 //   populate N   mmap N pages with MAP_POPULATE
 //   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
 //   malloc       the original memmon experiment: malloc 12 KiB, touch it; then malloc
-//                growing sizes 4 KiB .. 256 KiB, touch, free
+//                growing sizes 4 KiB .. 256 KiB, touch, free (prints brk0=, the break
+//                before)
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,7 @@ int main(int argc, char **argv)
 		p[0] = 1;
 		stop();
 	} else if (!strcmp(mode, "malloc")) {
+		printf("brk0=%p\n", sbrk(0));
 		start();
 		p = malloc(12 * 1024);
 		touch(p, 3, 1);

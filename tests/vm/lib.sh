@@ -56,3 +56,24 @@ value_of() {
 pid_of_run() {
     awk '$3 == "fsync" && $4 == "fd=1001" { split($2, ids, "/"); print ids[1]; exit }' "$1"
 }
+
+# run_measured OUT EVENTS [watchexec options] -- PROG ARGS...: run PROG watched, save its
+# stdout in OUT and every event the ring holds afterwards in EVENTS
+run_measured() {
+    out=$1 events=$2
+    shift 2
+    [ "$1" = "--" ] && shift
+    /progs/watchexec "$@" >"$out" || fail "$* exited with $?"
+    /progs/drain >"$events" || fail "drain failed"
+}
+
+# field KEY: from event lines on stdin, the value of KEY=
+field() {
+    awk -v k="$1=" '{ for (i = 4; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
+}
+
+# crosscheck WINDOW KERNEL_COUNT: the fault lines of a window equal the kernel's own count
+crosscheck() {
+    expect_eq "fault lines = kernel's minor+major faults" \
+        "$(printf '%s\n' "$1" | grep -c ' fault ')" "$2"
+}
