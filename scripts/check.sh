@@ -64,6 +64,23 @@ vm_scenario() {
     [ $status -eq 0 ] || { echo "scenario exited with $status (kernel log: $klog)"; return 1; }
 }
 
+# record_parsed_on_host: `memmon record` in the guest, its capture decoded on the host
+record_parsed_on_host() {
+    local capture="$results/record.capture" bin="$top/userspace/target/x86_64-unknown-linux-gnu/release/memmon"
+    "$top/scripts/vm-run" --log "$results/vm-record.kernel.log" -- '
+        insmod /memmon/memmon.ko buflen=4194304 &&
+        memmon record -o /tmp/cap -- /progs/memtest anon 50 >/dev/null &&
+        echo "=== capture ===" && cat /tmp/cap' > "$results/record.out" || return 1
+    sed -n '/^=== capture ===$/,$p' "$results/record.out" | tail -n +2 > "$capture"
+    grep -q '^# ' "$capture" || { echo "the capture has no header"; return 1; }
+    grep -q '^#| ' "$capture" || { echo "the capture has no snapshot"; return 1; }
+    "$bin" tail --input "$capture" > "$results/record.decoded" || return 1
+    local n
+    n=$(grep -c ': anon page @.* (W)$' "$results/record.decoded")
+    echo "decoded $n anon W faults"
+    [ "$n" -ge 50 ]
+}
+
 if [ -f "$top/userspace/Cargo.toml" ]; then
     run_item userspace-cargo-test userspace_tests
     run_item userspace-fmt-clippy userspace_lint
@@ -74,6 +91,7 @@ run_item patches-checkpatch patches_checkpatch
 for script in "$top"/tests/vm/[0-9]*.sh; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
 done
+[ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"

@@ -14,6 +14,7 @@
 //   exec PATH    write machine code to PATH, map it PROT_READ|PROT_EXEC, call it
 //   populate N   mmap N pages with MAP_POPULATE
 //   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
+//   churn R N    R rounds of: map N anonymous pages, write each, unmap them
 //   malloc       the original memmon experiment: malloc 12 KiB, touch it; then malloc
 //                growing sizes 4 KiB .. 256 KiB, touch, free (prints brk0=, the break
 //                before)
@@ -161,6 +162,16 @@ int main(int argc, char **argv)
 		printf("base=%p\n", p);
 		start();
 		p[0] = 1;
+		stop();
+	} else if (!strcmp(mode, "churn") && argc == 4) {
+		size_t rounds = strtoul(argv[2], NULL, 0);
+
+		start();
+		for (size_t r = 0; r < rounds; r++) {
+			p = map_anon(n * PAGE);
+			touch(p, n, 1);
+			munmap(p, n * PAGE);
+		}
 		stop();
 	} else if (!strcmp(mode, "malloc")) {
 		printf("brk0=%p\n", sbrk(0));

@@ -77,3 +77,31 @@ crosscheck() {
     expect_eq "fault lines = kernel's minor+major faults" \
         "$(printf '%s\n' "$1" | grep -c ' fault ')" "$2"
 }
+
+# check_expected OUT EVENTS PID: every "expect LINE" of a program's output OUT appears, in
+# order, as the tail of an event line of process PID in EVENTS (with "expect-tid TID LINE",
+# of thread TID)
+check_expected() {
+    awk -v pid="$3" '
+        FNR == NR {
+            if ($1 == "expect") { sub(/^expect /, ""); want[++n] = $0; tid[n] = "" }
+            else if ($1 == "expect-tid") { t = $2; sub(/^expect-tid [0-9]+ /, ""); want[++n] = $0; tid[n] = t }
+            next
+        }
+        {
+            split($2, ids, "/")
+            if (ids[1] != pid) next
+            line = $0; sub(/^[^ ]+ [^ ]+ /, "", line)
+            for (i = 1; i <= n; i++)
+                if (!seen[i] && line == want[i] && (tid[i] == "" || tid[i] == ids[2])) { seen[i] = NR; break }
+            if (i <= n && tid[i] == "") {
+                if (i < maxi) { print "out of order: " line; bad++ }
+                if (i > maxi) maxi = i
+            }
+        }
+        END {
+            for (i = 1; i <= n; i++) if (!seen[i]) { print "missing: " want[i] (tid[i] ? " (tid " tid[i] ")" : ""); bad++ }
+            printf "%d expected lines, %d found\n", n, n - bad
+            exit bad > 0
+        }' "$1" "$2"
+}

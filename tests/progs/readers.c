@@ -1,0 +1,171 @@
+// readers MODE: exercises /proc/memmon/events as a reader would.
+//   eagain        O_NONBLOCK read of an empty ring fails with EAGAIN
+//   small         a read into a buffer too small for one line fails with EINVAL
+//   nonseek       lseek fails with ESPIPE
+//   pollwait      poll until readable or hung up; prints the revents (for rmmod tests)
+//   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
+//                 prints latency_us= (marker write to poll return)
+//   epoll         the same wake-up through epoll; prints epoll=ok
+//   slow DELAY_US OUT
+//                 read 4 KiB at a time, sleeping DELAY_US after each read, until the
+//                 file /tmp/done exists and nothing is left; writes the stream to OUT and
+//                 prints events=N lost=M (the sum of lost count=)
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *events = "/proc/memmon/events";
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static int open_drained(void)
+{
+	static char buf[65536];
+	int fd = open(events, O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0)
+		perror(events), exit(1);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	return fd;
+}
+
+// Forks a child that writes a marker after 200 ms; returns the read end of a pipe on which
+// it sends the time of the write.
+static int marker_later(void)
+{
+	int p[2];
+
+	if (pipe(p))
+		perror("pipe"), exit(1);
+	if (fork() == 0) {
+		long long t;
+		int m;
+
+		usleep(200000);
+		m = open("/proc/memmon/marker", O_WRONLY);
+		t = now_us();
+		if (m < 0 || write(m, "wake", 4) != 4)
+			perror("marker"), _exit(1);
+		if (write(p[1], &t, sizeof(t)) != sizeof(t))
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	char buf[4096];
+	int fd;
+
+	if (!strcmp(mode, "eagain")) {
+		fd = open_drained();
+		if (read(fd, buf, sizeof(buf)) != -1 || errno != EAGAIN)
+			return printf("eagain=FAILED errno=%d\n", errno), 1;
+		printf("eagain=ok\n");
+	} else if (!strcmp(mode, "small")) {
+		fd = open(events, O_RDONLY | O_NONBLOCK);
+		if (read(fd, buf, 10) != -1 || errno != EINVAL)
+			return printf("small=FAILED errno=%d\n", errno), 1;
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			return printf("small=FAILED: nothing after\n"), 1;
+		printf("small=ok\n");
+	} else if (!strcmp(mode, "nonseek")) {
+		fd = open(events, O_RDONLY | O_NONBLOCK);
+		if (lseek(fd, 0, SEEK_SET) != -1 || errno != ESPIPE)
+			return printf("nonseek=FAILED errno=%d\n", errno), 1;
+		printf("nonseek=ok\n");
+	} else if (!strcmp(mode, "pollwait")) {
+		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
+
+		if (poll(&pfd, 1, -1) != 1)
+			return perror("poll"), 1;
+		printf("revents=%#x\n", pfd.revents);
+	} else if (!strcmp(mode, "poll-latency")) {
+		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
+		int from_child = marker_later();
+		long long woke, wrote;
+
+		if (poll(&pfd, 1, 5000) != 1)
+			return printf("poll-latency=FAILED: no wake-up in 5 s\n"), 1;
+		woke = now_us();
+		if (read(from_child, &wrote, sizeof(wrote)) != sizeof(wrote))
+			return perror("pipe"), 1;
+		wait(NULL);
+		printf("latency_us=%lld\n", woke - wrote);
+	} else if (!strcmp(mode, "epoll")) {
+		struct epoll_event ev = { .events = EPOLLIN }, got;
+		int ep = epoll_create1(0);
+
+		fd = open_drained();
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return perror("epoll_ctl"), 1;
+		marker_later();
+		if (epoll_wait(ep, &got, 1, 5000) != 1 || !(got.events & EPOLLIN))
+			return printf("epoll=FAILED\n"), 1;
+		wait(NULL);
+		printf("epoll=ok\n");
+	} else if (!strcmp(mode, "slow") && argc == 4) {
+		long delay = strtol(argv[2], NULL, 10), nevents = 0, lost = 0;
+		FILE *out = fopen(argv[3], "w");
+		struct pollfd pfd;
+		char line[1024];
+		size_t have = 0;
+
+		fd = open(events, O_RDONLY | O_NONBLOCK);
+		if (fd < 0 || !out)
+			return perror("open"), 1;
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		for (;;) {
+			ssize_t n;
+
+			if (poll(&pfd, 1, 300) == 0) {
+				if (access("/tmp/done", F_OK) == 0)
+					break;
+				continue;
+			}
+			n = read(fd, buf, sizeof(buf));
+			if (n < 0 && errno == EAGAIN)
+				continue;
+			if (n <= 0)
+				break;
+			fwrite(buf, 1, n, out);
+			for (ssize_t i = 0; i < n; i++) {
+				line[have++] = buf[i];
+				if (buf[i] != '\n')
+					continue;
+				line[have] = 0;
+				have = 0;
+				if (strstr(line, " lost count="))
+					lost += atol(strstr(line, "count=") + 6);
+				else
+					nevents++;
+			}
+			if (delay)
+				usleep(delay);
+		}
+		fclose(out);
+		printf("events=%ld lost=%ld\n", nevents, lost);
+	} else {
+		fprintf(stderr, "usage: readers eagain|small|nonseek|pollwait|poll-latency|epoll|slow DELAY_US OUT\n");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,29 @@
+# The userspace tool in the guest: `memmon run -- PROG` decodes the program's events and
+# exits with its status; attach/list/detach/stats work on the live module.
+. /host/lib.sh
+load buflen=4194304
+memmon run -- /progs/memtest anon 100 > /tmp/run.out 2>/tmp/run.err || fail "memmon run: exit $? ($(cat /tmp/run.err))"
+head -n 5 /tmp/run.out
+pid=$(awk -F: '/anon page @/ { print $1; exit }' /tmp/run.out)
+[ -n "$pid" ] || fail "no decoded anon page lines"
+base=$(value_of base "$(cat /tmp/run.out)")
+expect_eq "decoded anon faults of the region" \
+    "$(grep -c "^$pid: anon page @$(printf '%s' "$base" | cut -c1-9)[0-9a-f]* (W)" /tmp/run.out)" 100
+grep -q "^$pid: fsync(1001) -> -EBADF" /tmp/run.out || fail "no decoded fsync marker"
+memmon run -- sh -c 'exit 3' > /dev/null 2>&1
+expect_eq "memmon run passes the exit status" "$?" 3
+expect_eq "memmon run left nothing watched" "$(cat /proc/memmon/watch-pids)" ""
+sleep 100 &
+s=$!
+memmon attach $s || fail "attach"
+expect_eq "attach" "$(cat /proc/memmon/watch-pids)" "$s"
+expect_match "list" "$(memmon list)" "$s"
+memmon detach $s || fail "detach"
+expect_eq "detach" "$(cat /proc/memmon/watch-pids)" ""
+kill $s
+expect_match "stats" "$(memmon stats)" "produced"
+if memmon attach 99999 2>/tmp/err; then fail "attach of a missing pid worked"; fi
+expect_match "attach error" "$(cat /tmp/err)" "memmon: error: .*99999"
+unload
+if memmon list 2>/tmp/err; then fail "memmon list without the module worked"; fi
+expect_match "module missing" "$(cat /tmp/err)" "memmon: error: .*(not loaded|/proc/memmon)"
