@@ -16,8 +16,8 @@
 //   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
 //   churn R N    R rounds of: map N anonymous pages, write each, unmap them
 //   malloc       the original memmon experiment: malloc 12 KiB, touch it; then malloc
-//                growing sizes 4 KiB .. 256 KiB, touch, free (prints brk0=, the break
-//                before)
+//                growing sizes 4 KiB .. 256 KiB, write, free (prints the heap's bounds
+//                heap_lo= and heap_hi=)
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +34,9 @@ static struct rusage before, after;
 
 static void start(void)
 {
+	// After a fork these are copy-on-write: fault them in before measuring.
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
 	getrusage(RUSAGE_SELF, &before);
 	fsync(1001);
 }
@@ -57,6 +60,12 @@ static char *map_anon(size_t len)
 	}
 	madvise(p, len, MADV_NOHUGEPAGE);
 	return p;
+}
+
+// Keeps the compiler from optimising away an allocation that is written and freed.
+static void escape(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
 static void touch(volatile char *p, size_t pages, int write)
@@ -174,17 +183,23 @@ int main(int argc, char **argv)
 		}
 		stop();
 	} else if (!strcmp(mode, "malloc")) {
-		printf("brk0=%p\n", sbrk(0));
+		char *first = malloc(1);
+
+		// The heap starts at the page of the first block ever allocated.
+		printf("heap_lo=%#lx\n", (unsigned long)first & ~(PAGE - 1));
 		start();
 		p = malloc(12 * 1024);
 		touch(p, 3, 1);
+		escape(p);
 		for (size_t kib = 4; kib <= 256; kib += 4) {
 			char *q = malloc(kib * 1024);
 
 			memset(q, 1, kib * 1024);
+			escape(q);
 			free(q);
 		}
 		stop();
+		printf("heap_hi=%p\n", sbrk(0));
 		printf("base=%p\n", p);
 	} else {
 		fprintf(stderr, "usage: memtest anon|cow|swap|populate N | file PATH N | exec PATH | thp | malloc\n");

@@ -7,7 +7,8 @@
 //   marker FIFO
 //            fsync(1001), then waits for a line on FIFO (the test writes a marker
 //            meanwhile), then fsync(1002)
-//   grow     malloc/free of 4, 8, ... 256 KiB (the original memmon experiment)
+//   grow     malloc of 4, 8, ... 256 KiB, freeing those of 128 KiB and more (the original
+//            memmon experiment)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -163,7 +164,10 @@ int main(int argc, char **argv)
 			char *q = malloc(kib * 1024);
 
 			q[0] = 1;
-			free(q);
+			__asm__ volatile("" : : "r"(q) : "memory");
+			// Keep the small ones, so that the heap has to grow.
+			if (kib >= 128)
+				free(q);
 		}
 		fsync(1002);
 	} else {

@@ -6,15 +6,14 @@ run_measured /tmp/out /tmp/ev -- /progs/memtest malloc
 w=$(window /tmp/ev "$(pid_of_run /tmp/ev)")
 printf '%s\n' "$w" > /tmp/w
 crosscheck "$w" "$(value_of faults "$(cat /tmp/out)")"
-# every fault lies in the heap (between the first brk's old and new break) or in a region
-# mapped by an mmap line before it and not yet unmapped
-awk -v brk0="$(value_of brk0 "$(cat /tmp/out)")" '
+# every fault lies in the heap or in a region mapped by an mmap line before it and not yet
+# unmapped
+awk -v heap_lo_text="$(value_of heap_lo "$(cat /tmp/out)")" -v heap_hi_text="$(value_of heap_hi "$(cat /tmp/out)")" '
     function hex(s,   n, i, c) { n = 0; s = tolower(substr(s, 3))
         for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; n = n * 16 + c }
         return n }
     function val(k,   i) { for (i = 4; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2) }
-    BEGIN { heap_lo = hex(brk0) }
-    $3 == "brk" { heap_hi = hex(val("ret")) }
+    BEGIN { heap_lo = hex(heap_lo_text); heap_hi = hex(heap_hi_text) }
     $3 == "mmap" { lo = hex(val("ret")); hi = lo + val("len"); mapped++ }
     $3 == "munmap" { lo = hi = 0; unmapped++ }
     $3 == "fault" { a = hex(val("addr"))

@@ -4,7 +4,7 @@ load
 w=/proc/memmon/watch-pids
 echo "1 2" > $w
 try() { # try WHAT INPUT ERRNO_TEXT
-    if printf '%s' "$2" > $w 2>/tmp/err; then fail "$1: '$2' was accepted"; fi
+    if echo -n "$2" > $w 2>/tmp/err; then fail "$1: '$2' was accepted"; fi
     expect_match "$1: error" "$(cat /tmp/err)" "$3"
     expect_eq "$1: set unchanged" "$(cat $w)" "1-2"
 }

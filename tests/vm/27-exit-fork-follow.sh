@@ -15,7 +15,8 @@ kill -9 $s; wait $s 2>/dev/null
 expect_match "killed process" "$(grep " $s/$s exit" /tmp/ev)" ' exit code=9$'
 expect_eq "set empty again" "$(cat /proc/memmon/watch-pids)" ""
 rmmod memmon && load buflen=4194304
-/progs/watchexec -f sh -c '/progs/memtest anon 10 > /tmp/o1; /progs/memtest anon 20 > /tmp/o2' || fail "followed run"
+/progs/watchexec -f sh -c '/progs/memtest anon 10 > /tmp/o1; /progs/memtest anon 20 > /tmp/o2; true' \
+    || fail "followed run"
 /progs/drain > /tmp/ev
 expect_eq "fork lines of the shell" "$(grep -c ' fork child=[0-9]* watched=1$' /tmp/ev)" 2
 for c in $(grep ' fork child=' /tmp/ev | field child); do

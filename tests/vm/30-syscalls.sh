@@ -10,6 +10,6 @@ check_expected /tmp/out /tmp/ev "$pid" || fail "syscall lines differ from what t
 grep -q ' mmap .* ret=-ENOMEM$' /tmp/ev || fail "no -ENOMEM mmap line"
 grep -q ' munmap addr=0x[0-9a-f]*1 len=4096 ret=-EINVAL$' /tmp/ev || fail "no -EINVAL munmap line"
 # faults taken inside MAP_POPULATE come before the mmap line
-awk '$3 == "fault" && / user=0/ { f = NR } $3 == "mmap" && /POPULATE/ { m = NR } END { exit !(f && f < m) }' /tmp/ev \
-    || fail "the populate fault does not come before its mmap line"
+expect_match "the line before the MAP_POPULATE mmap" \
+    "$(grep -B 1 ' mmap .*POPULATE' /tmp/ev | head -n 1)" ' fault type=file access=R addr=0x[0-9a-f]*000 ip=0x0 user=0$'
 unload

@@ -60,10 +60,11 @@ pid_of_run() {
 # run_measured OUT EVENTS [watchexec options] -- PROG ARGS...: run PROG watched, save its
 # stdout in OUT and every event the ring holds afterwards in EVENTS
 run_measured() {
-    out=$1 events=$2
+    out=$1 events=$2 opts=""
     shift 2
-    [ "$1" = "--" ] && shift
-    /progs/watchexec "$@" >"$out" || fail "$* exited with $?"
+    while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+    shift
+    /progs/watchexec $opts "$@" >"$out" || fail "$* exited with $?"
     /progs/drain >"$events" || fail "drain failed"
 }
 
@@ -79,8 +80,8 @@ crosscheck() {
 }
 
 # check_expected OUT EVENTS PID: every "expect LINE" of a program's output OUT appears, in
-# order, as the tail of an event line of process PID in EVENTS (with "expect-tid TID LINE",
-# of thread TID)
+# order, as the tail of an event line of process PID in EVENTS from its marker fsync(1001)
+# on (with "expect-tid TID LINE", of thread TID)
 check_expected() {
     awk -v pid="$3" '
         FNR == NR {
@@ -91,6 +92,8 @@ check_expected() {
         {
             split($2, ids, "/")
             if (ids[1] != pid) next
+            if ($3 == "fsync" && $4 == "fd=1001") started = 1
+            if (!started) next
             line = $0; sub(/^[^ ]+ [^ ]+ /, "", line)
             for (i = 1; i <= n; i++)
                 if (!seen[i] && line == want[i] && (tid[i] == "" || tid[i] == ids[2])) { seen[i] = NR; break }
