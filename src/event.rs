@@ -143,8 +143,7 @@ impl Event {
     pub(crate) fn new(kind: Kind) -> Self {
         let (pid, tid) = current_ids();
         Self {
-            // SAFETY: `ktime_get_mono_fast_ns` may be called from any context.
-            time_ns: unsafe { bindings::ktime_get_mono_fast_ns() },
+            time_ns: now_ns(),
             pid,
             tid,
             kind,
@@ -210,6 +209,13 @@ impl Event {
     pub(crate) fn text(&self) -> &[u8] {
         &self.text[..usize::from(self.text_len)]
     }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds; callable in any context.
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: `ktime_get_mono_fast_ns` has no preconditions and may be called from any
+    // context, NMI included.
+    unsafe { bindings::ktime_get_mono_fast_ns() }
 }
 
 /// Thread-group id and thread id of the current task, in the initial pid namespace.

@@ -61,7 +61,9 @@ impl FaultHook {
         info: *const bindings::mm_fault_info,
     ) {
         // SAFETY: `hook` is the `raw` field of a live `FaultHook`; `Opaque` is transparent.
-        let this = unsafe { &*kernel::container_of!(hook.cast::<Opaque<bindings::mm_fault_hook>>(), Self, raw) };
+        let this = unsafe {
+            &*kernel::container_of!(hook.cast::<Opaque<bindings::mm_fault_hook>>(), Self, raw)
+        };
         // SAFETY: mm passes a valid `info` for the duration of the call.
         let info = unsafe { &*info };
         if !this.state.watch.contains_current() {
@@ -102,7 +104,8 @@ fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
         bits |= fault_flags::HUGE;
     }
     // As mm_account_fault(): a fault that had to be retried counts as major.
-    if result & bindings::vm_fault_reason_VM_FAULT_MAJOR != 0 || flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0
+    if result & bindings::vm_fault_reason_VM_FAULT_MAJOR != 0
+        || flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0
     {
         bits |= fault_flags::MAJOR;
     }

@@ -2,7 +2,7 @@
 
 //! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats` and `marker`.
 
-use crate::event::{Event, Kind};
+use crate::event::{now_ns, Event, Kind};
 use crate::procfs::ProcFile;
 use crate::ring::{Cursor, Readiness};
 use crate::text::{format_event, format_lost, Line};
@@ -125,8 +125,7 @@ impl ProcFile for EventsFile {
             let fetched = ring.fetch(&mut cursor, &mut batch);
             if cursor.lost > 0 {
                 line.clear();
-                // SAFETY: `ktime_get_mono_fast_ns` may be called from any context.
-                format_lost(&mut line, unsafe { bindings::ktime_get_mono_fast_ns() }, cursor.lost)?;
+                format_lost(&mut line, now_ns(), cursor.lost)?;
                 if !Self::emit(&mut out, &line, &mut written)? {
                     break;
                 }

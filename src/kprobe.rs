@@ -80,7 +80,8 @@ impl<H: KprobeHandler> Kprobe<H> {
     ) -> c_int {
         // SAFETY: `kp` is the `raw` field of a live `Kprobe<H>` (registered only by
         // `register`), and `Opaque` is transparent.
-        let this = unsafe { &*kernel::container_of!(kp.cast::<Opaque<bindings::kprobe>>(), Self, raw) };
+        let this =
+            unsafe { &*kernel::container_of!(kp.cast::<Opaque<bindings::kprobe>>(), Self, raw) };
         // SAFETY: The kprobes core passes the valid registers of the probed context.
         this.handler.hit(unsafe { &*regs });
         0
@@ -157,9 +158,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     /// # Safety
     ///
     /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
-    unsafe fn from_instance<'a>(
-        ri: *mut bindings::kretprobe_instance,
-    ) -> (&'a Self, *mut H::Data) {
+    unsafe fn from_instance<'a>(ri: *mut bindings::kretprobe_instance) -> (&'a Self, *mut H::Data) {
         // SAFETY: With rethook (x86), the instance's rethook data is the `struct kretprobe`,
         // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).
         let this = unsafe {

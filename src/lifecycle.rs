@@ -84,8 +84,8 @@ impl KretprobeHandler for ExecProbe {
         if !self.state.watch.contains_current() {
             return None;
         }
-        // CAST: the first argument register holds the `struct linux_binprm *`.
-        Some(regs.di as usize)
+        // The first argument register holds the `struct linux_binprm *`.
+        Some(regs.di)
     }
 
     fn exit(&self, bprm: &usize, regs: &bindings::pt_regs) {

@@ -186,9 +186,10 @@ impl Ring {
         let mut seq = cursor.next;
         while seq < inner.head && copied < out.len() {
             // CAST: the remainder is below the capacity, which is a usize.
-            if let (Some(dst), Some(src)) =
-                (out.get_mut(copied), inner.slots.get((seq % capacity) as usize))
-            {
+            if let (Some(dst), Some(src)) = (
+                out.get_mut(copied),
+                inner.slots.get((seq % capacity) as usize),
+            ) {
                 *dst = *src;
             }
             copied += 1;

@@ -249,7 +249,10 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             } else {
                 "R"
             };
-            write!(out, " type={fault_type} access={access} addr={a0:#x} ip={a1:#x}")?;
+            write!(
+                out,
+                " type={fault_type} access={access} addr={a0:#x} ip={a1:#x}"
+            )?;
             if e.flags & fault_flags::USER == 0 {
                 out.write_str(" user=0")?;
             }

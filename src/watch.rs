@@ -178,7 +178,11 @@ impl WatchSet {
                     "not a pid (N, +N, -N or 0)"
                 };
                 let shown = &token[..token.len().min(32)];
-                pr_info!("watch-pids: rejected '{}': {}\n", BStr::from_bytes(shown), why);
+                pr_info!(
+                    "watch-pids: rejected '{}': {}\n",
+                    BStr::from_bytes(shown),
+                    why
+                );
             })?;
             requests.push(request, GFP_KERNEL)?;
         }
@@ -220,7 +224,8 @@ impl WatchSet {
         if let Some(done) = range {
             result = result.and(write_range(&mut out, done));
         }
-        result.and(out.0.push(b'\n', GFP_KERNEL).map_err(|_| core::fmt::Error))
+        result
+            .and(out.0.push(b'\n', GFP_KERNEL).map_err(|_| core::fmt::Error))
             .map_err(|_| ENOMEM)?;
         Ok(out.0)
     }
