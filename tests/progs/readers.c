@@ -2,6 +2,8 @@
 //   eagain        O_NONBLOCK read of an empty ring fails with EAGAIN
 //   small         a read into a buffer too small for one line fails with EINVAL
 //   nonseek       lseek fails with ESPIPE
+//   eintr         a blocked read is interrupted by a signal (handler without SA_RESTART):
+//                 EINTR
 //   pollwait      poll until readable or hung up; prints the revents (for rmmod tests)
 //   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
 //                 prints latency_us= (marker write to poll return)
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,11 @@ static long long now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
 }
 
 static int open_drained(void)
@@ -91,6 +99,16 @@ int main(int argc, char **argv)
 		if (lseek(fd, 0, SEEK_SET) != -1 || errno != ESPIPE)
 			return printf("nonseek=FAILED errno=%d\n", errno), 1;
 		printf("nonseek=ok\n");
+	} else if (!strcmp(mode, "eintr")) {
+		struct sigaction sa = { .sa_handler = on_alarm };
+
+		fd = open_drained();
+		fcntl(fd, F_SETFL, 0);
+		sigaction(SIGALRM, &sa, NULL);
+		alarm(1);
+		if (read(fd, buf, sizeof(buf)) != -1 || errno != EINTR)
+			return printf("eintr=FAILED errno=%d\n", errno), 1;
+		printf("eintr=ok\n");
 	} else if (!strcmp(mode, "pollwait")) {
 		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
 

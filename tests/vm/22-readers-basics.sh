@@ -1,11 +1,12 @@
 # Reader semantics: EAGAIN when empty with O_NONBLOCK, EINVAL for a buffer too small for a
-# line, no seeking, whole lines only.
+# line, no seeking, EINTR on a signal, whole lines only.
 . /host/lib.sh
 load
 expect_eq "O_NONBLOCK on an empty ring" "$(/progs/readers eagain)" "eagain=ok"
 echo hello > /proc/memmon/marker
 expect_eq "buffer too small" "$(/progs/readers small)" "small=ok"
 expect_eq "lseek" "$(/progs/readers nonseek)" "nonseek=ok"
+expect_eq "a signal interrupts a blocked read" "$(/progs/readers eintr)" "eintr=ok"
 # whole lines even with odd buffer sizes: dd with 100-byte reads
 i=0; while [ $i -lt 30 ]; do echo "line number $i" > /proc/memmon/marker; i=$((i + 1)); done
 /progs/drain -b 100 > /tmp/ev || fail "reading with 100-byte reads"
