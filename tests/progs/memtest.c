@@ -5,6 +5,7 @@
 // it reads the kernel's own fault counters (getrusage), and prints on stdout:
 //   base=0x...     the start of the region the workload touched
 //   faults=N       minor + major faults the kernel counted for the measured part
+//   elapsed_ns=N   CLOCK_MONOTONIC time the measured part took
 // Modes:
 //   anon N       write one byte at the start of each of N fresh anonymous pages
 //   file PATH N  create PATH with N pages, map it MAP_PRIVATE, read one byte of each page
@@ -26,11 +27,13 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE 4096UL
 
 static struct rusage before, after;
+static struct timespec t0;
 
 static void start(void)
 {
@@ -39,14 +42,20 @@ static void start(void)
 	memset(&after, 0, sizeof(after));
 	getrusage(RUSAGE_SELF, &before);
 	fsync(1001);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 }
 
 static void stop(void)
 {
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	fsync(1002);
 	getrusage(RUSAGE_SELF, &after);
 	printf("faults=%ld\n", (after.ru_minflt + after.ru_majflt) -
 			       (before.ru_minflt + before.ru_majflt));
+	printf("elapsed_ns=%lld\n", (t1.tv_sec - t0.tv_sec) * 1000000000LL +
+				     (t1.tv_nsec - t0.tv_nsec));
 }
 
 static char *map_anon(size_t len)
