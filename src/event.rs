@@ -147,13 +147,7 @@ impl Event {
             pid,
             tid,
             kind,
-            fault_type: FaultType::Anon,
-            text_len: 0,
-            text_truncated: false,
-            flags: 0,
-            args: [0; 6],
-            ret: 0,
-            text: [0; TEXT_CAPACITY],
+            ..Self::zeroed()
         }
     }
 

@@ -25,6 +25,11 @@ const WRITE_MAX: usize = 4096;
 /// Events copied out of the ring per lock acquisition while reading.
 const READ_BATCH: usize = 8;
 
+/// `value` in a pinned box, for [`ProcFile::open`].
+fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
+    Ok(KBox::pin(value, GFP_KERNEL)?)
+}
+
 /// Reads all of a small write, refusing one over [`WRITE_MAX`] bytes.
 fn read_small_write(input: UserSliceReader, file: &str) -> Result<KVec<u8>> {
     if input.len() > WRITE_MAX {
@@ -176,12 +181,9 @@ impl ProcFile for WatchPidsFile {
     type Shared = Monitor;
 
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        Ok(KBox::pin(
-            Self {
-                monitor: monitor.into(),
-            },
-            GFP_KERNEL,
-        )?)
+        pin_box(Self {
+            monitor: monitor.into(),
+        })
     }
 
     fn read(&self, _file: &File, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
@@ -232,12 +234,9 @@ impl ProcFile for StatsFile {
     type Shared = Monitor;
 
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        Ok(KBox::pin(
-            Self {
-                monitor: monitor.into(),
-            },
-            GFP_KERNEL,
-        )?)
+        pin_box(Self {
+            monitor: monitor.into(),
+        })
     }
 
     fn read(&self, _file: &File, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
@@ -255,12 +254,9 @@ impl ProcFile for MarkerFile {
     type Shared = Monitor;
 
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        Ok(KBox::pin(
-            Self {
-                monitor: monitor.into(),
-            },
-            GFP_KERNEL,
-        )?)
+        pin_box(Self {
+            monitor: monitor.into(),
+        })
     }
 
     fn write(&self, _file: &File, input: UserSliceReader) -> Result<usize> {
