@@ -5,6 +5,7 @@
 // it reads the kernel's own fault counters (getrusage), and prints on stdout:
 //   base=0x...     the start of the region the workload touched
 //   faults=N       minor + major faults the kernel counted for the measured part
+//   major_faults=N of which major
 //   elapsed_ns=N   CLOCK_MONOTONIC time the measured part took
 // Modes:
 //   anon N       write one byte at the start of each of N fresh anonymous pages
@@ -55,6 +56,7 @@ static void stop(void)
 	getrusage(RUSAGE_SELF, &after);
 	printf("faults=%ld\n", (after.ru_minflt + after.ru_majflt) -
 			       (before.ru_minflt + before.ru_majflt));
+	printf("major_faults=%ld\n", after.ru_majflt - before.ru_majflt);
 	printf("elapsed_ns=%lld\n", (t1.tv_sec - t0.tv_sec) * 1000000000LL +
 				     (t1.tv_nsec - t0.tv_nsec));
 }

@@ -73,10 +73,13 @@ field() {
     awk -v k="$1=" '{ for (i = 4; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
 }
 
-# crosscheck WINDOW KERNEL_COUNT: the fault lines of a window equal the kernel's own count
+# crosscheck WINDOW OUT: the fault lines of a window, and those of them marked major=1,
+# equal the kernel's own counts that the program printed in OUT (faults=, major_faults=)
 crosscheck() {
     expect_eq "fault lines = kernel's minor+major faults" \
-        "$(printf '%s\n' "$1" | grep -c ' fault ')" "$2"
+        "$(printf '%s\n' "$1" | grep -c ' fault ')" "$(value_of faults "$(cat "$2")")"
+    expect_eq "major=1 lines = kernel's major faults" \
+        "$(printf '%s\n' "$1" | grep -c ' fault .* major=1')" "$(value_of major_faults "$(cat "$2")")"
 }
 
 # check_expected OUT EVENTS PID: every "expect LINE" of a program's output OUT appears, in
