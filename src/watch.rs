@@ -98,8 +98,8 @@ impl PidBitmap {
 enum Request {
     /// `N` (follow = false) or `+N` (follow = true), N already resolved to a global tgid.
     Add { tgid: i32, follow: bool },
-    /// `-N`.
-    Remove { tgid: i32 },
+    /// `-N`, N resolved to a global tgid; `None` when there is nothing to remove.
+    Remove { tgid: Option<i32> },
     /// `0`.
     Clear,
 }
@@ -194,9 +194,10 @@ impl WatchSet {
         for request in requests.iter() {
             match *request {
                 Request::Add { tgid, follow } => self.add(tgid, follow),
-                Request::Remove { tgid } => {
+                Request::Remove { tgid: Some(tgid) } => {
                     self.remove(tgid);
                 }
+                Request::Remove { tgid: None } => {}
                 Request::Clear => {
                     self.watched.clear_all();
                     self.follow.clear_all();
@@ -288,10 +289,14 @@ fn parse_request(token: &[u8]) -> Result<Request> {
             if nr == 0 {
                 return Err(EINVAL);
             }
-            // A process that is gone has left the set already; its number is taken as global.
-            Ok(Request::Remove {
-                tgid: resolve_tgid(nr).unwrap_or(nr),
-            })
+            // A process that is gone has left the set already. Its number still names a watched
+            // pid only when the writer sees global pids; from a child namespace it names none.
+            let tgid = match resolve_tgid(nr) {
+                Ok(tgid) => Some(tgid),
+                Err(_) if writer_sees_global_pids() => Some(nr),
+                Err(_) => None,
+            };
+            Ok(Request::Remove { tgid })
         }
         digits => match parse_decimal(digits)? {
             0 => Ok(Request::Clear),
@@ -300,6 +305,16 @@ fn parse_request(token: &[u8]) -> Result<Request> {
                 follow: false,
             }),
         },
+    }
+}
+
+/// Whether the current task's pid namespace is the initial one.
+fn writer_sees_global_pids() -> bool {
+    // SAFETY: `current` is valid; its active pid namespace lives at least as long as it does,
+    // and `init_pid_ns` is static: only the addresses are compared.
+    unsafe {
+        bindings::task_active_pid_ns(kernel::task::Task::current_raw())
+            == &raw mut bindings::init_pid_ns
     }
 }
 
