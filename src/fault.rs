@@ -82,14 +82,20 @@ fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
     if result & (bindings::vm_fault_reason_VM_FAULT_RETRY | VM_FAULT_ERROR) != 0 {
         return None;
     }
+    let flags = info.flags;
+    // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault of the
+    // current process.
+    if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
+        return None;
+    }
     let mut event = Event::new(Kind::Fault);
     event.fault_type = match info.type_ {
         bindings::mm_fault_type_MM_FAULT_ANON => FaultType::Anon,
         bindings::mm_fault_type_MM_FAULT_FILE => FaultType::File,
         bindings::mm_fault_type_MM_FAULT_SWAP => FaultType::Swap,
-        _ => FaultType::WriteProtect,
+        bindings::mm_fault_type_MM_FAULT_WP => FaultType::WriteProtect,
+        _ => return None,
     };
-    let flags = info.flags;
     let mut bits = 0;
     if flags & bindings::fault_flag_FAULT_FLAG_WRITE != 0 {
         bits |= fault_flags::WRITE;

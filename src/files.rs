@@ -3,7 +3,7 @@
 //! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats` and `marker`.
 
 use crate::event::{now_ns, Event, Kind};
-use crate::procfs::ProcFile;
+use crate::procfs::{PollTableRef, ProcFile};
 use crate::ring::{Cursor, Readiness};
 use crate::text::{format_event, format_lost, Line};
 use crate::watch::ByteWriter;
@@ -12,10 +12,10 @@ use core::fmt::Write;
 use kernel::{
     alloc::KVec,
     bindings,
-    fs::{file::flags::O_NONBLOCK, File},
+    fs::{file::flags::O_NONBLOCK, File, LocalFile},
     new_mutex, new_spinlock,
     prelude::*,
-    sync::{poll::PollTable, Arc, ArcBorrow, Mutex, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex, SpinLock},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
@@ -59,19 +59,32 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
     Ok(n)
 }
 
+/// What one read of `/proc/memmon/events` works in, kept per open file rather than on the
+/// kernel stack.
+struct ReadBuffers {
+    batch: [Event; READ_BATCH],
+    line: Line,
+}
+
 /// An open `/proc/memmon/events`: a reader with its own position in the stream.
 #[pin_data]
 pub(crate) struct EventsFile {
     monitor: Arc<Monitor>,
-    /// Where this reader is. Lock order: the ring's lock, then this one.
+    /// Where this reader is. Changed only with `reading` held; taken inside the ring's lock
+    /// by [`Ring::wait_readable`](crate::ring::Ring::wait_readable), never the other way.
     #[pin]
     cursor: SpinLock<Cursor>,
-    /// Serialises read(2) calls on this open file.
+    /// Serialises the copying part of read(2) on this open file. Never held while waiting
+    /// for events, so a signal always interrupts a waiting reader.
     #[pin]
-    reading: Mutex<()>,
+    reading: Mutex<ReadBuffers>,
 }
 
 impl EventsFile {
+    fn cursor(&self) -> Cursor {
+        *self.cursor.lock()
+    }
+
     /// Copies `line` to `out` if it fits. `Ok(false)`: it does not fit, or copying failed after
     /// something was written already (the caller returns what it has).
     fn emit(out: &mut UserSliceWriter, line: &Line, written: &mut usize) -> Result<bool> {
@@ -88,6 +101,43 @@ impl EventsFile {
             Err(_) => Ok(false),
         }
     }
+
+    /// Copies whole lines from this reader's position to `out` and moves the position past
+    /// them. Returns the bytes written: 0 if there was nothing to read or the first line did
+    /// not fit.
+    fn fill(&self, buffers: &mut ReadBuffers, out: &mut UserSliceWriter) -> Result<usize> {
+        let ring = &self.monitor.state.ring;
+        let ReadBuffers { batch, line } = buffers;
+        let mut cursor = self.cursor();
+        let mut written = 0;
+        let mut delivered = 0;
+        let mut lost_reported = 0;
+        'fill: loop {
+            let fetched = ring.fetch(&mut cursor, batch);
+            if cursor.lost > 0 {
+                format_lost(line, now_ns(), cursor.lost);
+                if !Self::emit(out, line, &mut written)? {
+                    break;
+                }
+                lost_reported += cursor.lost;
+                cursor.lost = 0;
+            }
+            if fetched == 0 {
+                break;
+            }
+            for event in &batch[..fetched] {
+                format_event(line, event);
+                if !Self::emit(out, line, &mut written)? {
+                    break 'fill;
+                }
+                cursor.next += 1;
+                delivered += 1;
+            }
+        }
+        *self.cursor.lock() = cursor;
+        ring.consumed(delivered, lost_reported);
+        Ok(written)
+    }
 }
 
 #[vtable]
@@ -100,70 +150,53 @@ impl ProcFile for EventsFile {
             try_pin_init!(Self {
                 monitor: monitor.into(),
                 cursor <- new_spinlock!(start, "memmon_events_cursor"),
-                reading <- new_mutex!((), "memmon_events_reading"),
+                reading <- new_mutex!(ReadBuffers {
+                    batch: [Event::zeroed(); READ_BATCH],
+                    line: Line::new(),
+                }, "memmon_events_reading"),
             }),
             GFP_KERNEL,
         )
     }
 
-    fn read(&self, file: &File, mut out: UserSliceWriter, _pos: &mut i64) -> Result<usize> {
+    fn read(&self, file: &LocalFile, mut out: UserSliceWriter, _pos: &mut i64) -> Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
         let ring = &self.monitor.state.ring;
-        let _reading = self.reading.lock();
-        let mut cursor = *self.cursor.lock();
-        let readiness = if file.flags() & O_NONBLOCK != 0 {
-            ring.readiness(&cursor)
-        } else {
-            ring.wait_readable(|| cursor)?
-        };
-        match readiness {
-            Readiness::Closed => return Ok(0),
-            Readiness::Empty => return Err(EAGAIN),
-            Readiness::Ready => {}
-        }
-
-        let mut written = 0;
-        let mut delivered = 0;
-        let mut lost_reported = 0;
-        let mut batch = [Event::zeroed(); READ_BATCH];
-        let mut line = Line::new();
-        'fill: loop {
-            let fetched = ring.fetch(&mut cursor, &mut batch);
-            if cursor.lost > 0 {
-                line.clear();
-                format_lost(&mut line, now_ns(), cursor.lost)?;
-                if !Self::emit(&mut out, &line, &mut written)? {
-                    break;
-                }
-                lost_reported += cursor.lost;
-                cursor.lost = 0;
+        let nonblock = file.flags() & O_NONBLOCK != 0;
+        loop {
+            let readiness = if nonblock {
+                ring.readiness(&self.cursor())
+            } else {
+                ring.wait_readable(|| self.cursor())?
+            };
+            match readiness {
+                Readiness::Closed => return Ok(0),
+                Readiness::Empty => return Err(EAGAIN),
+                Readiness::Ready => {}
             }
-            if fetched == 0 {
-                break;
+            let mut buffers = if nonblock {
+                self.reading.try_lock().ok_or(EAGAIN)?
+            } else {
+                self.reading.lock()
+            };
+            let written = self.fill(&mut buffers, &mut out)?;
+            if written > 0 {
+                return Ok(written);
             }
-            for event in &batch[..fetched] {
-                line.clear();
-                format_event(&mut line, event)?;
-                if !Self::emit(&mut out, &line, &mut written)? {
-                    break 'fill;
-                }
-                cursor.next += 1;
-                delivered += 1;
+            if let Readiness::Ready = ring.readiness(&self.cursor()) {
+                // Something to read, but not even one line fits the caller's buffer.
+                return Err(EINVAL);
             }
+            // Another reader of this open file took what there was: wait again.
         }
-        *self.cursor.lock() = cursor;
-        ring.consumed(delivered, lost_reported);
-        if written == 0 {
-            // Not even one line fits the caller's buffer.
-            return Err(EINVAL);
-        }
-        Ok(written)
     }
 
-    fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
+    fn poll(&self, file: &LocalFile, table: &PollTableRef<'_>) -> u32 {
         let ring = &self.monitor.state.ring;
-        table.register_wait(file, ring.poll_condvar());
-        let cursor = *self.cursor.lock();
-        match ring.readiness(&cursor) {
+        ring.register_poller(file, table);
+        match ring.readiness(&self.cursor()) {
             Readiness::Ready => bindings::POLLIN | bindings::POLLRDNORM,
             Readiness::Closed => bindings::POLLIN | bindings::POLLRDNORM | bindings::POLLHUP,
             Readiness::Empty => 0,
@@ -186,12 +219,12 @@ impl ProcFile for WatchPidsFile {
         })
     }
 
-    fn read(&self, _file: &File, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
+    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
         let content = self.monitor.state.watch.format()?;
         read_generated(&content, out, pos)
     }
 
-    fn write(&self, _file: &File, input: UserSliceReader) -> Result<usize> {
+    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
         let len = input.len();
         let request = read_small_write(input, "watch-pids")?;
         self.monitor.state.watch.apply(&request)?;
@@ -239,7 +272,7 @@ impl ProcFile for StatsFile {
         })
     }
 
-    fn read(&self, _file: &File, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
+    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
         read_generated(&self.format()?, out, pos)
     }
 }
@@ -259,7 +292,7 @@ impl ProcFile for MarkerFile {
         })
     }
 
-    fn write(&self, _file: &File, input: UserSliceReader) -> Result<usize> {
+    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
         let len = input.len();
         let text = read_small_write(input, "marker")?;
         let text = text.strip_suffix(b"\n").unwrap_or(&text);

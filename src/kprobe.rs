@@ -145,19 +145,31 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         })
     }
 
-    /// Calls that could not be probed because `max_active` calls were in flight.
+    /// Calls that were not probed: `max_active` calls (of any process) were in flight, or the
+    /// probe was hit recursively.
     pub(crate) fn missed(&self) -> u64 {
-        // SAFETY: `raw` is valid; `nmissed` is an int the core updates, read racily as a
-        // statistic.
-        let missed = unsafe { core::ptr::addr_of!((*self.raw.get()).nmissed).read_volatile() };
-        u64::try_from(missed).unwrap_or(0)
+        // SAFETY: `raw` is valid; the counters are updated by the kprobes core and read
+        // racily, as statistics.
+        let (no_instance, recursion) = unsafe {
+            let rp = self.raw.get();
+            (
+                core::ptr::addr_of!((*rp).nmissed).read_volatile(),
+                core::ptr::addr_of!((*rp).kp.nmissed).read_volatile(),
+            )
+        };
+        // CAST: an unsigned long counter fits in u64.
+        u64::try_from(no_instance).unwrap_or(0) + recursion as u64
     }
 
     /// The `Kretprobe` an instance belongs to, and the instance's data area.
     ///
+    /// Built only with `CONFIG_KRETPROBE_ON_RETHOOK` (x86_64 has it), where an instance finds
+    /// its kretprobe through its rethook.
+    ///
     /// # Safety
     ///
     /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
+    #[cfg(CONFIG_KRETPROBE_ON_RETHOOK)]
     unsafe fn from_instance<'a>(ri: *mut bindings::kretprobe_instance) -> (&'a Self, *mut H::Data) {
         // SAFETY: With rethook (x86), the instance's rethook data is the `struct kretprobe`,
         // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).

@@ -89,7 +89,8 @@ impl KretprobeHandler for ExecProbe {
     }
 
     fn exit(&self, bprm: &usize, regs: &bindings::pt_regs) {
-        if regs.ax != 0 {
+        // CAST: `begin_new_exec` returns an int.
+        if regs.ax as i32 != 0 {
             return;
         }
         let bprm = *bprm as *const bindings::linux_binprm;

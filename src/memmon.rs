@@ -8,7 +8,7 @@
 //! - [`syscalls`], [`lifecycle`]: kprobes and kretprobes on mm syscalls, fork, exec, exit;
 //! - [`ring`]: the ring buffer of [`event`] records; [`text`]: their line format;
 //! - [`watch`]: the watched processes; [`files`]: the `/proc/memmon` files, served through
-//!   the safe procfs wrappers of [`procfs`].
+//!   the safe procfs wrappers of [`procfs`] and [`pollqueue`].
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -17,6 +17,7 @@ mod fault;
 mod files;
 mod kprobe;
 mod lifecycle;
+mod pollqueue;
 mod procfs;
 mod ring;
 mod syscalls;
@@ -117,10 +118,12 @@ impl kernel::Module for Memmon {
         )?;
         let fault_hook = KBox::pin_init(FaultHook::register(state.clone()), GFP_KERNEL)?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
-        proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
         proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
+        // Last: once it exists a reader may block in it, and nothing after it can fail (a
+        // failed init would remove the files without closing the ring first).
+        proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
         pr_info!(
             "loaded: buflen={} ({} events of {} bytes)\n",
             buflen,

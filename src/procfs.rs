@@ -12,10 +12,10 @@ use core::marker::PhantomData;
 use kernel::{
     bindings,
     error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
-    fs::File,
+    fs::{File, LocalFile},
     prelude::*,
     str::CStr,
-    sync::{poll::PollTable, Arc, ArcBorrow},
+    sync::{Arc, ArcBorrow},
     uaccess::{UserPtr, UserSlice, UserSliceReader, UserSliceWriter},
 };
 
@@ -29,18 +29,35 @@ pub(crate) trait ProcFile: Sized + Send + Sync {
     fn open(shared: ArcBorrow<'_, Self::Shared>, file: &File) -> Result<Pin<KBox<Self>>>;
 
     /// Called by read(2); `pos` is the file position, to update.
-    fn read(&self, _file: &File, _out: UserSliceWriter, _pos: &mut i64) -> Result<usize> {
+    fn read(&self, _file: &LocalFile, _out: UserSliceWriter, _pos: &mut i64) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Called by write(2) with the whole user buffer; returns the bytes consumed.
-    fn write(&self, _file: &File, _input: UserSliceReader) -> Result<usize> {
+    fn write(&self, _file: &LocalFile, _input: UserSliceReader) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Called by poll(2), select(2) and epoll; returns the `EPOLL*` mask.
-    fn poll(&self, _file: &File, _table: PollTable<'_>) -> u32 {
+    /// Called by poll(2), select(2) and epoll; returns the `POLL*` mask.
+    fn poll(&self, _file: &LocalFile, _table: &PollTableRef<'_>) -> u32 {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// The `poll_table` of one poll, select or epoll call, for [`crate::pollqueue::PollQueue`].
+///
+/// # Invariants
+///
+/// `table` is null or valid for `'a`.
+pub(crate) struct PollTableRef<'a> {
+    table: *mut bindings::poll_table,
+    _lifetime: PhantomData<&'a bindings::poll_table>,
+}
+
+impl PollTableRef<'_> {
+    /// The table: null, or valid while `self` lives.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::poll_table {
+        self.table
     }
 }
 
@@ -90,12 +107,24 @@ impl<T: ProcFile> Ops<T> {
         })
     }
 
+    /// The open file's `T` and the file, for a read, write or poll callback.
+    ///
     /// # Safety
     ///
-    /// `file` must be a valid file opened by [`Self::open`], not yet released.
-    unsafe fn private<'a>(file: *mut bindings::file) -> &'a T {
-        // SAFETY: `open` stored a valid `T` that lives until `release`.
-        unsafe { &*(*file).private_data.cast::<T>() }
+    /// `file` must be a valid file opened by [`Self::open`], not yet released, and the
+    /// references must not outlive the callback.
+    unsafe fn private<'a>(file: *mut bindings::file) -> (&'a T, &'a LocalFile) {
+        // SAFETY:
+        // - `open` stored a valid `T` in `private_data`, freed only by `release`, which procfs
+        //   calls after every other callback of the file has returned.
+        // - `file` is valid for the duration of the callback. `LocalFile` (not `File`) because
+        //   read and write run inside `fdget_pos()` without `f_pos_lock`.
+        unsafe {
+            (
+                &*(*file).private_data.cast::<T>(),
+                LocalFile::from_raw_file(file),
+            )
+        }
     }
 
     /// # Safety
@@ -107,8 +136,8 @@ impl<T: ProcFile> Ops<T> {
         len: usize,
         ppos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: See the function's safety requirements.
-        let (this, file_ref) = unsafe { (Self::private(file), File::from_raw_file(file)) };
+        // SAFETY: procfs calls this on a file opened by `open`, during the read.
+        let (this, file_ref) = unsafe { Self::private(file) };
         let out = UserSlice::new(UserPtr::from_ptr(buf.cast()), len).writer();
         let mut no_pos = 0;
         // SAFETY: `ppos` is null or valid for the duration of the call.
@@ -129,8 +158,8 @@ impl<T: ProcFile> Ops<T> {
         len: usize,
         _ppos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: See the function's safety requirements.
-        let (this, file_ref) = unsafe { (Self::private(file), File::from_raw_file(file)) };
+        // SAFETY: procfs calls this on a file opened by `open`, during the write.
+        let (this, file_ref) = unsafe { Self::private(file) };
         let input = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), len).reader();
         match this.write(file_ref, input) {
             // CAST: a write consumes at most `len` bytes, which fits an isize.
@@ -146,11 +175,15 @@ impl<T: ProcFile> Ops<T> {
         file: *mut bindings::file,
         table: *mut bindings::poll_table_struct,
     ) -> bindings::__poll_t {
-        // SAFETY: See the function's safety requirements.
-        let (this, file_ref) = unsafe { (Self::private(file), File::from_raw_file(file)) };
-        // SAFETY: `table` is null or valid for the duration of the call.
-        let table = unsafe { PollTable::from_raw(table) };
-        this.poll(file_ref, table)
+        // SAFETY: procfs calls this on a file opened by `open`, during the poll.
+        let (this, file_ref) = unsafe { Self::private(file) };
+        // INVARIANT: procfs passes a table that is null or valid during the call, which
+        // outlives the `PollTableRef`.
+        let table = PollTableRef {
+            table,
+            _lifetime: PhantomData,
+        };
+        this.poll(file_ref, &table)
     }
 
     /// # Safety

@@ -8,12 +8,17 @@
 //! the reader is told exactly how many it missed and continues at the oldest one still held.
 
 use crate::event::{Event, Kind};
+use crate::pollqueue::PollQueue;
+use crate::procfs::PollTableRef;
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::VVec,
-    new_poll_condvar, new_spinlock,
+    bindings,
+    fs::LocalFile,
+    new_condvar, new_spinlock,
     prelude::*,
-    sync::{poll::PollCondVar, SpinLock},
+    static_lock_class,
+    sync::{CondVar, SpinLock},
 };
 
 /// The counters of `/proc/memmon/stats` that the ring keeps.
@@ -21,7 +26,7 @@ use kernel::{
 pub(crate) struct Stats {
     /// Events written.
     pub(crate) produced: u64,
-    /// Events overwritten before every reader could have read them.
+    /// Events pushed out of the ring by newer ones (read or not).
     pub(crate) overwritten: u64,
     /// Events copied to readers (a reader counts each event it reads).
     pub(crate) delivered: u64,
@@ -86,9 +91,12 @@ pub(crate) enum Readiness {
 pub(crate) struct Ring {
     #[pin]
     inner: SpinLock<RingInner>,
-    /// Signalled on every new event and at close; readers sleep and poll on it.
+    /// Signalled on every new event and at close; blocked readers sleep on it.
     #[pin]
-    readable: PollCondVar,
+    readable: CondVar,
+    /// Woken on every new event and at close; poll, select and epoll wait on it.
+    #[pin]
+    pollers: PollQueue,
 }
 
 impl Ring {
@@ -108,7 +116,8 @@ impl Ring {
                 reported_lost: 0,
                 per_kind: [0; Kind::COUNT],
             }, "memmon_ring"),
-            readable <- new_poll_condvar!("memmon_ring_readable"),
+            readable <- new_condvar!("memmon_ring_readable"),
+            pollers <- PollQueue::new(c"memmon_ring_pollers", static_lock_class!()),
         }))
     }
 
@@ -129,6 +138,7 @@ impl Ring {
             inner.per_kind[event.kind as usize] += 1;
         }
         self.readable.notify_all();
+        self.pollers.wake(bindings::POLLIN | bindings::POLLRDNORM);
     }
 
     /// The cursor of a reader that starts now: at the oldest event held.
@@ -156,8 +166,9 @@ impl Ring {
 
     /// Waits until `cursor()` has something to read or the ring closes.
     ///
-    /// Returns `ERESTARTSYS` if a signal arrived. `cursor` is re-evaluated under the ring's
-    /// lock after every wake-up, so that another thread reading the same file is seen.
+    /// Returns `ERESTARTSYS` if a signal arrived. `cursor()` is called under the ring's lock
+    /// after every wake-up, so that it can return where another thread reading the same file
+    /// has moved the position to.
     pub(crate) fn wait_readable(&self, cursor: impl Fn() -> Cursor) -> Result<Readiness> {
         let mut inner = self.inner.lock();
         loop {
@@ -222,10 +233,12 @@ impl Ring {
     pub(crate) fn close(&self) {
         self.inner.lock().closed = true;
         self.readable.notify_all();
+        self.pollers
+            .wake(bindings::POLLIN | bindings::POLLRDNORM | bindings::POLLHUP);
     }
 
-    /// The condition variable pollers register on.
-    pub(crate) fn poll_condvar(&self) -> &PollCondVar {
-        &self.readable
+    /// Registers a poll, select or epoll call on new events.
+    pub(crate) fn register_poller(&self, file: &LocalFile, table: &PollTableRef<'_>) {
+        self.pollers.register(file, table);
     }
 }

@@ -101,16 +101,14 @@ fn capture_file_path(event: &mut Event, fd: i32) {
             buf.len() as i32,
         )
     };
-    // SAFETY: The reference taken by `fget` is dropped; `fput` defers the final release to
-    // task work, which is allowed here.
-    unsafe { bindings::fput(file) };
-    // Error pointers are the last page of the address space.
-    if (path as usize) >= usize::MAX - 4095 {
-        event.set_text(b"?");
-        return;
+    match kernel::error::from_err_ptr(path) {
+        // SAFETY: On success `d_path` returns a NUL-terminated string inside `buf`.
+        Ok(path) => unsafe { event.set_text_from_c(path.cast::<u8>().cast_const()) },
+        Err(_) => event.set_text(b"?"),
     }
-    // SAFETY: On success `d_path` returns a NUL-terminated string inside `buf`.
-    unsafe { event.set_text_from_c(path.cast::<u8>().cast_const()) };
+    // SAFETY: The reference taken by `fget` is dropped after its last use (`d_path`); `fput`
+    // defers the final release to task work, which is allowed here.
+    unsafe { bindings::fput(file) };
 }
 
 /// The kretprobes of all mm syscalls.

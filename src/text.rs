@@ -2,14 +2,18 @@
 
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
-use crate::event::{fault_flags, Event, FaultType, Kind};
+use crate::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
 use core::fmt::{self, Write};
-use kernel::prelude::*;
 
-/// Longest line the module produces (a record's text escaped to 4 bytes a byte, plus keys).
-pub(crate) const LINE_MAX: usize = 768;
+/// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
+/// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each).
+pub(crate) const LINE_MAX: usize = 1024;
+const _: () = assert!(LINE_MAX >= 450 + 4 * TEXT_CAPACITY + 3);
 
-/// A line being formatted, on the stack.
+/// A line being formatted.
+///
+/// Writes past [`LINE_MAX`] are cut, and [`Line::finish`] then ends the line with a newline,
+/// so that a line is always whole; with the bound above this does not happen.
 pub(crate) struct Line {
     buf: [u8; LINE_MAX],
     len: usize,
@@ -34,14 +38,26 @@ impl Line {
         &self.buf[..self.len]
     }
 
+    /// Appends what fits of `bytes`; fails if not all of it did.
     fn push_bytes(&mut self, bytes: &[u8]) -> fmt::Result {
-        let end = self.len.checked_add(bytes.len()).ok_or(fmt::Error)?;
-        self.buf
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
+        let room = LINE_MAX - self.len;
+        let fits = bytes.len().min(room);
+        self.buf[self.len..self.len + fits].copy_from_slice(&bytes[..fits]);
+        self.len += fits;
+        if fits < bytes.len() {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Ends the line with its newline, cutting the last byte if the line is full.
+    fn finish(&mut self) {
+        if self.len == LINE_MAX {
+            self.len -= 1;
+        }
+        self.buf[self.len] = b'\n';
+        self.len += 1;
     }
 }
 
@@ -219,16 +235,20 @@ fn write_frame(out: &mut Line, time_ns: u64, pid: i32, tid: i32, kind: &str) -> 
     )
 }
 
-/// Formats the `lost` line for `count` missed events, stamped `time_ns`.
-pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) -> Result {
-    write_frame(out, time_ns, 0, 0, "lost")
-        .and_then(|()| writeln!(out, " count={count}"))
-        .map_err(|_| EINVAL)
+/// Formats, into `out` (emptied first), the `lost` line for `count` missed events.
+pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) {
+    out.clear();
+    // A full line is cut by `finish`.
+    let _ = write_frame(out, time_ns, 0, 0, "lost").and_then(|()| write!(out, " count={count}"));
+    out.finish();
 }
 
-/// Formats `event` as one line, newline included.
-pub(crate) fn format_event(out: &mut Line, event: &Event) -> Result {
-    write_event(out, event).map_err(|_| EINVAL)
+/// Formats `event` as one line, newline included, into `out` (emptied first).
+pub(crate) fn format_event(out: &mut Line, event: &Event) {
+    out.clear();
+    // A full line is cut by `finish`.
+    let _ = write_event(out, event);
+    out.finish();
 }
 
 fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
@@ -345,5 +365,5 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
     }
-    out.write_str("\n")
+    Ok(())
 }
