@@ -19,7 +19,7 @@ use kernel::{
     prelude::*,
     str::BStr,
     sync::{
-        atomic::{Atomic, Relaxed},
+        atomic::{Atomic, Full, Relaxed},
         Mutex,
     },
 };
@@ -55,7 +55,7 @@ impl PidBitmap {
             .is_some_and(|(word, bit)| word.load(Relaxed) & bit != 0)
     }
 
-    /// Sets or clears the bit of `pid`; returns whether it was set before.
+    /// Sets or clears the bit of `pid`, fully ordered; returns whether it was set before.
     fn update(&self, pid: i32, set: bool) -> bool {
         let Some((word, bit)) = self.word(pid) else {
             return false;
@@ -66,7 +66,7 @@ impl PidBitmap {
             if new == old {
                 return old & bit != 0;
             }
-            match word.cmpxchg(old, new, Relaxed) {
+            match word.cmpxchg(old, new, Full) {
                 Ok(_) => return old & bit != 0,
                 Err(current) => old = current,
             }
@@ -193,7 +193,16 @@ impl WatchSet {
         let _guard = self.update.lock();
         for request in requests.iter() {
             match *request {
-                Request::Add { tgid, follow } => self.add(tgid, follow),
+                Request::Add { tgid, follow } => {
+                    self.add(tgid, follow);
+                    // The process may have passed the exit probe since it was looked up: then
+                    // nothing would ever clear its bit. The bit is set with a full barrier, the
+                    // exit decrements `signal->live` with one: either the exit probe sees the
+                    // bit or this sees the group dead.
+                    if !process_alive(tgid) {
+                        self.remove(tgid);
+                    }
+                }
                 Request::Remove { tgid: Some(tgid) } => {
                     self.remove(tgid);
                 }
@@ -330,13 +339,42 @@ fn resolve_tgid(nr: i32) -> Result<i32> {
         }
         bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
     };
+    // SAFETY: `task` is null or valid while the RCU read lock is held.
+    if !unsafe { group_alive(task) } {
+        return Err(ESRCH);
+    }
+    // SAFETY: As above; `tgid` does not change while the group lives.
+    Ok(unsafe { (*task).tgid })
+}
+
+/// Whether the process (global thread-group id) `tgid` still has a live thread.
+fn process_alive(tgid: i32) -> bool {
+    let _rcu = kernel::sync::rcu::read_lock();
+    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
+    // `init_pid_ns` is static.
+    let task = unsafe {
+        let pid = bindings::find_pid_ns(tgid, &raw mut bindings::init_pid_ns);
+        if pid.is_null() {
+            return false;
+        }
+        bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
+    };
+    // SAFETY: `task` is null or valid while the RCU read lock is held.
+    unsafe { group_alive(task) }
+}
+
+/// Whether `task`'s thread group has a live thread: `signal->live`, which `do_exit()`
+/// decrements (a fully ordered atomic) before it reports the exit of the last thread.
+///
+/// # Safety
+///
+/// `task` must be null or valid for reads, e.g. found under the RCU read lock, still held.
+unsafe fn group_alive(task: *const bindings::task_struct) -> bool {
     if task.is_null() {
-        return Err(ESRCH);
+        return false;
     }
-    // SAFETY: `task` is valid while the RCU read lock is held; `tgid` never changes.
-    let (tgid, exiting) = unsafe { ((*task).tgid, (*task).flags & bindings::PF_EXITING != 0) };
-    if exiting {
-        return Err(ESRCH);
-    }
-    Ok(tgid)
+    // SAFETY: `task` is valid (see above) and so is its `signal`, freed with the last task of
+    // the group; `live` is read once, racily, as `atomic_read()` does.
+    let live = unsafe { core::ptr::addr_of!((*(*task).signal).live.counter).read_volatile() };
+    live > 0
 }

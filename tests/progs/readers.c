@@ -5,6 +5,10 @@
 //   eintr         a blocked read is interrupted by a signal (handler without SA_RESTART):
 //                 EINTR
 //   pollwait      poll until readable or hung up; prints the revents (for rmmod tests)
+//   selectwait    the same with select; prints select=ok
+//   epollhold SECONDS
+//                 register with an epoll instance and sleep without waiting on it
+//   zero          a read of 0 bytes returns 0 at once, even with nothing to read
 //   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
 //                 prints latency_us= (marker write to poll return)
 //   epoll         the same wake-up through epoll; prints epoll=ok
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +120,30 @@ int main(int argc, char **argv)
 		if (poll(&pfd, 1, -1) != 1)
 			return perror("poll"), 1;
 		printf("revents=%#x\n", pfd.revents);
+	} else if (!strcmp(mode, "selectwait")) {
+		fd_set rd;
+
+		fd = open_drained();
+		FD_ZERO(&rd);
+		FD_SET(fd, &rd);
+		if (select(fd + 1, &rd, NULL, NULL, NULL) != 1 || !FD_ISSET(fd, &rd))
+			return perror("select"), 1;
+		printf("select=ok\n");
+	} else if (!strcmp(mode, "epollhold") && argc == 3) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		int ep = epoll_create1(0);
+
+		fd = open_drained();
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return perror("epoll_ctl"), 1;
+		sleep(atoi(argv[2]));
+		printf("epollhold=ok\n");
+	} else if (!strcmp(mode, "zero")) {
+		fd = open_drained();
+		fcntl(fd, F_SETFL, 0);
+		if (read(fd, buf, 0) != 0)
+			return printf("zero=FAILED errno=%d\n", errno), 1;
+		printf("zero=ok\n");
 	} else if (!strcmp(mode, "poll-latency")) {
 		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
 		int from_child = marker_later();

@@ -7,6 +7,7 @@ echo hello > /proc/memmon/marker
 expect_eq "buffer too small" "$(/progs/readers small)" "small=ok"
 expect_eq "lseek" "$(/progs/readers nonseek)" "nonseek=ok"
 expect_eq "a signal interrupts a blocked read" "$(/progs/readers eintr)" "eintr=ok"
+expect_eq "a 0-byte read returns at once" "$(/progs/readers zero)" "zero=ok"
 # whole lines even with odd buffer sizes: dd with 100-byte reads
 i=0; while [ $i -lt 30 ]; do echo "line number $i" > /proc/memmon/marker; i=$((i + 1)); done
 /progs/drain -b 100 > /tmp/ev || fail "reading with 100-byte reads"

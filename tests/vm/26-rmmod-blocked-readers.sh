@@ -1,19 +1,29 @@
-# rmmod while one reader is blocked in read() and one in poll(): both wake up, rmmod
-# completes, and the module loads again.
+# rmmod while readers are blocked in read(), poll() and select(), and an epoll instance
+# holds the file: all wake up, rmmod completes without a kernel warning, and the module
+# loads again.
 . /host/lib.sh
 load
 cat /proc/memmon/events > /tmp/cat.out &
 reader=$!
 /progs/readers pollwait > /tmp/poll.out &
 poller=$!
+/progs/readers selectwait > /tmp/select.out &
+selecter=$!
+/progs/readers epollhold 3 > /tmp/epoll.out &
+epoller=$!
 sleep 0.5
 timeout 10 rmmod memmon || fail "rmmod failed or hung"
 timeout 5 sh -c "wait $reader" 2>/dev/null
 sleep 0.2
 kill -0 $reader 2>/dev/null && fail "the blocked reader is still there"
 kill -0 $poller 2>/dev/null && fail "the poller is still there"
+kill -0 $selecter 2>/dev/null && fail "the select caller is still there"
 wait $poller
 expect_match "the poller woke" "$(cat /tmp/poll.out)" '^revents=0x'
+wait $selecter
+expect_eq "the select caller woke" "$(cat /tmp/select.out)" "select=ok"
+wait $epoller
+expect_eq "the epoll holder is fine" "$(cat /tmp/epoll.out)" "epollhold=ok"
 load
 echo 1 > /proc/memmon/watch-pids
 unload
