@@ -215,7 +215,8 @@ pub(crate) fn now_ns() -> u64 {
 /// Thread-group id and thread id of the current task, in the initial pid namespace.
 pub(crate) fn current_ids() -> (i32, i32) {
     let task = kernel::task::Task::current_raw();
-    // SAFETY: `current` is always a valid task; `tgid` and `pid` do not change while it runs.
+    // SAFETY: `current` is always a valid task. Its `pid` changes only in its own context
+    // (`de_thread()` during exec), never concurrently with this read.
     unsafe { ((*task).tgid, (*task).pid) }
 }
 
