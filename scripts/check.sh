@@ -73,6 +73,7 @@ record_parsed_on_host() {
         echo "=== capture ===" && cat /tmp/cap' > "$results/record.out" || return 1
     sed -n '/^=== capture ===$/,$p' "$results/record.out" | tail -n +2 > "$capture"
     grep -q '^# ' "$capture" || { echo "the capture has no header"; return 1; }
+    grep -qx '# buflen 4194304' "$capture" || { echo "the capture header lacks the module's buflen"; return 1; }
     grep -q '^#| ' "$capture" || { echo "the capture has no snapshot"; return 1; }
     "$bin" tail --input "$capture" > "$results/record.decoded" || return 1
     local n

@@ -18,7 +18,14 @@ pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Res
     let version =
         read_trimmed("/sys/module/memmon/version").unwrap_or_else(|| "unknown".to_owned());
     write_header(out, "module-version", &version)?;
-    if let Some(buflen) = read_trimmed("/sys/module/memmon/parameters/buflen") {
+    // The module reports its buflen in its stats; a sysfs parameter file, where a kernel
+    // exposes one, says the same.
+    let buflen = std::fs::read_to_string("/proc/memmon/stats")
+        .ok()
+        .and_then(|stats| memmon::Stats::parse(&stats).ok())
+        .and_then(|stats| stats.get("buflen").map(str::to_owned))
+        .or_else(|| read_trimmed("/sys/module/memmon/parameters/buflen"));
+    if let Some(buflen) = buflen {
         write_header(out, "buflen", &buflen)?;
     }
     write_header(out, "start", &monotonic_now().to_string())?;

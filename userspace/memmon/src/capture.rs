@@ -27,7 +27,8 @@
 //! - `# KEY VALUE`: a header (key without spaces, value = rest of the line). Known keys:
 //!   `memmon-capture` (format version), `kernel` (uname release), `module-version`
 //!   (`/sys/module/memmon/version` or `unknown`), `buflen`
-//!   (`/sys/module/memmon/parameters/buflen`, absent when unknown), `start` and `end`
+//!   (the `buflen` line of `/proc/memmon/stats`, else
+//!   `/sys/module/memmon/parameters/buflen`; absent when unknown), `start` and `end`
 //!   (CLOCK_MONOTONIC, the events' clock), `start-unix` (wall clock), `command`, `pids`.
 //!   Readers ignore keys they do not know.
 //! - `# snapshot SOURCE PID TIME REASON [NOTE...]` followed by zero or more `#| LINE`
