@@ -23,6 +23,16 @@ kill $s
 expect_match "stats" "$(memmon stats)" "produced"
 if memmon attach 99999 2>/tmp/err; then fail "attach of a missing pid worked"; fi
 expect_match "attach error" "$(cat /tmp/err)" "memmon: error: .*99999"
+# the live stream, decoded to JSON and filtered; Ctrl-C ends it cleanly
+memmon tail --json --kind mark > /tmp/tail.out 2>/tmp/tail.err &
+t=$!
+sleep 0.5
+echo "hello there" > /proc/memmon/marker
+sleep 0.5
+kill -INT $t
+wait $t
+expect_eq "tail exits 0 on Ctrl-C" "$?" 0
+expect_match "tail --json --kind mark" "$(cat /tmp/tail.out)" '^\{"time":"[0-9]+\.[0-9]{9}","pid":[0-9]+,"tid":[0-9]+,"kind":"mark","text":"hello there"\}$'
 unload
 if memmon list 2>/tmp/err; then fail "memmon list without the module worked"; fi
 expect_match "module missing" "$(cat /tmp/err)" "memmon: error: .*(not loaded|/proc/memmon)"
