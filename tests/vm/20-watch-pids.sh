@@ -25,7 +25,7 @@ expect_eq "+N watches too" "$(cat $w)" "1-2"
 # a pid seen from a child pid namespace is taken in the writer's namespace
 echo 0 > $w
 unshare -p -f sh -c 'echo 1 > /proc/memmon/watch-pids; sleep 1' &
-sleep 0.5
+wait_until "the write from the namespace" grep -q . $w
 got=$(cat $w)
 [ -n "$got" ] && [ "$got" != 1 ] || fail "pid 1 of a child namespace was taken as '$got'"
 expect_match "namespace pid 1 is the global $got" "$(grep NSpid /proc/$got/status)" "NSpid:[[:space:]]+$got[[:space:]]+1$"

@@ -6,7 +6,8 @@ load buflen=8192
 r1=$!
 /progs/readers slow 5000 /tmp/r2 > /tmp/c2 &
 r2=$!
-sleep 0.3
+wait_until "reader 1 to open" has_events_open $r1
+wait_until "reader 2 to open" has_events_open $r2
 /progs/watchexec /progs/memtest churn 100 1000 > /tmp/out || fail "workload"
 touch /tmp/done
 wait $r1 $r2

@@ -5,7 +5,8 @@ load buflen=4194304
 r1=$!
 /progs/readers slow 1000 /tmp/r2 > /tmp/c2 &
 r2=$!
-sleep 0.3
+wait_until "reader 1 to open" has_events_open $r1
+wait_until "reader 2 to open" has_events_open $r2
 /progs/watchexec /progs/memtest churn 10 100 > /tmp/out || fail "workload"
 echo done > /proc/memmon/marker
 touch /tmp/done

@@ -11,7 +11,10 @@ poller=$!
 selecter=$!
 /progs/readers epollhold 3 > /tmp/epoll.out &
 epoller=$!
-sleep 0.5
+for p in $reader $poller $selecter $epoller; do
+    wait_until "process $p to open the events file" has_events_open $p
+done
+sleep 0.3
 timeout 10 rmmod memmon || fail "rmmod failed or hung"
 timeout 5 sh -c "wait $reader" 2>/dev/null
 sleep 0.2

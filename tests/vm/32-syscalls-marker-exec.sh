@@ -6,7 +6,7 @@
 load buflen=4194304
 mkfifo /tmp/fifo
 /progs/watchexec /progs/syscalls marker /tmp/fifo &
-sleep 0.5
+wait_until "the first marker call" sh -c '/progs/drain | grep -q " fsync fd=1001 "'
 echo 'between the calls' > /proc/memmon/marker
 echo go > /tmp/fifo
 wait $! || fail "marker program"

@@ -47,6 +47,23 @@ count_lines() {
     printf '%s' "$1" | grep -c .
 }
 
+# wait_until WHAT COMMAND...: run COMMAND every 0.1 s until it succeeds, for at most 10 s
+wait_until() {
+    what=$1
+    shift
+    i=0
+    until "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || fail "timed out waiting for $what"
+        sleep 0.1
+    done
+}
+
+# has_events_open PID: process PID has /proc/memmon/events open
+has_events_open() {
+    ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'memmon/events'
+}
+
 # value_of KEY OUTPUT: the value of KEY=... in a program's key=value output
 value_of() {
     printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -n 1
