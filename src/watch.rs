@@ -328,39 +328,37 @@ fn writer_sees_global_pids() -> bool {
 }
 
 /// The global thread-group id of the process with (thread) id `nr` in the caller's pid
-/// namespace, or `ESRCH`.
+/// namespace, or `ESRCH` if there is none or it is exiting.
 fn resolve_tgid(nr: i32) -> Result<i32> {
+    // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
+    let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
+    live_tgid(nr, ns).ok_or(ESRCH)
+}
+
+/// Whether the process (global thread-group id) `tgid` still has a live thread.
+fn process_alive(tgid: i32) -> bool {
+    live_tgid(tgid, &raw mut bindings::init_pid_ns).is_some()
+}
+
+/// The global thread-group id of the process that task `nr` of pid namespace `ns` belongs
+/// to, if that process still has a live thread.
+fn live_tgid(nr: i32, ns: *mut bindings::pid_namespace) -> Option<i32> {
     let _rcu = kernel::sync::rcu::read_lock();
-    // SAFETY: `find_vpid` and `pid_task` need the RCU read lock, held by `_rcu`.
+    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is the
+    // current task's namespace or the static initial one.
     let task = unsafe {
-        let pid = bindings::find_vpid(nr);
+        let pid = bindings::find_pid_ns(nr, ns);
         if pid.is_null() {
-            return Err(ESRCH);
+            return None;
         }
         bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
     };
     // SAFETY: `task` is null or valid while the RCU read lock is held.
     if !unsafe { group_alive(task) } {
-        return Err(ESRCH);
+        return None;
     }
     // SAFETY: As above; `tgid` does not change while the group lives.
-    Ok(unsafe { (*task).tgid })
-}
-
-/// Whether the process (global thread-group id) `tgid` still has a live thread.
-fn process_alive(tgid: i32) -> bool {
-    let _rcu = kernel::sync::rcu::read_lock();
-    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
-    // `init_pid_ns` is static.
-    let task = unsafe {
-        let pid = bindings::find_pid_ns(tgid, &raw mut bindings::init_pid_ns);
-        if pid.is_null() {
-            return false;
-        }
-        bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
-    };
-    // SAFETY: `task` is null or valid while the RCU read lock is held.
-    unsafe { group_alive(task) }
+    Some(unsafe { (*task).tgid })
 }
 
 /// Whether `task`'s thread group has a live thread: `signal->live`, which `do_exit()`
