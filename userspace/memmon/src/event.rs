@@ -6,7 +6,10 @@ use serde::{Serialize, Serializer};
 
 use crate::errno::Errno;
 use crate::escaped::EscapedStr;
-use crate::flags::{Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot};
+use crate::flags::{
+    Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
+    ShmatFlags,
+};
 
 /// A CLOCK_MONOTONIC time: `<seconds>.<nanoseconds>` with nine nanosecond digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -55,6 +58,14 @@ pub enum FaultType {
     Swap,
     /// A write to a present, write-protected page (`do_wp_page`): CoW or write-notify.
     Wp,
+    /// The entry was already present: nothing was mapped.
+    Spurious,
+    /// A NUMA hinting fault.
+    Numa,
+    /// A hugetlbfs fault.
+    Hugetlb,
+    /// An access-sampling fault.
+    Access,
 }
 
 impl FaultType {
@@ -65,7 +76,82 @@ impl FaultType {
             FaultType::File => "file",
             FaultType::Swap => "swap",
             FaultType::Wp => "wp",
+            FaultType::Spurious => "spurious",
+            FaultType::Numa => "numa",
+            FaultType::Hugetlb => "hugetlb",
+            FaultType::Access => "access",
         }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(text: &str) -> Option<FaultType> {
+        Some(match text {
+            "anon" => FaultType::Anon,
+            "file" => FaultType::File,
+            "swap" => FaultType::Swap,
+            "wp" => FaultType::Wp,
+            "spurious" => FaultType::Spurious,
+            "numa" => FaultType::Numa,
+            "hugetlb" => FaultType::Hugetlb,
+            "access" => FaultType::Access,
+            _ => return None,
+        })
+    }
+}
+
+/// `at=` of an `rss` line: why the counters were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RssAt {
+    /// The address space is released at exit.
+    Exit,
+    /// The old address space is released by exec.
+    Exec,
+    /// After a `mark` line.
+    Mark,
+}
+
+impl RssAt {
+    /// The wire name (`exit`, `exec`, `mark`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RssAt::Exit => "exit",
+            RssAt::Exec => "exec",
+            RssAt::Mark => "mark",
+        }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(text: &str) -> Option<RssAt> {
+        match text {
+            "exit" => Some(RssAt::Exit),
+            "exec" => Some(RssAt::Exec),
+            "mark" => Some(RssAt::Mark),
+            _ => None,
+        }
+    }
+}
+
+/// `stack=`: user return addresses, innermost first (`0xA,0xB,...`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Stack(pub Vec<u64>);
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, address) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{address:#x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Stack {
+    /// An array of hex strings, innermost first.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|address| format!("{address:#x}")))
     }
 }
 
@@ -106,13 +192,19 @@ pub struct Event<'a> {
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind<'a>,
+    /// `dur=`: nanoseconds spent in the call (system-call kinds only; `None` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dur: Option<u64>,
+    /// `stack=`: the user call stack (fault and system-call kinds only; `None` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Stack>,
 }
 
 /// The kind of an event with its typed fields, one variant per kind of docs/events.md.
 ///
 /// Syscall variants carry the raw arguments the process passed and the call's result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind<'a> {
     /// A page fault taken by a watched process.
     Fault {
@@ -135,6 +227,8 @@ pub enum EventKind<'a> {
         major: bool,
         /// A repeat after VM_FAULT_RETRY (`retry=1`).
         retry: bool,
+        /// Pages this fault mapped (`pages=`; 1 when absent).
+        pages: u64,
     },
     /// `mmap(addr, len, prot, flags, fd, off)`.
     Mmap {
@@ -279,6 +373,86 @@ pub enum EventKind<'a> {
         #[serde(serialize_with = "ret_dec_json")]
         ret: SyscallResult,
     },
+    /// `msync(addr, len, flags)`.
+    Msync {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// `MS_*` flags.
+        flags: MsyncFlags,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `pkey_mprotect(addr, len, prot, pkey)`.
+    PkeyMprotect {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// New protection.
+        prot: Prot,
+        /// Protection key.
+        pkey: i64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `mseal(addr, len, flags)`.
+    Mseal {
+        /// Start address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Flags (none defined).
+        flags: OtherFlags,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `process_madvise(pidfd, vec, vlen, advice, flags)`.
+    ProcessMadvise {
+        /// The target's pidfd.
+        pidfd: i64,
+        /// Address of the iovec array.
+        #[serde(serialize_with = "hex")]
+        vec: u64,
+        /// Number of iovecs.
+        vlen: u64,
+        /// The advice.
+        advice: Advice,
+        /// Flags (none defined).
+        flags: OtherFlags,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
+    /// `shmat(shmid, addr, flags)`.
+    Shmat {
+        /// The segment.
+        shmid: i64,
+        /// Requested address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// `SHM_*` flags.
+        flags: ShmatFlags,
+        /// Attach address or error.
+        #[serde(serialize_with = "ret_hex_json")]
+        ret: SyscallResult,
+    },
+    /// `shmdt(addr)`.
+    Shmdt {
+        /// The attach address.
+        #[serde(serialize_with = "hex")]
+        addr: u64,
+        /// Result.
+        #[serde(serialize_with = "ret_dec_json")]
+        ret: SyscallResult,
+    },
     /// A line written to `/proc/memmon/marker`.
     Mark {
         /// The text (trailing newline removed).
@@ -303,6 +477,21 @@ pub enum EventKind<'a> {
         /// Exit status as wait(2) encodes it.
         code: i32,
     },
+    /// The process's memory counters when its address space is released or after a mark.
+    Rss {
+        /// RssAnon in bytes.
+        anon: u64,
+        /// RssFile in bytes.
+        file: u64,
+        /// RssShmem in bytes.
+        shmem: u64,
+        /// VmSwap in bytes.
+        swap: u64,
+        /// VmHWM in bytes.
+        peak: u64,
+        /// Why the counters were taken.
+        at: RssAt,
+    },
     /// This reader missed `count` events that were overwritten.
     Lost {
         /// Number of events missed.
@@ -311,7 +500,7 @@ pub enum EventKind<'a> {
 }
 
 /// The kind names, in the order of docs/events.md.
-pub const KIND_NAMES: [&str; 18] = [
+pub const KIND_NAMES: [&str; 25] = [
     "fault",
     "mmap",
     "munmap",
@@ -325,10 +514,17 @@ pub const KIND_NAMES: [&str; 18] = [
     "mlockall",
     "munlockall",
     "fsync",
+    "msync",
+    "pkey_mprotect",
+    "mseal",
+    "process_madvise",
+    "shmat",
+    "shmdt",
     "mark",
     "exec",
     "fork",
     "exit",
+    "rss",
     "lost",
 ];
 
@@ -349,12 +545,38 @@ impl EventKind<'_> {
             EventKind::Mlockall { .. } => "mlockall",
             EventKind::Munlockall { .. } => "munlockall",
             EventKind::Fsync { .. } => "fsync",
+            EventKind::Msync { .. } => "msync",
+            EventKind::PkeyMprotect { .. } => "pkey_mprotect",
+            EventKind::Mseal { .. } => "mseal",
+            EventKind::ProcessMadvise { .. } => "process_madvise",
+            EventKind::Shmat { .. } => "shmat",
+            EventKind::Shmdt { .. } => "shmdt",
             EventKind::Mark { .. } => "mark",
             EventKind::Exec { .. } => "exec",
             EventKind::Fork { .. } => "fork",
             EventKind::Exit { .. } => "exit",
+            EventKind::Rss { .. } => "rss",
             EventKind::Lost { .. } => "lost",
         }
+    }
+
+    /// True for the memory-management system calls (the kinds that may carry `dur=`).
+    pub fn is_syscall(&self) -> bool {
+        !matches!(
+            self,
+            EventKind::Fault { .. }
+                | EventKind::Mark { .. }
+                | EventKind::Exec { .. }
+                | EventKind::Fork { .. }
+                | EventKind::Exit { .. }
+                | EventKind::Rss { .. }
+                | EventKind::Lost { .. }
+        )
+    }
+
+    /// True for the kinds that may carry `stack=`: faults and system calls.
+    pub fn may_have_stack(&self) -> bool {
+        matches!(self, EventKind::Fault { .. }) || self.is_syscall()
     }
 
     /// A copy that no longer borrows from the line.
@@ -395,6 +617,7 @@ impl EventKind<'_> {
                 huge,
                 major,
                 retry,
+                pages,
             } => EventKind::Fault {
                 fault_type,
                 access,
@@ -404,6 +627,7 @@ impl EventKind<'_> {
                 huge,
                 major,
                 retry,
+                pages,
             },
             EventKind::Munmap { addr, len, ret } => EventKind::Munmap { addr, len, ret },
             EventKind::Mremap {
@@ -460,8 +684,85 @@ impl EventKind<'_> {
             EventKind::Mlockall { flags, ret } => EventKind::Mlockall { flags, ret },
             EventKind::Munlockall { ret } => EventKind::Munlockall { ret },
             EventKind::Fsync { fd, ret } => EventKind::Fsync { fd, ret },
+            EventKind::Msync {
+                addr,
+                len,
+                flags,
+                ret,
+            } => EventKind::Msync {
+                addr,
+                len,
+                flags,
+                ret,
+            },
+            EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                pkey,
+                ret,
+            } => EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                pkey,
+                ret,
+            },
+            EventKind::Mseal {
+                addr,
+                len,
+                flags,
+                ret,
+            } => EventKind::Mseal {
+                addr,
+                len,
+                flags,
+                ret,
+            },
+            EventKind::ProcessMadvise {
+                pidfd,
+                vec,
+                vlen,
+                advice,
+                flags,
+                ret,
+            } => EventKind::ProcessMadvise {
+                pidfd,
+                vec,
+                vlen,
+                advice,
+                flags,
+                ret,
+            },
+            EventKind::Shmat {
+                shmid,
+                addr,
+                flags,
+                ret,
+            } => EventKind::Shmat {
+                shmid,
+                addr,
+                flags,
+                ret,
+            },
+            EventKind::Shmdt { addr, ret } => EventKind::Shmdt { addr, ret },
             EventKind::Fork { child, watched } => EventKind::Fork { child, watched },
             EventKind::Exit { code } => EventKind::Exit { code },
+            EventKind::Rss {
+                anon,
+                file,
+                shmem,
+                swap,
+                peak,
+                at,
+            } => EventKind::Rss {
+                anon,
+                file,
+                shmem,
+                swap,
+                peak,
+                at,
+            },
             EventKind::Lost { count } => EventKind::Lost { count },
         }
     }
@@ -475,6 +776,8 @@ impl Event<'_> {
             pid: self.pid,
             tid: self.tid,
             kind: self.kind.into_owned(),
+            dur: self.dur,
+            stack: self.stack,
         }
     }
 }
@@ -520,6 +823,20 @@ impl fmt::Display for Event<'_> {
             self.tid,
             self.kind.name()
         )?;
+        self.write_keys(f)?;
+        if let Some(dur) = self.dur {
+            write!(f, " dur={dur}")?;
+        }
+        if let Some(stack) = &self.stack {
+            write!(f, " stack={stack}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Event<'_> {
+    /// Writes the kind's own `key=value` pairs (each with a leading space).
+    fn write_keys(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             EventKind::Fault {
                 fault_type,
@@ -530,6 +847,7 @@ impl fmt::Display for Event<'_> {
                 huge,
                 major,
                 retry,
+                pages,
             } => {
                 write!(
                     f,
@@ -546,6 +864,9 @@ impl fmt::Display for Event<'_> {
                     if present {
                         f.write_str(text)?;
                     }
+                }
+                if *pages != 1 {
+                    write!(f, " pages={pages}")?;
                 }
                 Ok(())
             }
@@ -622,6 +943,72 @@ impl fmt::Display for Event<'_> {
             }
             EventKind::Munlockall { ret } => write!(f, " ret={}", ret_dec(ret)),
             EventKind::Fsync { fd, ret } => write!(f, " fd={fd} ret={}", ret_dec(ret)),
+            EventKind::Msync {
+                addr,
+                len,
+                flags,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} flags={flags} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                pkey,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} prot={prot} pkey={pkey} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::Mseal {
+                addr,
+                len,
+                flags,
+                ret,
+            } => write!(
+                f,
+                " addr={addr:#x} len={len} flags={flags} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::ProcessMadvise {
+                pidfd,
+                vec,
+                vlen,
+                advice,
+                flags,
+                ret,
+            } => write!(
+                f,
+                " pidfd={pidfd} vec={vec:#x} vlen={vlen} advice={advice} flags={flags} ret={}",
+                ret_dec(ret)
+            ),
+            EventKind::Shmat {
+                shmid,
+                addr,
+                flags,
+                ret,
+            } => write!(
+                f,
+                " shmid={shmid} addr={addr:#x} flags={flags} ret={}",
+                ret_hex(ret)
+            ),
+            EventKind::Shmdt { addr, ret } => write!(f, " addr={addr:#x} ret={}", ret_dec(ret)),
+            EventKind::Rss {
+                anon,
+                file,
+                shmem,
+                swap,
+                peak,
+                at,
+            } => write!(
+                f,
+                " anon={anon} file={file} shmem={shmem} swap={swap} peak={peak} at={}",
+                at.as_str()
+            ),
             EventKind::Mark { text } => write!(f, " text={text}"),
             EventKind::Exec { comm, filename } => write!(f, " comm={comm} filename={filename}"),
             EventKind::Fork { child, watched } => {

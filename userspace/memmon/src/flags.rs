@@ -92,6 +92,47 @@ bitflags! {
 }
 
 bitflags! {
+    /// `flags=` of `msync` (the `MS_*` bits).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct MsyncFlags: u64 {
+        /// MS_ASYNC.
+        const ASYNC = 0x1;
+        /// MS_INVALIDATE.
+        const INVALIDATE = 0x2;
+        /// MS_SYNC.
+        const SYNC = 0x4;
+        // Keep unknown bits.
+        const _ = !0;
+    }
+}
+
+bitflags! {
+    /// `flags=` of `shmat` (the `SHM_*` bits).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct ShmatFlags: u64 {
+        /// SHM_RDONLY.
+        const RDONLY = 0o10000;
+        /// SHM_RND.
+        const RND = 0o20000;
+        /// SHM_REMAP.
+        const REMAP = 0o40000;
+        /// SHM_EXEC.
+        const EXEC = 0o100000;
+        // Keep unknown bits.
+        const _ = !0;
+    }
+}
+
+bitflags! {
+    /// `flags=` of calls without named flags (`mseal`, `process_madvise`): `0` or hex.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct OtherFlags: u64 {
+        // Every bit is unnamed.
+        const _ = !0;
+    }
+}
+
+bitflags! {
     /// `prot=`: page protection, printed as three letters `rwx` with `-` for unset.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct Prot: u8 {
@@ -205,6 +246,14 @@ symbolic_flags!(MmapFlags, [
 symbolic_flags!(MremapFlags, ["MAYMOVE" => 0x1, "FIXED" => 0x2, "DONTUNMAP" => 0x4]);
 symbolic_flags!(Mlock2Flags, ["ONFAULT" => 0x1]);
 symbolic_flags!(MlockallFlags, ["CURRENT" => 0x1, "FUTURE" => 0x2, "ONFAULT" => 0x4]);
+symbolic_flags!(MsyncFlags, ["ASYNC" => 0x1, "INVALIDATE" => 0x2, "SYNC" => 0x4]);
+symbolic_flags!(ShmatFlags, [
+    "RDONLY" => 0o10000,
+    "RND" => 0o20000,
+    "REMAP" => 0o40000,
+    "EXEC" => 0o100000,
+]);
+symbolic_flags!(OtherFlags, []);
 
 impl Prot {
     /// Parses the three-letter form (`rw-`, `r-x`, `---`).

@@ -84,7 +84,18 @@ impl fmt::Display for Human<'_, '_> {
         } else {
             write!(f, "{}/{}: ", event.pid, event.tid)?;
         }
-        match &event.kind {
+        write_what(f, &event.kind)?;
+        if let Some(dur) = event.dur {
+            write!(f, " in {dur} ns")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes what happened (the part after `PID: `).
+fn write_what(f: &mut fmt::Formatter<'_>, kind: &EventKind<'_>) -> fmt::Result {
+    {
+        match kind {
             EventKind::Fault {
                 fault_type,
                 access,
@@ -94,6 +105,7 @@ impl fmt::Display for Human<'_, '_> {
                 huge,
                 major,
                 retry,
+                pages,
             } => {
                 write!(
                     f,
@@ -110,6 +122,9 @@ impl fmt::Display for Human<'_, '_> {
                     if present {
                         f.write_str(note)?;
                     }
+                }
+                if *pages != 1 {
+                    write!(f, " [{pages} pages]")?;
                 }
                 Ok(())
             }
@@ -178,6 +193,60 @@ impl fmt::Display for Human<'_, '_> {
             }
             EventKind::Munlockall { ret } => write!(f, "munlockall() -> {}", dec_ret(ret)),
             EventKind::Fsync { fd, ret } => write!(f, "fsync({fd}) -> {}", dec_ret(ret)),
+            EventKind::Msync {
+                addr,
+                len,
+                flags,
+                ret,
+            } => write!(f, "msync({addr:#x}, {len}, {flags}) -> {}", dec_ret(ret)),
+            EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                pkey,
+                ret,
+            } => write!(
+                f,
+                "pkey_mprotect({addr:#x}, {len}, {prot}, {pkey}) -> {}",
+                dec_ret(ret)
+            ),
+            EventKind::Mseal {
+                addr,
+                len,
+                flags,
+                ret,
+            } => write!(f, "mseal({addr:#x}, {len}, {flags}) -> {}", dec_ret(ret)),
+            EventKind::ProcessMadvise {
+                pidfd,
+                vec,
+                vlen,
+                advice,
+                flags,
+                ret,
+            } => write!(
+                f,
+                "process_madvise(pidfd {pidfd}, {vec:#x}, {vlen}, {advice}, {flags}) -> {}",
+                dec_ret(ret)
+            ),
+            EventKind::Shmat {
+                shmid,
+                addr,
+                flags,
+                ret,
+            } => write!(f, "shmat({shmid}, {addr:#x}, {flags}) -> {}", hex_ret(ret)),
+            EventKind::Shmdt { addr, ret } => write!(f, "shmdt({addr:#x}) -> {}", dec_ret(ret)),
+            EventKind::Rss {
+                anon,
+                file,
+                shmem,
+                swap,
+                peak,
+                at,
+            } => write!(
+                f,
+                "rss at {}: anon {anon}, file {file}, shmem {shmem}, swap {swap}, peak {peak}",
+                at.as_str()
+            ),
             EventKind::Mark { text } => write!(f, "mark {:?}", text.to_string_lossy()),
             EventKind::Exec { comm, filename } => write!(
                 f,

@@ -35,7 +35,12 @@ pub use capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
 pub use control::{ControlError, ProcInterface, Stats, WatchChange};
 pub use errno::Errno;
 pub use escaped::EscapedStr;
-pub use event::{Access, Event, EventKind, FaultType, SyscallResult, Timestamp, KIND_NAMES};
-pub use flags::{Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot};
+pub use event::{
+    Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp, KIND_NAMES,
+};
+pub use flags::{
+    Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
+    ShmatFlags,
+};
 pub use human::{describe_wait_status, Human};
 pub use parse::{parse_line, parse_line_bytes, ParseError};

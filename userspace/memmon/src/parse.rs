@@ -4,9 +4,10 @@ use thiserror::Error;
 
 use crate::errno::Errno;
 use crate::escaped::EscapedStr;
-use crate::event::{Access, Event, EventKind, FaultType, SyscallResult, Timestamp};
+use crate::event::{Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp};
 use crate::flags::{
-    Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot, SymbolicFlags,
+    Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
+    ShmatFlags, SymbolicFlags,
 };
 
 /// Why a line is not a valid event. Values are quoted (shortened when long).
@@ -271,12 +272,26 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         .ok_or_else(|| ParseError::BadPidTid(quote(ids)))?;
     let kind_text = frame.next().ok_or(ParseError::MissingFrame("kind"))?;
     let rest = frame.next().unwrap_or("");
-    let kind = parse_kind(kind_text, rest)?;
+    let (kind, fields) = parse_kind(kind_text, rest)?;
+    let dur = if kind.is_syscall() && fields.optional("dur").is_some() {
+        Some(fields.dec("dur")?)
+    } else {
+        None
+    };
+    let stack = match fields.optional("stack") {
+        Some(text) if kind.may_have_stack() => Some(
+            parse_stack(text)
+                .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?,
+        ),
+        _ => None,
+    };
     Ok(Event {
         time,
         pid,
         tid,
         kind,
+        dur,
+        stack,
     })
 }
 
@@ -287,24 +302,33 @@ pub fn parse_line_bytes(line: &[u8]) -> Result<Event<'_>, ParseError> {
         .and_then(parse_line)
 }
 
+/// Parses `0xA,0xB,...` (may be empty).
+fn parse_stack(text: &str) -> Option<Stack> {
+    if text.is_empty() {
+        return Some(Stack::default());
+    }
+    text.split(',')
+        .map(parse_hex)
+        .collect::<Option<Vec<u64>>>()
+        .map(Stack)
+}
+
 fn parse_u32(text: &str) -> Option<u32> {
     u32::try_from(parse_dec(text)?).ok()
 }
 
-fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError> {
+fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<(EventKind<'a>, Fields<'a>), ParseError> {
     let Some(&name) = crate::event::KIND_NAMES.iter().find(|name| **name == kind) else {
         return Err(ParseError::UnknownKind(quote(kind)));
     };
     let f = Fields::new(name, rest)?;
-    Ok(match name {
+    let kind = match name {
         "fault" => EventKind::Fault {
-            fault_type: f.typed("type", "anon, file, swap or wp", |v| match v {
-                "anon" => Some(FaultType::Anon),
-                "file" => Some(FaultType::File),
-                "swap" => Some(FaultType::Swap),
-                "wp" => Some(FaultType::Wp),
-                _ => None,
-            })?,
+            fault_type: f.typed(
+                "type",
+                "anon, file, swap, wp, spurious, numa, hugetlb or access",
+                FaultType::parse,
+            )?,
             access: f.typed("access", "R, W or X", |v| match v {
                 "R" => Some(Access::Read),
                 "W" => Some(Access::Write),
@@ -317,6 +341,10 @@ fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError
             huge: f.switch("huge", false)?,
             major: f.switch("major", false)?,
             retry: f.switch("retry", false)?,
+            pages: match f.optional("pages") {
+                Some(_) => f.dec("pages")?,
+                None => 1,
+            },
         },
         "mmap" => EventKind::Mmap {
             addr: f.hex("addr")?,
@@ -389,6 +417,55 @@ fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError
             fd: f.signed("fd")?,
             ret: f.ret()?,
         },
+        "msync" => EventKind::Msync {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            flags: f.flags::<MsyncFlags>()?,
+            ret: f.ret()?,
+        },
+        "pkey_mprotect" => EventKind::PkeyMprotect {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            prot: f.prot()?,
+            pkey: f.signed("pkey")?,
+            ret: f.ret()?,
+        },
+        "mseal" => EventKind::Mseal {
+            addr: f.hex("addr")?,
+            len: f.dec("len")?,
+            flags: f.flags::<OtherFlags>()?,
+            ret: f.ret()?,
+        },
+        "process_madvise" => EventKind::ProcessMadvise {
+            pidfd: f.signed("pidfd")?,
+            vec: f.hex("vec")?,
+            vlen: f.dec("vlen")?,
+            advice: f.typed(
+                "advice",
+                "an MADV_ name without prefix or a number",
+                Advice::parse,
+            )?,
+            flags: f.flags::<OtherFlags>()?,
+            ret: f.ret()?,
+        },
+        "shmat" => EventKind::Shmat {
+            shmid: f.signed("shmid")?,
+            addr: f.hex("addr")?,
+            flags: f.flags::<ShmatFlags>()?,
+            ret: f.ret()?,
+        },
+        "shmdt" => EventKind::Shmdt {
+            addr: f.hex("addr")?,
+            ret: f.ret()?,
+        },
+        "rss" => EventKind::Rss {
+            anon: f.dec("anon")?,
+            file: f.dec("file")?,
+            shmem: f.dec("shmem")?,
+            swap: f.dec("swap")?,
+            peak: f.dec("peak")?,
+            at: f.typed("at", "exit, exec or mark", RssAt::parse)?,
+        },
         "mark" => EventKind::Mark {
             text: f.string("text")?,
         },
@@ -413,5 +490,6 @@ fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<EventKind<'a>, ParseError
             count: f.dec("count")?,
         },
         _ => return Err(ParseError::UnknownKind(quote(kind))),
-    })
+    };
+    Ok((kind, f))
 }

@@ -35,10 +35,31 @@ const VALID: &[&str] = &[
     "5.104012004 212/212 fork child=213 watched=1",
     "5.104012005 212/212 exit code=768",
     "5.104012006 0/0 lost count=12",
+    // Stream additions of issue 10: pages=, dur=, stack=, new fault types and kinds.
+    "12.000125003 1234/1234 fault type=file access=R addr=0x7f0000200000 ip=0x401136 pages=16",
+    "12.000125004 1234/1234 fault type=anon access=W addr=0x7f0000400000 ip=0x401200 huge=1 pages=512 stack=0x401200,0x401300,0x7f0000001234",
+    "12.000125005 1234/1234 fault type=spurious access=R addr=0x1000 ip=0x401136 stack=",
+    "12.000125006 1234/1234 fault type=numa access=R addr=0x1000 ip=0x401136",
+    "12.000125007 1234/1234 fault type=hugetlb access=W addr=0x1000 ip=0x401136",
+    "12.000125008 1234/1234 fault type=access access=R addr=0x1000 ip=0x401136",
+    "5.104010789 212/212 mmap addr=0x0 len=4096 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f5a2c1e4000 dur=1234 stack=0x401136,0x401200",
+    "5.104010790 212/212 fsync fd=1 ret=0 dur=77",
+    "5.104012007 212/212 msync addr=0x7f5a2c1e4000 len=4096 flags=ASYNC|INVALIDATE ret=0",
+    "5.104012008 212/212 msync addr=0x7f5a2c1e4000 len=4096 flags=SYNC ret=-ENOMEM dur=5000",
+    "5.104012009 212/212 pkey_mprotect addr=0x7f5a2c1e4000 len=4096 prot=r-- pkey=-1 ret=0",
+    "5.104012010 212/212 mseal addr=0x7f5a2c1e4000 len=4096 flags=0 ret=-EPERM",
+    "5.104012011 212/212 process_madvise pidfd=3 vec=0x7ffd1000 vlen=2 advice=PAGEOUT flags=0 ret=8192",
+    "5.104012012 212/212 shmat shmid=32768 addr=0x0 flags=RDONLY|RND ret=0x7f5a2c000000 dur=10 stack=0x401136",
+    "5.104012013 212/212 shmat shmid=1 addr=0x0 flags=0 ret=-EINVAL",
+    "5.104012014 212/212 shmdt addr=0x7f5a2c000000 ret=0",
+    "5.104012015 212/212 rss anon=4096 file=8192 shmem=0 swap=0 peak=16384 at=exit",
+    "5.104012016 300/300 rss anon=0 file=0 shmem=0 swap=4096 peak=4096 at=mark",
 ];
 
 /// Keys that may be absent.
-const OPTIONAL_KEYS: &[&str] = &["file", "user", "huge", "major", "retry"];
+const OPTIONAL_KEYS: &[&str] = &[
+    "file", "user", "huge", "major", "retry", "pages", "dur", "stack",
+];
 
 #[test]
 fn every_kind_has_a_valid_sample() {
@@ -312,7 +333,8 @@ fn fault_fields() {
             user: true,
             huge: false,
             major: false,
-            retry: false
+            retry: false,
+            pages: 1
         }
     );
     assert!(matches!(
@@ -564,4 +586,49 @@ fn json_form() {
     for line in VALID {
         assert_eq!(json(line)["kind"], parse(line).kind.name());
     }
+}
+
+#[test]
+fn stream_additions_json_and_human() {
+    let json = |line: &str| serde_json::to_value(parse(line)).unwrap();
+    let fault = json(VALID[28]);
+    assert_eq!(fault["pages"], 512);
+    assert_eq!(
+        fault["stack"],
+        serde_json::json!(["0x401200", "0x401300", "0x7f0000001234"])
+    );
+    assert!(fault.get("dur").is_none());
+    let mmap = json(VALID[33]);
+    assert_eq!(mmap["dur"], 1234);
+    let rss = json(VALID[43]);
+    assert_eq!(rss["kind"], "rss");
+    assert_eq!(rss["at"], "exit");
+    assert_eq!(rss["file"], 8192);
+    assert_eq!(json(VALID[37])["kind"], "pkey_mprotect");
+    assert_eq!(json(VALID[40])["ret"], "0x7f5a2c000000");
+    assert_eq!(
+        parse(VALID[27]).human().to_string(),
+        "1234: file page @0x7f0000200000 (R) [16 pages]"
+    );
+    assert_eq!(
+        parse(VALID[34]).human().to_string(),
+        "212: fsync(1) -> 0 in 77 ns"
+    );
+    assert_eq!(
+        parse(VALID[43]).human().to_string(),
+        "212: rss at exit: anon 4096, file 8192, shmem 0, swap 0, peak 16384"
+    );
+    // dur= and stack= on kinds that do not take them are unknown keys: ignored.
+    let mark = parse("1.000000000 1/1 mark text=x dur=5 stack=0x1");
+    assert_eq!((mark.dur, mark.stack), (None, None));
+    // pages=1 is the default and formats as absent.
+    let one = parse("1.000000000 1/1 fault type=anon access=W addr=0x1 ip=0x2 pages=1");
+    assert_eq!(
+        one.to_string(),
+        "1.000000000 1/1 fault type=anon access=W addr=0x1 ip=0x2"
+    );
+    assert!(
+        parse_line("1.000000000 1/1 fault type=anon access=W addr=0x1 ip=0x2 stack=0x1,zz")
+            .is_err()
+    );
 }

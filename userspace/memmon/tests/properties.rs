@@ -3,8 +3,8 @@
 
 use memmon::{
     parse_line, parse_line_bytes, Access, Advice, CaptureReader, Errno, EscapedStr, Event,
-    EventKind, FaultType, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, Prot, SyscallResult,
-    Timestamp,
+    EventKind, FaultType, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags,
+    OtherFlags, Prot, RssAt, ShmatFlags, Stack, SyscallResult, Timestamp,
 };
 use proptest::prelude::*;
 
@@ -33,15 +33,20 @@ fn fault() -> impl Strategy<Value = EventKind<'static>> {
             Just(FaultType::Anon),
             Just(FaultType::File),
             Just(FaultType::Swap),
-            Just(FaultType::Wp)
+            Just(FaultType::Wp),
+            Just(FaultType::Spurious),
+            Just(FaultType::Numa),
+            Just(FaultType::Hugetlb),
+            Just(FaultType::Access)
         ],
         prop_oneof![Just(Access::Read), Just(Access::Write), Just(Access::Exec)],
         any::<u64>(),
         any::<u64>(),
         any::<[bool; 4]>(),
+        prop_oneof![Just(1u64), any::<u64>()],
     )
         .prop_map(
-            |(fault_type, access, addr, ip, [user, huge, major, retry])| EventKind::Fault {
+            |(fault_type, access, addr, ip, [user, huge, major, retry], pages)| EventKind::Fault {
                 fault_type,
                 access,
                 addr,
@@ -50,6 +55,7 @@ fn fault() -> impl Strategy<Value = EventKind<'static>> {
                 huge,
                 major,
                 retry,
+                pages,
             },
         )
 }
@@ -135,6 +141,70 @@ fn syscall() -> impl Strategy<Value = EventKind<'static>> {
         }),
         syscall_result().prop_map(|ret| EventKind::Munlockall { ret }),
         (any::<i64>(), syscall_result()).prop_map(|(fd, ret)| EventKind::Fsync { fd, ret }),
+        new_syscall(),
+    ]
+}
+
+/// The system calls added with issue 10.
+fn new_syscall() -> impl Strategy<Value = EventKind<'static>> {
+    prop_oneof![
+        (any::<u64>(), any::<u64>(), any::<u64>(), syscall_result()).prop_map(
+            |(addr, len, flags, ret)| EventKind::Msync {
+                addr,
+                len,
+                flags: MsyncFlags::from_bits_retain(flags),
+                ret
+            }
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prot(),
+            any::<i64>(),
+            syscall_result()
+        )
+            .prop_map(|(addr, len, prot, pkey, ret)| EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                pkey,
+                ret
+            }),
+        (any::<u64>(), any::<u64>(), any::<u64>(), syscall_result()).prop_map(
+            |(addr, len, flags, ret)| EventKind::Mseal {
+                addr,
+                len,
+                flags: OtherFlags::from_bits_retain(flags),
+                ret
+            }
+        ),
+        (
+            any::<i64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<i32>(),
+            any::<u64>(),
+            syscall_result()
+        )
+            .prop_map(
+                |(pidfd, vec, vlen, advice, flags, ret)| EventKind::ProcessMadvise {
+                    pidfd,
+                    vec,
+                    vlen,
+                    advice: Advice(advice),
+                    flags: OtherFlags::from_bits_retain(flags),
+                    ret
+                }
+            ),
+        (any::<i64>(), any::<u64>(), any::<u64>(), syscall_result()).prop_map(
+            |(shmid, addr, flags, ret)| EventKind::Shmat {
+                shmid,
+                addr,
+                flags: ShmatFlags::from_bits_retain(flags),
+                ret
+            }
+        ),
+        (any::<u64>(), syscall_result()).prop_map(|(addr, ret)| EventKind::Shmdt { addr, ret }),
     ]
 }
 
@@ -146,6 +216,18 @@ fn lifecycle() -> impl Strategy<Value = EventKind<'static>> {
             .prop_map(|(child, watched)| EventKind::Fork { child, watched }),
         any::<i32>().prop_map(|code| EventKind::Exit { code }),
         any::<u64>().prop_map(|count| EventKind::Lost { count }),
+        (
+            any::<[u64; 5]>(),
+            prop_oneof![Just(RssAt::Exit), Just(RssAt::Exec), Just(RssAt::Mark)]
+        )
+            .prop_map(|([anon, file, shmem, swap, peak], at)| EventKind::Rss {
+                anon,
+                file,
+                shmem,
+                swap,
+                peak,
+                at
+            }),
     ]
 }
 
@@ -155,12 +237,21 @@ fn event() -> impl Strategy<Value = Event<'static>> {
         any::<u32>(),
         any::<u32>(),
         prop_oneof![fault(), syscall(), lifecycle()],
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(proptest::collection::vec(any::<u64>(), 0..20)),
     )
-        .prop_map(|(time, pid, tid, kind)| Event {
-            time,
-            pid,
-            tid,
-            kind,
+        .prop_map(|(time, pid, tid, kind, dur, stack)| {
+            // dur= belongs to system calls, stack= to faults and system calls.
+            let dur = dur.filter(|_| kind.is_syscall());
+            let stack = stack.filter(|_| kind.may_have_stack()).map(Stack);
+            Event {
+                time,
+                pid,
+                tid,
+                kind,
+                dur,
+                stack,
+            }
         })
 }
 
