@@ -8,7 +8,8 @@
  *   load_table()  a 1 MiB file mapped and read, kept mapped
  *   reheat()      1 MiB anonymous, written, paged out (MADV_PAGEOUT) and read back
  * After each phase it writes a marker line to /proc/memmon/marker (when that exists) and
- * before exiting one called "end", so the capture has the final picture.
+ * before exiting one called "end", so the capture has the final picture; it then waits
+ * 0.3 s so that `memmon record` snapshots /proc/PID/status while that state lasts.
  *
  *   alloc_sites [--wait FILE]   with --wait: after the allocations, print "ready" and
  *                               wait until FILE exists before the "end" marker
@@ -32,7 +33,7 @@
 #define PAGE 4096L
 
 static volatile unsigned long sink;
-static char *kept;
+static volatile char *kept;
 
 static void say(const char *text)
 {
@@ -48,12 +49,14 @@ static void mark(const char *text)
     if (write(fd, text, strlen(text)) < 0)
         say("alloc_sites: cannot write the marker\n");
     close(fd);
+    /* Give the recorder time to snapshot maps and status while this state lasts. */
+    usleep(300000);
 }
 
 __attribute__((noinline)) void keep_cache(void)
 {
     long size = KEEP_MIB * MIB;
-    char *p = malloc(size);
+    volatile char *p = malloc(size);
     if (!p)
         exit(2);
     for (long i = 0; i < size; i += PAGE)

@@ -140,6 +140,17 @@ enum Command {
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Report which code and which mappings hold the memory, from capture files.
+    ///
+    /// Replays the captures (several are merged) into a model of each address space:
+    /// every page a fault brings in is attributed to the fault's stack (or ip) and to its
+    /// mapping class. Shows the RSS tree, the top sites by resident bytes, faults and
+    /// mapped bytes, swap-ins, and reconciles the model with the process's own counters.
+    /// Needs neither root nor the module.
+    #[command(
+        after_help = "Example:\n  memmon record -o cap.txt -- ./a.out && memmon report cap.txt\n  memmon report --format svg -o flame.svg cap.txt\n  memmon report --diff before.txt after.txt\n  memmon report --timeline --interval marks cap.txt"
+    )]
+    Report(ReportArgs),
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -148,6 +159,94 @@ enum Command {
         #[arg(required = true)]
         text: Vec<String>,
     },
+}
+
+/// Options of `memmon report`.
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// Capture files (with --diff: BASE NEW).
+    #[arg(required = true, value_name = "CAPTURE")]
+    captures: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, default_value = "text",
+          value_parser = clap::builder::PossibleValuesParser::new(["text", "json", "folded", "svg", "pprof"]))]
+    format: String,
+    /// What the flame graph / folded stacks weigh.
+    #[arg(long, default_value = "resident",
+          value_parser = clap::builder::PossibleValuesParser::new(["resident", "faults", "mapped", "swapin"]))]
+    weight: String,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Show the state at this mark (its text) instead of the end.
+    #[arg(long, value_name = "MARK")]
+    at: Option<String>,
+    /// Add the timeline (text format; always in JSON).
+    #[arg(long)]
+    timeline: bool,
+    /// Timeline interval: a duration (1s, 250ms) or `marks`.
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// Flag timeline intervals whose resident growth exceeds BYTES (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES")]
+    spike: Option<String>,
+    /// Find the capture's binaries under DIR (captures from another machine).
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+    /// Compare two captures: BASE NEW.
+    #[arg(long)]
+    diff: bool,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Parses `4096`, `64K`, `2M`, `1G` (powers of 1024).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let (number, scale) = match text.char_indices().last()? {
+        (i, 'K' | 'k') => (&text[..i], 1u64 << 10),
+        (i, 'M' | 'm') => (&text[..i], 1 << 20),
+        (i, 'G' | 'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+fn report(args: ReportArgs) -> Result<ExitCode> {
+    use memmon::report::{generate, Format, ReportOptions};
+    let options = ReportOptions {
+        format: Format::parse(&args.format).context("bad --format")?,
+        weight: memmon::report::folded::Weight::parse(&args.weight).context("bad --weight")?,
+        top: args.top,
+        at: args.at,
+        timeline: args.timeline,
+        slicing: generate::parse_interval(&args.interval).with_context(|| {
+            format!(
+                "bad --interval {:?}: expected a duration like 1s or 250ms, or marks",
+                args.interval
+            )
+        })?,
+        spike: match &args.spike {
+            Some(text) => Some(parse_bytes(text).with_context(|| {
+                format!("bad --spike {text:?}: expected bytes like 1048576 or 1M")
+            })?),
+            None => None,
+        },
+        sysroot: args.sysroot,
+        diff: args.diff,
+    };
+    let bytes = memmon::report::report(&args.captures, &options)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            if options.format == Format::Pprof && io::IsTerminal::is_terminal(&io::stdout()) {
+                bail!("--format pprof is binary: give -o FILE or redirect the output");
+            }
+            output::ignore_broken_pipe(io::stdout().lock().write_all(&bytes))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// How decoded events are printed.
@@ -249,6 +348,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 monitor::record_command(&proc, &command, follow, file)
             }
         }
+        Command::Report(args) => report(args),
         Command::Stats => {
             let stats = proc.stats()?;
             let width = stats

@@ -30,6 +30,7 @@ mod event;
 pub mod flags;
 mod human;
 mod parse;
+pub mod report;
 
 pub use capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
 pub use control::{ControlError, ProcInterface, Stats, WatchChange};

@@ -1,0 +1,151 @@
+//! `--diff BASE NEW`: the change per class and per site (sites matched by function chain,
+//! so two builds of a program compare), ordered by absolute change.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::text::size;
+use super::view::View;
+
+/// The change of one class or site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// Class label or function chain.
+    pub name: String,
+    /// Resident bytes in BASE.
+    pub base: u64,
+    /// Resident bytes in NEW.
+    pub new: u64,
+    /// NEW - BASE, resident bytes.
+    pub resident: i64,
+    /// NEW - BASE, mapped bytes.
+    pub mapped: i64,
+    /// NEW - BASE, faults.
+    pub faults: i64,
+}
+
+/// The whole difference.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diff {
+    /// NEW - BASE of the totals (anon, file, shmem).
+    pub total: i64,
+    /// Changes by class, largest absolute change first.
+    pub classes: Vec<Change>,
+    /// Changes by site, largest absolute change first.
+    pub sites: Vec<Change>,
+}
+
+fn order(changes: &mut [Change]) {
+    changes.sort_by(|a, b| {
+        b.resident
+            .abs()
+            .cmp(&a.resident.abs())
+            .then(b.mapped.abs().cmp(&a.mapped.abs()))
+            .then(b.faults.abs().cmp(&a.faults.abs()))
+            .then(a.name.cmp(&b.name))
+    });
+}
+
+/// Compares two views.
+pub fn diff(base: &View, new: &View) -> Diff {
+    let mut classes: BTreeMap<String, Change> = BTreeMap::new();
+    let blank = |name: &str| Change {
+        name: name.to_owned(),
+        base: 0,
+        new: 0,
+        resident: 0,
+        mapped: 0,
+        faults: 0,
+    };
+    for (view, sign) in [(base, -1i64), (new, 1)] {
+        for row in &view.tree {
+            let name = format!("{} {}", row.kind.as_str(), row.label);
+            let change = classes.entry(name.clone()).or_insert_with(|| blank(&name));
+            change.resident += sign * row.resident as i64;
+            if sign < 0 {
+                change.base += row.resident;
+            } else {
+                change.new += row.resident;
+            }
+        }
+        for row in &view.mapped_by_class {
+            let name = format!("mapped {}", row.label);
+            let change = classes.entry(name.clone()).or_insert_with(|| blank(&name));
+            change.mapped += sign * row.mapped as i64;
+        }
+    }
+    let mut sites: BTreeMap<String, Change> = BTreeMap::new();
+    for (view, sign) in [(base, -1i64), (new, 1)] {
+        for row in &view.sites {
+            let name = row.chain(usize::MAX);
+            let change = sites.entry(name.clone()).or_insert_with(|| blank(&name));
+            change.resident += sign * row.resident as i64;
+            change.mapped += sign * row.mapped as i64;
+            change.faults += sign * row.faults.total() as i64;
+            if sign < 0 {
+                change.base += row.resident;
+            } else {
+                change.new += row.resident;
+            }
+        }
+    }
+    let total = |v: &View| (v.totals.anon + v.totals.file + v.totals.shmem) as i64;
+    let mut classes: Vec<Change> = classes
+        .into_values()
+        .filter(|c| c.resident != 0 || c.mapped != 0)
+        .collect();
+    let mut sites: Vec<Change> = sites
+        .into_values()
+        .filter(|c| c.resident != 0 || c.mapped != 0 || c.faults != 0)
+        .collect();
+    order(&mut classes);
+    order(&mut sites);
+    Diff {
+        total: total(new) - total(base),
+        classes,
+        sites,
+    }
+}
+
+fn signed(bytes: i64) -> String {
+    let sign = if bytes < 0 { "-" } else { "+" };
+    format!("{sign}{}", size(bytes.unsigned_abs()))
+}
+
+/// The text form.
+pub fn render(diff: &Diff, top: usize) -> String {
+    let mut out = format!("memmon report --diff: resident {}\n", signed(diff.total));
+    out.push_str("\nBy class\n");
+    for change in diff.classes.iter().take(top) {
+        out.push_str(&format!(
+            "  {:>10} {:>10}  {}  ({} -> {})\n",
+            signed(change.resident),
+            if change.mapped != 0 {
+                format!("{} mapped", signed(change.mapped))
+            } else {
+                String::new()
+            },
+            change.name,
+            size(change.base),
+            size(change.new)
+        ));
+    }
+    out.push_str("\nBy site\n");
+    for change in diff.sites.iter().take(top) {
+        out.push_str(&format!(
+            "  {:>10} {:>16} {:>8}  {}  ({} -> {})\n",
+            signed(change.resident),
+            if change.mapped != 0 {
+                format!("{} mapped", signed(change.mapped))
+            } else {
+                String::new()
+            },
+            format!("{:+} faults", change.faults),
+            change.name,
+            size(change.base),
+            size(change.new)
+        ));
+    }
+    out
+}

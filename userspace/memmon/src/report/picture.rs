@@ -1,0 +1,103 @@
+//! What is resident and mapped at one moment, by site and by class.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::class::PageKind;
+use super::sites::SiteId;
+
+/// Index of a class in the report's class table.
+pub type ClassId = u32;
+
+/// Resident pages and mapped bytes, by site and by (kind, class).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Picture {
+    /// Resident pages by site.
+    pub site_resident: HashMap<SiteId, u64>,
+    /// Mapped bytes by the site of the call that mapped them.
+    pub site_mapped: HashMap<SiteId, u64>,
+    /// Resident pages by (page kind, class).
+    pub class_resident: HashMap<(PageKind, ClassId), u64>,
+    /// Mapped bytes by class.
+    pub class_mapped: HashMap<ClassId, u64>,
+    /// Resident pages by kind (anon, file, shmem).
+    pub kinds: [u64; 3],
+    /// Pages paged out to swap (and not back yet).
+    pub swapped: u64,
+}
+
+/// Model totals in bytes, comparable with the kernel's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct KindBytes {
+    /// Anonymous bytes.
+    pub anon: u64,
+    /// File bytes.
+    pub file: u64,
+    /// Shared-memory bytes.
+    pub shmem: u64,
+    /// Swapped-out bytes.
+    pub swap: u64,
+}
+
+/// Bytes per page (x86-64 base pages).
+pub const PAGE: u64 = 4096;
+
+fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut HashMap<K, u64>, key: K, delta: i64) {
+    let entry = map.entry(key).or_insert(0);
+    *entry = entry.saturating_add_signed(delta);
+    if *entry == 0 {
+        map.remove(&key);
+    }
+}
+
+impl Picture {
+    /// Adds `delta` resident pages of `site` in (`kind`, `class`).
+    pub fn resident(&mut self, site: SiteId, kind: PageKind, class: ClassId, delta: i64) {
+        add_to(&mut self.site_resident, site, delta);
+        add_to(&mut self.class_resident, (kind, class), delta);
+        let total = &mut self.kinds[kind.index()];
+        *total = total.saturating_add_signed(delta);
+    }
+
+    /// Adds `delta` mapped bytes of `site` in `class`.
+    pub fn mapped(&mut self, site: SiteId, class: ClassId, delta: i64) {
+        add_to(&mut self.site_mapped, site, delta);
+        add_to(&mut self.class_mapped, class, delta);
+    }
+
+    /// Adds another picture (another process) to this one.
+    pub fn merge(&mut self, other: &Picture) {
+        for (&site, &pages) in &other.site_resident {
+            *self.site_resident.entry(site).or_insert(0) += pages;
+        }
+        for (&site, &bytes) in &other.site_mapped {
+            *self.site_mapped.entry(site).or_insert(0) += bytes;
+        }
+        for (&key, &pages) in &other.class_resident {
+            *self.class_resident.entry(key).or_insert(0) += pages;
+        }
+        for (&class, &bytes) in &other.class_mapped {
+            *self.class_mapped.entry(class).or_insert(0) += bytes;
+        }
+        for (total, more) in self.kinds.iter_mut().zip(other.kinds) {
+            *total += more;
+        }
+        self.swapped += other.swapped;
+    }
+
+    /// Resident bytes of all kinds.
+    pub fn resident_bytes(&self) -> u64 {
+        self.kinds.iter().sum::<u64>() * PAGE
+    }
+
+    /// Totals in bytes by kind.
+    pub fn kind_bytes(&self) -> KindBytes {
+        KindBytes {
+            anon: self.kinds[PageKind::Anon.index()] * PAGE,
+            file: self.kinds[PageKind::File.index()] * PAGE,
+            shmem: self.kinds[PageKind::Shmem.index()] * PAGE,
+            swap: self.swapped * PAGE,
+        }
+    }
+}

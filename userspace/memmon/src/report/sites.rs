@@ -1,0 +1,99 @@
+//! Code sites: call stacks normalised to (object, file offset), interned to small ids.
+
+use std::collections::HashMap;
+
+/// Index of an object (a mapped file) in [`SiteTable::objects`].
+pub type ObjectId = u32;
+/// Index of a site in [`SiteTable`].
+pub type SiteId = u32;
+
+/// One frame of a site, innermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Frame {
+    /// Code in a mapped file: `offset` is the file offset of the address; `ret` marks a
+    /// return address (symbolised at `offset - 1`, inside the call instruction).
+    Code {
+        /// The object.
+        object: ObjectId,
+        /// File offset.
+        offset: u64,
+        /// A return address rather than the faulting instruction.
+        ret: bool,
+    },
+    /// An address in no file mapping the capture knows (JIT code, unknown regions).
+    Address(u64),
+    /// A pseudo-frame: memory the capture cannot tie to code.
+    Label(&'static str),
+}
+
+/// Label of faults the kernel took on the process's behalf without a stack.
+pub const LABEL_KERNEL: &str = "[kernel, for the process]";
+/// Label of regions that existed before watching began.
+pub const LABEL_BEFORE: &str = "[mapped before watching]";
+/// Label of regions the program's exec mapped.
+pub const LABEL_EXEC: &str = "[exec]";
+/// Label of system calls without a stack.
+pub const LABEL_NO_STACK: &str = "[system call, no stack]";
+
+/// Interned objects and sites, shared by all processes and captures of a report.
+#[derive(Debug, Default, Clone)]
+pub struct SiteTable {
+    objects: Vec<String>,
+    object_ids: HashMap<String, ObjectId>,
+    sites: Vec<Vec<Frame>>,
+    site_ids: HashMap<Vec<Frame>, SiteId>,
+}
+
+impl SiteTable {
+    /// The id of the object at `path`, added if new.
+    pub fn object(&mut self, path: &str) -> ObjectId {
+        if let Some(&id) = self.object_ids.get(path) {
+            return id;
+        }
+        let id = ObjectId::try_from(self.objects.len()).unwrap_or(ObjectId::MAX);
+        self.objects.push(path.to_owned());
+        self.object_ids.insert(path.to_owned(), id);
+        id
+    }
+
+    /// The path of an object.
+    pub fn object_path(&self, id: ObjectId) -> &str {
+        self.objects.get(id as usize).map_or("?", String::as_str)
+    }
+
+    /// All objects, by id.
+    pub fn objects(&self) -> &[String] {
+        &self.objects
+    }
+
+    /// The id of a site, added if new.
+    pub fn intern(&mut self, frames: Vec<Frame>) -> SiteId {
+        if let Some(&id) = self.site_ids.get(&frames) {
+            return id;
+        }
+        let id = SiteId::try_from(self.sites.len()).unwrap_or(SiteId::MAX);
+        self.sites.push(frames.clone());
+        self.site_ids.insert(frames, id);
+        id
+    }
+
+    /// A one-frame pseudo-site.
+    pub fn label(&mut self, label: &'static str) -> SiteId {
+        self.intern(vec![Frame::Label(label)])
+    }
+
+    /// The frames of a site, innermost first.
+    pub fn frames(&self, id: SiteId) -> &[Frame] {
+        self.sites.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Number of sites.
+    pub fn len(&self) -> usize {
+        self.sites.len()
+    }
+
+    /// True when no site was interned.
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+}

@@ -1,0 +1,375 @@
+//! One process's address space as the capture shows it: regions (VMAs) with their class
+//! and mapping site, and pages with the site that brought them in.
+
+use std::collections::BTreeMap;
+
+use super::class::PageKind;
+use super::picture::{ClassId, Picture, PAGE};
+use super::sites::{Frame, ObjectId, SiteId};
+use super::stats::StatsTable;
+use super::timeline::TimelineBuilder;
+
+/// A mapped region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vma {
+    /// One past the last address.
+    pub end: u64,
+    /// Its class.
+    pub class: ClassId,
+    /// The site of the call that mapped it.
+    pub site: SiteId,
+    /// File offset of the region's start.
+    pub offset: u64,
+    /// The mapped file, for code normalisation.
+    pub object: Option<ObjectId>,
+    /// MAP_SHARED.
+    pub shared: bool,
+    /// Pages of this region count as RssShmem.
+    pub shmem: bool,
+    /// Executable.
+    pub exec: bool,
+}
+
+/// Whether a page counts as resident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageState {
+    /// In memory.
+    Resident,
+    /// The shared zero page (a read of untouched anonymous memory): not counted.
+    Zero,
+    /// Paged out to swap.
+    Swapped,
+}
+
+/// A page the capture saw brought in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    /// The site that brought it in.
+    pub site: SiteId,
+    /// Class of its region.
+    pub class: ClassId,
+    /// How the kernel counts it.
+    pub kind: PageKind,
+    /// Resident, zero page or swapped.
+    pub state: PageState,
+}
+
+/// Why pages leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leave {
+    /// Freed by the program (munmap, madvise, brk shrink, mremap shrink): temporary.
+    Freed,
+    /// Paged out (MADV_PAGEOUT): kept in swap.
+    PagedOut,
+    /// The address space is released (exit, exec).
+    Released,
+}
+
+/// Shared state the address-space operations update.
+pub struct Ctx<'a> {
+    /// Per-site cumulative statistics.
+    pub stats: &'a mut StatsTable,
+    /// The timeline being built.
+    pub timeline: &'a mut TimelineBuilder,
+}
+
+/// The model of one address space.
+#[derive(Debug, Default, Clone)]
+pub struct Space {
+    vmas: BTreeMap<u64, Vma>,
+    pages: BTreeMap<u64, Page>,
+    /// What is resident and mapped now.
+    pub picture: Picture,
+    /// Start of the brk heap, once known.
+    pub brk_start: Option<u64>,
+    /// Current break.
+    pub brk: Option<u64>,
+    /// Bumped whenever executable regions change (raw stacks must be normalised again).
+    pub code_epoch: u64,
+}
+
+fn page_up(addr: u64) -> u64 {
+    addr.saturating_add(PAGE - 1) & !(PAGE - 1)
+}
+
+fn page_down(addr: u64) -> u64 {
+    addr & !(PAGE - 1)
+}
+
+impl Space {
+    /// The region containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<(u64, &Vma)> {
+        let (&start, vma) = self.vmas.range(..=addr).next_back()?;
+        (addr < vma.end).then_some((start, vma))
+    }
+
+    /// True when no region is known.
+    pub fn is_empty(&self) -> bool {
+        self.vmas.is_empty()
+    }
+
+    /// The frame of a code address: (object, file offset) when a file maps it.
+    pub fn frame(&self, addr: u64, ret: bool) -> Frame {
+        match self.find(addr) {
+            Some((start, vma)) => match vma.object {
+                Some(object) => Frame::Code {
+                    object,
+                    offset: addr - start + vma.offset,
+                    ret,
+                },
+                None => Frame::Address(addr),
+            },
+            None => Frame::Address(addr),
+        }
+    }
+
+    /// The regions, by start address.
+    pub fn regions(&self) -> impl Iterator<Item = (u64, &Vma)> {
+        self.vmas.iter().map(|(&start, vma)| (start, vma))
+    }
+
+    /// Maps `[start, end)` as `vma` (replacing what was there, as MAP_FIXED does).
+    pub fn map(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
+        let start = page_down(start);
+        let vma = Vma {
+            end: page_up(vma.end),
+            ..vma
+        };
+        if vma.end <= start {
+            return;
+        }
+        self.unmap(ctx, start, vma.end, Leave::Freed);
+        self.insert(ctx, start, vma);
+    }
+
+    /// Adds regions of a snapshot only where the model has none (gaps).
+    pub fn fill(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
+        let mut cursor = start;
+        let overlapping: Vec<(u64, u64)> = self
+            .vmas
+            .range(..vma.end)
+            .filter(|(_, v)| v.end > start)
+            .map(|(&s, v)| (s, v.end))
+            .collect();
+        for (s, e) in overlapping {
+            if s > cursor {
+                self.insert_piece(ctx, start, cursor, s, vma);
+            }
+            cursor = cursor.max(e);
+        }
+        if cursor < vma.end {
+            self.insert_piece(ctx, start, cursor, vma.end, vma);
+        }
+    }
+
+    fn insert_piece(&mut self, ctx: &mut Ctx, origin: u64, from: u64, to: u64, vma: Vma) {
+        let piece = Vma {
+            end: to,
+            offset: vma.offset + (from - origin),
+            ..vma
+        };
+        self.insert(ctx, from, piece);
+    }
+
+    fn insert(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
+        let len = vma.end - start;
+        self.picture.mapped(vma.site, vma.class, len as i64);
+        ctx.timeline.mapped(len as i64);
+        if vma.exec {
+            self.code_epoch += 1;
+        }
+        self.vmas.insert(start, vma);
+    }
+
+    /// Removes the regions in `[start, end)` (splitting those that straddle it) and
+    /// returns them; pages stay.
+    fn cut(&mut self, ctx: &mut Ctx, start: u64, end: u64) -> Vec<(u64, Vma)> {
+        let mut removed = Vec::new();
+        let keys: Vec<u64> = self
+            .vmas
+            .range(..end)
+            .rev()
+            .take_while(|(_, v)| v.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for key in keys {
+            let Some(vma) = self.vmas.remove(&key) else {
+                continue;
+            };
+            if key < start {
+                self.vmas.insert(key, Vma { end: start, ..vma });
+            }
+            if vma.end > end {
+                let offset = vma.offset + (end - key);
+                self.vmas.insert(end, Vma { offset, ..vma });
+            }
+            let piece_start = key.max(start);
+            let piece_end = vma.end.min(end);
+            let len = piece_end - piece_start;
+            self.picture.mapped(vma.site, vma.class, -(len as i64));
+            ctx.timeline.mapped(-(len as i64));
+            if vma.exec {
+                self.code_epoch += 1;
+            }
+            removed.push((
+                piece_start,
+                Vma {
+                    end: piece_end,
+                    offset: vma.offset + (piece_start - key),
+                    ..vma
+                },
+            ));
+        }
+        removed.reverse();
+        removed
+    }
+
+    /// Unmaps `[start, end)`: regions and their pages leave.
+    pub fn unmap(&mut self, ctx: &mut Ctx, start: u64, end: u64, why: Leave) {
+        let (start, end) = (page_down(start), page_up(end));
+        self.cut(ctx, start, end);
+        self.drop_pages(ctx, start, end, why);
+    }
+
+    /// Pages of `[start, end)` leave (madvise, munmap, exit); with `PagedOut` they stay
+    /// known as swapped.
+    pub fn drop_pages(&mut self, ctx: &mut Ctx, start: u64, end: u64, why: Leave) {
+        let (first, last) = (start / PAGE, page_up(end) / PAGE);
+        let keys: Vec<u64> = self.pages.range(first..last).map(|(&k, _)| k).collect();
+        for key in keys {
+            let Some(page) = self.pages.get(&key).copied() else {
+                continue;
+            };
+            if page.state == PageState::Resident {
+                self.count(ctx, &page, -1);
+                match why {
+                    Leave::Freed => ctx.stats.site(page.site).released += 1,
+                    Leave::PagedOut => ctx.stats.site(page.site).paged_out += 1,
+                    Leave::Released => {}
+                }
+            } else if page.state == PageState::Swapped {
+                self.picture.swapped = self.picture.swapped.saturating_sub(1);
+            }
+            if why == Leave::PagedOut && page.state != PageState::Zero {
+                self.picture.swapped += 1;
+                self.pages.insert(
+                    key,
+                    Page {
+                        state: PageState::Swapped,
+                        ..page
+                    },
+                );
+            } else {
+                self.pages.remove(&key);
+            }
+        }
+    }
+
+    fn count(&mut self, ctx: &mut Ctx, page: &Page, delta: i64) {
+        self.picture
+            .resident(page.site, page.kind, page.class, delta);
+        ctx.stats.resident_changed(page.site, delta);
+        ctx.timeline.resident(page.site, delta);
+    }
+
+    /// The page at virtual page number `vpn`.
+    pub fn page(&self, vpn: u64) -> Option<&Page> {
+        self.pages.get(&vpn)
+    }
+
+    /// Makes page `vpn` resident as `page` (replacing what was known of it). Returns true
+    /// when it was not resident before.
+    pub fn set_page(&mut self, ctx: &mut Ctx, vpn: u64, page: Page) -> bool {
+        let previous = self.pages.insert(vpn, page);
+        let was_resident = match previous {
+            Some(old) if old.state == PageState::Resident => {
+                self.count(ctx, &old, -1);
+                true
+            }
+            Some(old) if old.state == PageState::Swapped => {
+                self.picture.swapped = self.picture.swapped.saturating_sub(1);
+                false
+            }
+            _ => false,
+        };
+        if page.state == PageState::Resident {
+            self.count(ctx, &page, 1);
+        }
+        !was_resident && page.state == PageState::Resident
+    }
+
+    /// Moves `[old, old + old_len)` to `new` with `new_len` (mremap): regions and pages
+    /// move; a shrink frees the tail; growth extends the last region. With `keep_old`
+    /// (MREMAP_DONTUNMAP) the old regions stay, empty.
+    pub fn remap(
+        &mut self,
+        ctx: &mut Ctx,
+        old: u64,
+        old_len: u64,
+        new: u64,
+        new_len: u64,
+        keep_old: bool,
+    ) {
+        let (old, old_len, new_len) = (page_down(old), page_up(old_len), page_up(new_len));
+        if new_len < old_len {
+            self.unmap(ctx, old + new_len, old + old_len, Leave::Freed);
+        }
+        let kept_len = old_len.min(new_len);
+        if new != old {
+            let pieces = self.cut(ctx, old, old + kept_len);
+            if keep_old {
+                for &(start, vma) in &pieces {
+                    self.insert(ctx, start, vma);
+                }
+            }
+            let first = old / PAGE;
+            let last = (old + kept_len) / PAGE;
+            let moved: Vec<(u64, Page)> = self
+                .pages
+                .range(first..last)
+                .map(|(&k, &p)| (k, p))
+                .collect();
+            for (key, _) in &moved {
+                self.pages.remove(key);
+            }
+            self.unmap(ctx, new, new + new_len, Leave::Freed);
+            for (start, vma) in pieces {
+                let shifted = Vma {
+                    end: vma.end - old + new,
+                    ..vma
+                };
+                self.insert(ctx, start - old + new, shifted);
+            }
+            let delta = (new / PAGE) as i128 - (old / PAGE) as i128;
+            for (key, page) in moved {
+                let target = (key as i128 + delta) as u64;
+                self.pages.insert(target, page);
+            }
+        }
+        if new_len > old_len {
+            let tail = new + old_len;
+            if let Some((start, vma)) = self.find(tail - 1).map(|(s, v)| (s, *v)) {
+                if let Some(v) = self.vmas.get_mut(&start) {
+                    v.end = new + new_len;
+                }
+                let grown = (new + new_len - vma.end) as i64;
+                self.picture.mapped(vma.site, vma.class, grown);
+                ctx.timeline.mapped(grown);
+            }
+        }
+    }
+
+    /// Releases everything (exit, exec).
+    pub fn release(&mut self, ctx: &mut Ctx) {
+        self.drop_pages(ctx, 0, !(PAGE - 1), Leave::Released);
+        let all: Vec<(u64, Vma)> = std::mem::take(&mut self.vmas).into_iter().collect();
+        for (start, vma) in all {
+            let len = (vma.end - start) as i64;
+            self.picture.mapped(vma.site, vma.class, -len);
+            ctx.timeline.mapped(-len);
+        }
+        self.brk_start = None;
+        self.brk = None;
+        self.code_epoch += 1;
+    }
+}

@@ -1,0 +1,204 @@
+//! Names for sites: frames normalised to (object, file offset) are symbolised with
+//! blazesym from the ELF symbols and DWARF of the mapped files. An object without
+//! symbols (or missing) gives `object+0xoffset`; nothing fails for lack of debug info.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use serde::Serialize;
+
+use super::sites::{Frame, ObjectId, SiteId, SiteTable};
+
+/// One symbolised frame (a function, or a function inlined into it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct FrameInfo {
+    /// Function name (demangled), `object+0xoffset` without symbols, or a label.
+    pub function: String,
+    /// Source file, when debug info has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Source line, when debug info has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// This frame was inlined into the next one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inlined: bool,
+}
+
+impl FrameInfo {
+    fn named(function: String) -> FrameInfo {
+        FrameInfo {
+            function,
+            file: None,
+            line: None,
+            inlined: false,
+        }
+    }
+
+    /// `file:line` when known.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file.as_ref()?;
+        Some(match self.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.clone(),
+        })
+    }
+}
+
+/// Where the binaries are found.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolOptions {
+    /// Look up `/path/of/object` as `SYSROOT/path/of/object`.
+    pub sysroot: Option<PathBuf>,
+}
+
+/// The symbolised frames of every code frame of a site table.
+#[derive(Debug, Clone, Default)]
+pub struct Symbols {
+    frames: HashMap<Frame, Vec<FrameInfo>>,
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
+    match &options.sysroot {
+        Some(root) => root.join(path.trim_start_matches('/')),
+        None => PathBuf::from(path),
+    }
+}
+
+impl Symbols {
+    /// Symbolises all code frames of `sites`.
+    pub fn new(sites: &SiteTable, options: &SymbolOptions) -> Symbols {
+        let mut by_object: HashMap<ObjectId, BTreeSet<(u64, bool)>> = HashMap::new();
+        for id in 0..sites.len() {
+            for frame in sites.frames(id as SiteId) {
+                if let Frame::Code {
+                    object,
+                    offset,
+                    ret,
+                } = *frame
+                {
+                    by_object.entry(object).or_default().insert((offset, ret));
+                }
+            }
+        }
+        let symbolizer = Symbolizer::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(true)
+            .build();
+        let mut frames = HashMap::new();
+        for (object, wanted) in by_object {
+            let path = sites.object_path(object);
+            let file = resolve(path, options);
+            let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
+            let lookups: Vec<u64> = wanted
+                .iter()
+                .map(|&(offset, ret)| {
+                    if ret {
+                        offset.saturating_sub(1)
+                    } else {
+                        offset
+                    }
+                })
+                .collect();
+            let results = symbolize_object(&symbolizer, &file, &lookups);
+            for (index, &(offset, ret)) in wanted.iter().enumerate() {
+                let infos = results.get(index).cloned().flatten().unwrap_or_else(|| {
+                    vec![FrameInfo::named(format!("{}+{offset:#x}", basename(path)))]
+                });
+                frames.insert(
+                    Frame::Code {
+                        object,
+                        offset,
+                        ret,
+                    },
+                    infos,
+                );
+            }
+        }
+        Symbols { frames }
+    }
+
+    /// The symbolised frames of one frame (several when functions were inlined).
+    pub fn frame_infos(&self, sites: &SiteTable, frame: &Frame) -> Vec<FrameInfo> {
+        let _ = sites;
+        match frame {
+            Frame::Code { .. } => self
+                .frames
+                .get(frame)
+                .cloned()
+                .unwrap_or_else(|| vec![FrameInfo::named("?".to_owned())]),
+            Frame::Address(addr) => vec![FrameInfo::named(format!("[{addr:#x}]"))],
+            Frame::Label(label) => vec![FrameInfo::named((*label).to_owned())],
+        }
+    }
+
+    /// The frames of a site, innermost first, inlined functions expanded.
+    pub fn site(&self, sites: &SiteTable, site: SiteId) -> Vec<FrameInfo> {
+        let mut out = Vec::new();
+        for frame in sites.frames(site) {
+            match frame {
+                Frame::Code { .. } => match self.frames.get(frame) {
+                    Some(infos) => out.extend(infos.iter().cloned()),
+                    None => out.push(FrameInfo::named("?".to_owned())),
+                },
+                Frame::Address(addr) => out.push(FrameInfo::named(format!("[{addr:#x}]"))),
+                Frame::Label(label) => out.push(FrameInfo::named((*label).to_owned())),
+            }
+        }
+        out
+    }
+}
+
+/// Symbolises file offsets of one object; `None` entries for what it cannot name.
+fn symbolize_object(
+    symbolizer: &Symbolizer,
+    file: &Path,
+    offsets: &[u64],
+) -> Vec<Option<Vec<FrameInfo>>> {
+    if !file.is_file() {
+        return vec![None; offsets.len()];
+    }
+    let source = Source::Elf(Elf::new(file));
+    let Ok(results) = symbolizer.symbolize(&source, Input::FileOffset(offsets)) else {
+        return vec![None; offsets.len()];
+    };
+    results
+        .into_iter()
+        .map(|result| match result {
+            Symbolized::Sym(sym) => {
+                let mut infos = Vec::new();
+                // Inlined calls come outermost first: the innermost is the frame itself.
+                let code = sym.code_info.as_deref();
+                let mut location = code.map(|c| (c.to_path().display().to_string(), c.line));
+                for inlined in sym.inlined.iter().rev() {
+                    let (file, line) = location.take().unzip();
+                    infos.push(FrameInfo {
+                        function: inlined.name.to_string(),
+                        file,
+                        line: line.flatten(),
+                        inlined: true,
+                    });
+                    location = inlined
+                        .code_info
+                        .as_ref()
+                        .map(|c| (c.to_path().display().to_string(), c.line));
+                }
+                let (file, line) = location.unzip();
+                infos.push(FrameInfo {
+                    function: sym.name.to_string(),
+                    file,
+                    line: line.flatten(),
+                    inlined: false,
+                });
+                Some(infos)
+            }
+            Symbolized::Unknown(_) => None,
+        })
+        .collect()
+}

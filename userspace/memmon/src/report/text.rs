@@ -1,0 +1,264 @@
+//! `--format text`: the RSS tree, the top sites by resident bytes, faults and mapped
+//! bytes, swap-ins, the reconciliation and (with `--timeline`) the timeline.
+
+use std::fmt::Write;
+
+use super::class::PageKind;
+use super::view::{SiteRow, View};
+
+/// Options of the text form.
+#[derive(Debug, Clone, Copy)]
+pub struct TextOptions {
+    /// Rows per table.
+    pub top: usize,
+    /// Show the timeline.
+    pub timeline: bool,
+}
+
+/// `1.5 MiB`, `12 KiB`, `300 B`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value >= 100.0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn signed_size(bytes: i64) -> String {
+    let sign = if bytes < 0 { "-" } else { "+" };
+    format!("{sign}{}", size(bytes.unsigned_abs()))
+}
+
+fn site_name(row: &SiteRow) -> String {
+    match row.location() {
+        Some(location) => format!("{} ({location})", row.chain(4)),
+        None => row.chain(4),
+    }
+}
+
+/// Renders the view as text.
+pub fn render(view: &View, options: TextOptions) -> String {
+    let mut out = String::new();
+    let _ = write_all(&mut out, view, options);
+    out
+}
+
+fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::Result {
+    let pids: Vec<String> = view.pids.iter().map(u32::to_string).collect();
+    writeln!(
+        out,
+        "memmon report: {} events, process{} {}; sites from {}{}",
+        view.events,
+        if pids.len() == 1 { "" } else { "es" },
+        pids.join(", "),
+        if view.stacks {
+            "call stacks"
+        } else {
+            "fault addresses (no stacks in the capture)"
+        },
+        if view.lost > 0 {
+            format!("; {} EVENTS LOST", view.lost)
+        } else {
+            String::new()
+        }
+    )?;
+    let totals = view.totals;
+    writeln!(
+        out,
+        "at {}: resident {} (anon {}, file {}, shmem {}), swapped {}, mapped {}",
+        if view.moment == "end" {
+            "the end (each process's last state before it released its memory)".to_owned()
+        } else {
+            view.moment.clone()
+        },
+        size(totals.anon + totals.file + totals.shmem),
+        size(totals.anon),
+        size(totals.file),
+        size(totals.shmem),
+        size(totals.swap),
+        size(view.mapped)
+    )?;
+    writeln!(out, "\nRSS tree")?;
+    for kind in PageKind::ALL {
+        let rows: Vec<_> = view.tree.iter().filter(|r| r.kind == kind).collect();
+        let total: u64 = rows.iter().map(|r| r.resident).sum();
+        writeln!(out, "  {:<50} {:>10}", kind.as_str(), size(total))?;
+        for row in rows {
+            writeln!(out, "    {:<48} {:>10}", row.label, size(row.resident))?;
+        }
+    }
+    writeln!(out, "\nTop sites by resident bytes")?;
+    writeln!(
+        out,
+        "  {:>10} {:>10} {:>10} {:>13}  site",
+        "resident", "peak", "released", "lifetime"
+    )?;
+    let mut rows: Vec<&SiteRow> = view
+        .sites
+        .iter()
+        .filter(|r| r.resident > 0 || r.released > 0)
+        .collect();
+    rows.truncate(options.top);
+    for row in rows {
+        writeln!(
+            out,
+            "  {:>10} {:>10} {:>10} {:>13}  {}",
+            size(row.resident),
+            size(row.peak),
+            size(row.released),
+            row.lifetime.as_str(),
+            site_name(row)
+        )?;
+    }
+    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.released > 0).collect();
+    if !rows.is_empty() {
+        writeln!(
+            out,
+            "\nTop sites by released bytes (memory freed within the capture)"
+        )?;
+        writeln!(
+            out,
+            "  {:>10} {:>10} {:>10} {:>13}  site",
+            "released", "peak", "resident", "lifetime"
+        )?;
+        rows.sort_by(|a, b| {
+            b.released
+                .cmp(&a.released)
+                .then(a.chain(64).cmp(&b.chain(64)))
+        });
+        rows.truncate(options.top);
+        for row in rows {
+            writeln!(
+                out,
+                "  {:>10} {:>10} {:>10} {:>13}  {}",
+                size(row.released),
+                size(row.peak),
+                size(row.resident),
+                row.lifetime.as_str(),
+                site_name(row)
+            )?;
+        }
+    }
+    writeln!(out, "\nTop sites by faults")?;
+    writeln!(
+        out,
+        "  {:>8} {:>11} {:>8} {:>8} {:>8} {:>8}  site",
+        "faults", "first-touch", "file", "swap-in", "cow", "other"
+    )?;
+    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.faults.total() > 0).collect();
+    rows.sort_by(|a, b| {
+        b.faults
+            .total()
+            .cmp(&a.faults.total())
+            .then(a.chain(64).cmp(&b.chain(64)))
+    });
+    rows.truncate(options.top);
+    for row in rows {
+        let f = row.faults;
+        writeln!(
+            out,
+            "  {:>8} {:>11} {:>8} {:>8} {:>8} {:>8}  {}",
+            f.total(),
+            f.first_touch,
+            f.file,
+            f.swap_in,
+            f.cow,
+            f.other,
+            site_name(row)
+        )?;
+    }
+    writeln!(out, "\nTop sites by mapped bytes")?;
+    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.mapped > 0).collect();
+    rows.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.chain(64).cmp(&b.chain(64))));
+    rows.truncate(options.top);
+    for row in rows {
+        writeln!(out, "  {:>10}  {}", size(row.mapped), site_name(row))?;
+    }
+    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.swapped_in > 0).collect();
+    if !rows.is_empty() {
+        writeln!(out, "\nSwap-ins")?;
+        rows.sort_by_key(|r| std::cmp::Reverse(r.swapped_in));
+        rows.truncate(options.top);
+        for row in rows {
+            writeln!(
+                out,
+                "  {:>10}  {}  (from {} to {})",
+                size(row.swapped_in),
+                site_name(row),
+                row.first_swapin.map(|t| t.to_string()).unwrap_or_default(),
+                row.last_swapin.map(|t| t.to_string()).unwrap_or_default()
+            )?;
+        }
+    }
+    writeln!(out, "\nReconciliation")?;
+    if view.reconciliation.is_empty() {
+        writeln!(
+            out,
+            "  no counters to compare with (no rss lines and no status snapshots with values)"
+        )?;
+    }
+    for check in &view.reconciliation {
+        if check.warnings.is_empty() {
+            writeln!(
+                out,
+                "  ok: {}: model anon {} file {} shmem {}, counters anon {} file {} shmem {}",
+                check.label,
+                size(check.model.anon),
+                size(check.model.file),
+                size(check.model.shmem),
+                size(check.counters.anon),
+                size(check.counters.file),
+                size(check.counters.shmem)
+            )?;
+        }
+        for warning in &check.warnings {
+            writeln!(out, "  warning: {warning}")?;
+        }
+    }
+    if options.timeline {
+        writeln!(out, "\nTimeline")?;
+        writeln!(
+            out,
+            "  {:>20} {:>20} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>10}  top sites",
+            "start", "end", "1st-tch", "file", "swap-in", "cow", "mapped", "unmapped", "growth"
+        )?;
+        for row in &view.timeline {
+            let i = &row.interval;
+            let top: Vec<String> = row
+                .top
+                .iter()
+                .map(|(name, bytes)| format!("{name} {}", signed_size(*bytes)))
+                .collect();
+            writeln!(
+                out,
+                "  {:>20} {:>20} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>10}  {}{}{}",
+                i.start.to_string(),
+                i.end.to_string(),
+                i.faults[0],
+                i.faults[1],
+                i.faults[2],
+                i.faults[3],
+                size(i.mapped),
+                size(i.unmapped),
+                signed_size(i.resident_growth),
+                if row.spike { "SPIKE " } else { "" },
+                i.mark
+                    .as_ref()
+                    .map(|m| format!("[until mark {m:?}] "))
+                    .unwrap_or_default(),
+                top.join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,408 @@
+//! The report's data: site rows aggregated by function chain, the RSS tree, and the
+//! reconciliation, for the end or for one mark. Output formats render a [`View`].
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::class::{Class, PageKind};
+use super::maps::Counters;
+use super::picture::{KindBytes, Picture, PAGE};
+use super::reconcile::{reconcile, Check};
+use super::replay::Analysis;
+use super::sites::SiteId;
+use super::stats::{FaultClass, SiteStats};
+use super::symbols::{FrameInfo, Symbols};
+use super::timeline::Interval;
+use crate::event::Timestamp;
+
+/// Whether a site's memory stays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifetime {
+    /// Still resident at the moment of the view, never released.
+    Accumulating,
+    /// Brought in and released within the capture; nothing resident at the view.
+    Temporary,
+    /// Some released, some still resident.
+    Mixed,
+    /// Nothing brought in (only mapped, or only faults that map nothing).
+    None,
+}
+
+impl Lifetime {
+    /// Name for tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifetime::Accumulating => "accumulating",
+            Lifetime::Temporary => "temporary",
+            Lifetime::Mixed => "mixed",
+            Lifetime::None => "-",
+        }
+    }
+}
+
+/// Faults of a site by class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FaultCounts {
+    /// First touch of anonymous memory.
+    pub first_touch: u64,
+    /// File and shmem pages.
+    pub file: u64,
+    /// Swap-ins.
+    pub swap_in: u64,
+    /// Copy-on-write / write-notify.
+    pub cow: u64,
+    /// Spurious, NUMA, hugetlb, access.
+    pub other: u64,
+}
+
+impl FaultCounts {
+    fn add(&mut self, faults: &[u64; 5]) {
+        self.first_touch += faults[FaultClass::FirstTouch.index()];
+        self.file += faults[FaultClass::File.index()];
+        self.swap_in += faults[FaultClass::SwapIn.index()];
+        self.cow += faults[FaultClass::CopyOnWrite.index()];
+        self.other += faults[FaultClass::Other.index()];
+    }
+
+    /// All faults.
+    pub fn total(&self) -> u64 {
+        self.first_touch + self.file + self.swap_in + self.cow + self.other
+    }
+}
+
+/// One code site (sites with the same function chain merged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SiteRow {
+    /// The frames, innermost first.
+    pub frames: Vec<FrameInfo>,
+    /// Resident bytes at the view's moment.
+    pub resident: u64,
+    /// Mapped bytes at the view's moment (by the site of the mapping call).
+    pub mapped: u64,
+    /// Faults over the capture.
+    pub faults: FaultCounts,
+    /// Bytes brought in over the capture.
+    pub brought_in: u64,
+    /// Bytes released by the program over the capture (temporary memory).
+    pub released: u64,
+    /// Bytes paged out (MADV_PAGEOUT).
+    pub paged_out: u64,
+    /// Bytes brought back from swap by this site.
+    pub swapped_in: u64,
+    /// First swap-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_swapin: Option<Timestamp>,
+    /// Last swap-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_swapin: Option<Timestamp>,
+    /// Highest resident bytes at any moment of the busiest of the merged sites.
+    pub peak: u64,
+    /// Temporary or accumulating.
+    pub lifetime: Lifetime,
+}
+
+impl SiteRow {
+    /// The innermost function.
+    pub fn function(&self) -> &str {
+        self.frames.first().map_or("?", |f| f.function.as_str())
+    }
+
+    /// The innermost frame with a source location.
+    pub fn location(&self) -> Option<String> {
+        self.frames.first().and_then(FrameInfo::location)
+    }
+
+    /// Functions innermost first, joined by ` < `.
+    pub fn chain(&self, depth: usize) -> String {
+        let names: Vec<&str> = self
+            .frames
+            .iter()
+            .take(depth)
+            .map(|f| f.function.as_str())
+            .collect();
+        let more = if self.frames.len() > depth {
+            " < ..."
+        } else {
+            ""
+        };
+        format!("{}{more}", names.join(" < "))
+    }
+}
+
+/// One leaf of the RSS tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassRow {
+    /// anon, file or shmem.
+    pub kind: PageKind,
+    /// The mapping class.
+    #[serde(flatten)]
+    pub class: Class,
+    /// Display label.
+    pub label: String,
+    /// Resident bytes.
+    pub resident: u64,
+}
+
+/// Mapped bytes by class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MappedRow {
+    /// The mapping class.
+    #[serde(flatten)]
+    pub class: Class,
+    /// Display label.
+    pub label: String,
+    /// Mapped bytes.
+    pub mapped: u64,
+}
+
+/// Everything a format renders.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    /// `end` or `mark "TEXT"`.
+    pub moment: String,
+    /// Events replayed.
+    pub events: u64,
+    /// Events lost by the reader.
+    pub lost: u64,
+    /// Processes.
+    pub pids: Vec<u32>,
+    /// Whether stacks were present (else sites are fault ips).
+    pub stacks: bool,
+    /// Whether `pages=` was present.
+    pub pages_key: bool,
+    /// Totals by kind at the moment.
+    pub totals: KindBytes,
+    /// Mapped bytes at the moment.
+    pub mapped: u64,
+    /// The RSS tree leaves, largest first within each kind.
+    pub tree: Vec<ClassRow>,
+    /// Mapped bytes by class.
+    pub mapped_by_class: Vec<MappedRow>,
+    /// All sites, by resident bytes then brought-in bytes.
+    pub sites: Vec<SiteRow>,
+    /// Model against the process's counters.
+    pub reconciliation: Vec<Check>,
+    /// The timeline.
+    pub timeline: Vec<TimelineRow>,
+}
+
+/// One interval of the timeline, with its top growing sites.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineRow {
+    /// The interval.
+    #[serde(flatten)]
+    pub interval: Interval,
+    /// Growth over the spike threshold.
+    pub spike: bool,
+    /// Sites that grew most (function chain, bytes).
+    pub top: Vec<(String, i64)>,
+}
+
+/// Options of a view.
+#[derive(Debug, Clone, Default)]
+pub struct ViewOptions {
+    /// Show the state at this mark instead of the end.
+    pub at: Option<String>,
+    /// Flag intervals growing by more than this many bytes.
+    pub spike: Option<u64>,
+}
+
+/// Why a view cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    /// `--at` names no mark of the capture.
+    #[error("no mark {0:?} in the capture (marks: {1})")]
+    NoSuchMark(String, String),
+}
+
+/// Builds the view of `analysis` at the end or at a mark.
+pub fn build(
+    analysis: &Analysis,
+    symbols: &Symbols,
+    options: &ViewOptions,
+) -> Result<View, ViewError> {
+    let (moment, picture): (String, &Picture) = match &options.at {
+        None => ("end".to_owned(), &analysis.end),
+        Some(text) => {
+            let mark = analysis
+                .marks
+                .iter()
+                .find(|m| &m.text == text)
+                .ok_or_else(|| {
+                    let names: Vec<String> = analysis
+                        .marks
+                        .iter()
+                        .map(|m| format!("{:?}", m.text))
+                        .collect();
+                    ViewError::NoSuchMark(text.clone(), names.join(", "))
+                })?;
+            (format!("mark {text:?}"), &mark.picture)
+        }
+    };
+    let sites = site_rows(analysis, symbols, picture);
+    let mut tree: Vec<ClassRow> = picture
+        .class_resident
+        .iter()
+        .filter_map(|(&(kind, class), &pages)| {
+            let class = analysis.classes.get(class as usize)?.clone();
+            Some(ClassRow {
+                kind,
+                label: class.label(),
+                class,
+                resident: pages * PAGE,
+            })
+        })
+        .collect();
+    tree.sort_by(|a, b| {
+        (a.kind, std::cmp::Reverse(a.resident), &a.label).cmp(&(
+            b.kind,
+            std::cmp::Reverse(b.resident),
+            &b.label,
+        ))
+    });
+    let mut mapped_by_class: Vec<MappedRow> = picture
+        .class_mapped
+        .iter()
+        .filter_map(|(&class, &bytes)| {
+            let class = analysis.classes.get(class as usize)?.clone();
+            Some(MappedRow {
+                label: class.label(),
+                class,
+                mapped: bytes,
+            })
+        })
+        .collect();
+    mapped_by_class.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.label.cmp(&b.label)));
+    let timeline = timeline_rows(analysis, symbols, options.spike);
+    Ok(View {
+        moment,
+        events: analysis.events,
+        lost: analysis.lost,
+        pids: analysis.pids.clone(),
+        stacks: analysis.has_stacks,
+        pages_key: analysis.has_pages,
+        totals: picture.kind_bytes(),
+        mapped: picture.class_mapped.values().sum(),
+        tree,
+        mapped_by_class,
+        sites,
+        reconciliation: reconcile(analysis),
+        timeline,
+    })
+}
+
+fn chain_key(frames: &[FrameInfo]) -> Vec<String> {
+    frames.iter().map(|f| f.function.clone()).collect()
+}
+
+fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<SiteRow> {
+    let mut rows: HashMap<Vec<String>, (SiteRow, u64)> = HashMap::new();
+    let empty = SiteStats::default();
+    for id in 0..analysis.sites.len() {
+        let id = id as SiteId;
+        let stats = analysis.stats.get(id).unwrap_or(&empty);
+        let resident = picture.site_resident.get(&id).copied().unwrap_or(0) * PAGE;
+        let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
+        if resident == 0 && mapped == 0 && stats.total_faults() == 0 {
+            continue;
+        }
+        let frames = symbols.site(&analysis.sites, id);
+        let weight = resident + stats.pages_in * PAGE;
+        let entry = rows.entry(chain_key(&frames)).or_insert_with(|| {
+            (
+                SiteRow {
+                    frames: frames.clone(),
+                    resident: 0,
+                    mapped: 0,
+                    faults: FaultCounts::default(),
+                    brought_in: 0,
+                    released: 0,
+                    paged_out: 0,
+                    swapped_in: 0,
+                    first_swapin: None,
+                    last_swapin: None,
+                    peak: 0,
+                    lifetime: Lifetime::None,
+                },
+                0,
+            )
+        });
+        let (row, best) = entry;
+        if weight > *best {
+            // Show the source location of the heaviest member.
+            row.frames = frames;
+            *best = weight;
+        }
+        row.resident += resident;
+        row.mapped += mapped;
+        row.faults.add(&stats.faults);
+        row.brought_in += stats.pages_in * PAGE;
+        row.released += stats.released * PAGE;
+        row.paged_out += stats.paged_out * PAGE;
+        row.swapped_in += stats.swapped_in * PAGE;
+        row.peak = row.peak.max(stats.peak_resident * PAGE);
+        row.first_swapin = match (row.first_swapin, stats.first_swapin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        row.last_swapin = row.last_swapin.max(stats.last_swapin);
+    }
+    let mut rows: Vec<SiteRow> = rows
+        .into_values()
+        .map(|(mut row, _)| {
+            row.lifetime = match (row.resident > 0, row.released > 0) {
+                (true, false) => Lifetime::Accumulating,
+                (false, true) => Lifetime::Temporary,
+                (true, true) => Lifetime::Mixed,
+                (false, false) => Lifetime::None,
+            };
+            row
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.resident
+            .cmp(&a.resident)
+            .then(b.brought_in.cmp(&a.brought_in))
+            .then(b.mapped.cmp(&a.mapped))
+            .then_with(|| a.chain(64).cmp(&b.chain(64)))
+    });
+    rows
+}
+
+fn timeline_rows(analysis: &Analysis, symbols: &Symbols, spike: Option<u64>) -> Vec<TimelineRow> {
+    analysis
+        .timeline
+        .iter()
+        .map(|interval| {
+            let mut growth: HashMap<String, i64> = HashMap::new();
+            for (&site, &pages) in &interval.site_growth {
+                let frames = symbols.site(&analysis.sites, site);
+                let name = frames
+                    .iter()
+                    .map(|f| f.function.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" < ");
+                *growth.entry(name).or_insert(0) += pages * PAGE as i64;
+            }
+            let mut top: Vec<(String, i64)> = growth.into_iter().filter(|(_, b)| *b != 0).collect();
+            top.sort_by(|a, b| b.1.abs().cmp(&a.1.abs()).then(a.0.cmp(&b.0)));
+            top.truncate(3);
+            TimelineRow {
+                spike: spike.is_some_and(|limit| interval.resident_growth > limit as i64),
+                interval: interval.clone(),
+                top,
+            }
+        })
+        .collect()
+}
+
+/// Resident bytes of the counters comparable with a model kind.
+pub fn counter_of(counters: &Counters, kind: PageKind) -> u64 {
+    match kind {
+        PageKind::Anon => counters.anon,
+        PageKind::File => counters.file,
+        PageKind::Shmem => counters.shmem,
+    }
+}
