@@ -450,3 +450,41 @@ fn run_forwards_ctrl_c_to_the_command() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
 }
+
+fn report_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../memmon/tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn report_text_and_errors() {
+    // No sysroot: the binaries are not found, so sites are object+offset, never an error.
+    let (code, stdout, stderr) = run(memmon()
+        .args(["report", "--top", "3"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("RSS tree"), "{stdout}");
+    assert!(stdout.contains("alloc_sites+0x"), "{stdout}");
+    assert!(stdout.contains("/tmp/alloc_sites.table"), "{stdout}");
+    let (code, _, stderr) = run(memmon().args(["report", "/nonexistent/cap"]));
+    assert_eq!(code, 1);
+    assert!(
+        stderr.starts_with("memmon: error: cannot open /nonexistent/cap"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+    let (code, _, stderr) = run(memmon()
+        .args(["report", "--diff"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--diff takes two captures"), "{stderr}");
+    let dir = temp_dir("report");
+    let svg = dir.join("flame.svg");
+    let (code, _, stderr) = run(memmon()
+        .args(["report", "--format", "svg", "--weight", "faults", "-o"])
+        .arg(&svg)
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
