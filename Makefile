@@ -4,7 +4,8 @@
 #   make          kernel (patched, configured, bzImage + modules), module, userspace
 #   make module   only the module (KDIR=/path/to/your/patched/tree to use your own kernel)
 #   make run      the demo: boot the VM, load memmon, watch a workload, show its events
-#   make check    userspace tests, module rustfmt + clippy, VM scenarios
+#   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
+#   make bench    memmon against ftrace in one VM boot (scripts/bench.sh; about 25 minutes)
 #   make clean    remove the module and userspace build output (keeps the kernel)
 #   make distclean  remove build/ entirely
 
@@ -31,7 +32,7 @@ PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
 .PHONY: all deps kernel module userspace progs run check check-userspace check-module \
-	check-vm clean distclean
+	check-vm bench clean distclean
 
 all: kernel module userspace progs
 
@@ -92,6 +93,9 @@ run: deps all
 
 check: deps all
 	@$(TOP)/scripts/check.sh
+
+bench: deps all
+	@$(TOP)/scripts/bench.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target

@@ -1,24 +1,62 @@
 #!/usr/bin/env bash
-# Benchmark of the module's cost on the fault path (not a test: it prints figures).
-# In the VM, `memtest churn 20 5000` (100000 first-touch anonymous faults, with mmap and
-# munmap around every 5000) runs 5 times in each of three set-ups:
-#   unloaded   memmon not loaded: the fault hook's static key is off
-#   unwatched  memmon loaded, the process not watched: one bitmap test per fault/syscall
-#   watched    memmon loaded and the process watched: every fault and call is recorded
-# and the median time per fault is printed. Under TCG absolute figures are those of an
-# emulated CPU; compare the set-ups with each other. MEMMON_ACCEL=kvm for real hardware.
+# `make bench`: memmon's cost against ftrace's, measured in one VM boot (not a test: it
+# prints figures and asserts nothing about speed).
+#
+# Set-ups, interleaved in every repetition (scripts/bench-guest.sh):
+#   none       nothing traced, memmon not loaded
+#   ftrace     ftrace on the workload's pid (set_event_pid, event-fork), `cat trace_pipe`
+#              as the reader: exceptions:page_fault_user for faults,
+#              syscalls:sys_{enter,exit}_{mmap,munmap} for the mmap+munmap pairs
+#   unwatched  memmon loaded (default buflen), the workload not watched
+#   watched    memmon loaded (default buflen), the workload watched, `cat` as the reader
+#   record     memmon loaded (default buflen), `memmon record -- WORKLOAD`
+# Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
+# (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
+# throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
+# /proc/memmon/events against ftrace's `trace`).
+# Under TCG absolute figures are an emulated CPU's: compare set-ups as ratios.
+# Usage: scripts/bench.sh [--quick]   (REPS, N, PAIRS, READN override the sizes)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-exec "$top/scripts/vm-run" --log "$top/build/vm/bench.kernel.log" --timeout 600 -- '
-per_fault() { # per_fault LABEL [watchexec]: median ns per fault of 5 runs
-    for i in 1 2 3 4 5; do
-        $2 /progs/memtest churn 20 5000 | awk -F= "/^elapsed_ns=/ { print int(\$2 / 100000) }"
-    done | sort -n | sed -n 3p | awk -v l="$1" "{ printf \"%-10s %6d ns per fault (median of 5 x 100000 faults)\\n\", l, \$1 }"
-}
-per_fault unloaded
-insmod /memmon/memmon.ko buflen=67108864
-per_fault unwatched
-per_fault watched /progs/watchexec
-echo "events recorded: $(awk "\$1 == \"produced\" { print \$2 }" /proc/memmon/stats)"
-rmmod memmon
-'
+if [ "${1:-}" = --quick ]; then
+    REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000}
+fi
+REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
+out="$top/build/vm/bench.out"
+mkdir -p "$top/build/vm"
+"$top/scripts/vm-run" --timeout 3000 --log "$top/build/vm/bench.kernel.log" \
+    --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" -- \
+    "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN sh /host/bench-guest.sh" > "$out"
+sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
+[ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
+echo "memmon bench: $REPS repetitions, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs)"
+awk '
+    { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
+      if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
+    function stats(key,   n, a, i, j, t) {
+        n = split(substr(v[key], 2), a, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        med = (n % 2) ? a[(n + 1) / 2] : int((a[n / 2] + a[n / 2 + 1]) / 2); lo = a[1]; hi = a[n]
+    }
+    END {
+        split("none ftrace unwatched watched record", setups, " ")
+        for (w = 1; w <= nw; w++) {
+            wl = order[w]
+            if (wl == "reader") continue
+            printf "\n%-16s %-10s %8s %8s %8s %10s %10s %8s\n", wl, "set-up", "median", "min", "max", "vs none", "vs ftrace", "lost"
+            stats(wl " none"); none = med
+            stats(wl " ftrace"); ft = med
+            for (s = 1; s <= 5; s++) {
+                key = wl " " setups[s]
+                if (!(key in v)) continue
+                stats(key)
+                over = none ? sprintf("%+.1f%%", 100 * (med - none) / none) : "-"
+                rel = (setups[s] != "none" && setups[s] != "ftrace" && ft != none) ? sprintf("%.2f", (med - none) / (ft - none)) : "-"
+                printf "%-16s %-10s %8d %8d %8d %10s %10s %8d\n", "", setups[s], med, lo, hi, over, rel, lost[key]
+            }
+        }
+        stats("reader memmon"); m = med; mlo = lo; mhi = hi
+        stats("reader ftrace"); f = med
+        printf "\nreader: memmon %d lines/s (min %d, max %d), ftrace %d lines/s: %.2fx\n", m, mlo, mhi, f, f ? m / f : 0
+        print "(ns per fault or per pair; vs ftrace = (set-up - none) / (ftrace - none); lost = events lost over all runs)"
+    }' "$out.results"

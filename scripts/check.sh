@@ -82,6 +82,17 @@ record_parsed_on_host() {
     [ "$n" -ge 50 ]
 }
 
+# bench_quick: `make bench` with one small repetition, so that it cannot rot: it must run
+# every set-up and workload and print its table (it asserts nothing about speed)
+bench_quick() {
+    "$top/scripts/bench.sh" --quick || return 1
+    local n
+    n=$(awk '$2 ~ /^(none|ftrace|unwatched|watched|record)$/' "$top/build/vm/bench.out.results" | wc -l)
+    echo "$n results"
+    [ "$n" -eq 15 ] || { echo "want 15 results (5 set-ups x 3 workloads)"; return 1; }
+    grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results"
+}
+
 if [ -f "$top/userspace/Cargo.toml" ]; then
     run_item userspace-cargo-test userspace_tests
     run_item userspace-fmt-clippy userspace_lint
@@ -93,6 +104,7 @@ for script in "$top"/tests/vm/[0-9]*.sh; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
 done
 [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
+run_item bench-quick bench_quick
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"

@@ -59,6 +59,14 @@ impl Kind {
         Kind::Exit,
     ];
 
+    /// Whether the kind is a system call (its line ends with `dur=`).
+    pub(crate) fn is_syscall(self) -> bool {
+        !matches!(
+            self,
+            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit
+        )
+    }
+
     /// The kind's name in the event stream.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -83,7 +91,7 @@ impl Kind {
     }
 }
 
-/// Which fault handler resolved a fault (`enum mm_fault_type` of the kernel patch).
+/// What resolved a fault (`enum mm_fault_handler` of the kernel patch).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub(crate) enum FaultType {
@@ -91,6 +99,50 @@ pub(crate) enum FaultType {
     File,
     Swap,
     WriteProtect,
+    Spurious,
+    Numa,
+    Hugetlb,
+    Other,
+}
+
+impl FaultType {
+    /// The type's name in the event stream.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            FaultType::Anon => "anon",
+            FaultType::File => "file",
+            FaultType::Swap => "swap",
+            FaultType::WriteProtect => "wp",
+            FaultType::Spurious => "spurious",
+            FaultType::Numa => "numa",
+            FaultType::Hugetlb => "hugetlb",
+            FaultType::Other => "other",
+        }
+    }
+
+    /// The type of discriminant `value`.
+    pub(crate) fn from_u8(value: u8) -> Option<Self> {
+        [
+            FaultType::Anon,
+            FaultType::File,
+            FaultType::Swap,
+            FaultType::WriteProtect,
+            FaultType::Spurious,
+            FaultType::Numa,
+            FaultType::Hugetlb,
+            FaultType::Other,
+        ]
+        .get(usize::from(value))
+        .copied()
+    }
+
+    /// Whether the type maps pages, so that its lines report `pages=` when not 1.
+    pub(crate) fn maps_pages(self) -> bool {
+        matches!(
+            self,
+            FaultType::Anon | FaultType::File | FaultType::Swap | FaultType::WriteProtect
+        )
+    }
 }
 
 /// Bits of [`Event::flags`] for [`Kind::Fault`].
@@ -109,7 +161,8 @@ pub(crate) mod fault_flags {
     pub(crate) const RETRY: u32 = 1 << 5;
 }
 
-/// One event, as stored in the ring.
+/// One event, as the producers fill it in and the reader formats it ([`crate::record`] is
+/// its compact form in the ring).
 ///
 /// The meaning of `args`, `ret` and `text` depends on `kind`; [`crate::text`] documents it by
 /// printing it. All fields are plain data: a zeroed record is valid (and prints as a fault).
@@ -130,10 +183,12 @@ pub(crate) struct Event {
     pub(crate) text_truncated: bool,
     /// Kind-specific flag bits ([`fault_flags`]).
     pub(crate) flags: u32,
-    /// Kind-specific arguments (syscall arguments in order; fault address and ip).
+    /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages).
     pub(crate) args: [u64; 6],
     /// Syscall return value, exit code, child pid.
     pub(crate) ret: i64,
+    /// Syscalls: nanoseconds spent in the call.
+    pub(crate) dur_ns: u64,
     /// Kind-specific text (not NUL-terminated).
     pub(crate) text: [u8; TEXT_CAPACITY],
 }
@@ -151,7 +206,7 @@ impl Event {
         }
     }
 
-    /// An empty record, to fill ring slots before use.
+    /// An empty event.
     pub(crate) const fn zeroed() -> Self {
         Self {
             time_ns: 0,
@@ -164,6 +219,7 @@ impl Event {
             flags: 0,
             args: [0; 6],
             ret: 0,
+            dur_ns: 0,
             text: [0; TEXT_CAPACITY],
         }
     }

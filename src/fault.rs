@@ -1,100 +1,84 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Typed page faults, from the fault-path hook that `patches/` adds to mm
-//! (`linux/mm_fault_hook.h`).
+//! Typed page faults, from the `mm:mm_fault` tracepoint that `patches/` adds to mm
+//! (`trace/events/mm_fault.h`).
 //!
-//! The hook runs after the handler that resolved a fault (anonymous, file, swap-in,
-//! write-protect) returned, with the handler's result. A fault is recorded once: an attempt
-//! that returned `VM_FAULT_RETRY` is skipped and its repeat (marked `retry=1`) is recorded,
-//! so that the fault lines of a process match the kernel's own minor + major fault counts.
+//! The tracepoint fires in `mm_account_fault()` once for each fault the kernel counts in the
+//! task's `min_flt` or `maj_flt`, with what resolved it (anonymous, file, swap-in,
+//! write-protect, NUMA hinting, hugetlbfs, or nothing: spurious) and how many pages it
+//! mapped, so a process's fault lines equal its rusage minor + major faults by construction.
 
 use crate::event::{fault_flags, Event, FaultType, Kind};
+use crate::tracepoint::TracepointProbe;
 use crate::State;
-use kernel::{bindings, error::to_result, prelude::*, sync::Arc, types::Opaque};
+use kernel::{bindings, prelude::*, sync::Arc};
 
-/// The fault hook, attached from initialisation until drop.
-///
-/// # Invariants
-///
-/// `raw` is registered with `mm_fault_hook_register` from initialisation until drop.
-#[pin_data(PinnedDrop)]
-pub(crate) struct FaultHook {
-    state: Arc<State>,
-    #[pin]
-    raw: Opaque<bindings::mm_fault_hook>,
+/// The probe on `mm:mm_fault`, attached from initialisation until drop.
+pub(crate) struct FaultProbe {
+    _probe: TracepointProbe<State>,
 }
 
-// SAFETY: After registration the hook structure is only read by mm; registering and
-// unregistering may happen on any thread.
-unsafe impl Send for FaultHook {}
-// SAFETY: `&FaultHook` gives no access to the hook structure.
-unsafe impl Sync for FaultHook {}
-
-impl FaultHook {
-    /// Attaches the hook; faults of watched processes go to `state`'s ring.
-    pub(crate) fn register(state: Arc<State>) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            state,
-            raw <- Opaque::try_ffi_init(|slot: *mut bindings::mm_fault_hook| {
-                // SAFETY: `slot` is valid for writes.
-                unsafe {
-                    slot.write(bindings::mm_fault_hook {
-                        fault: Some(Self::fault),
-                    })
-                };
-                // SAFETY: `slot` stays pinned and valid until `drop` unregisters it.
-                to_result(unsafe { bindings::mm_fault_hook_register(slot) }).inspect_err(|e| {
-                    pr_err!(
-                        "cannot attach the page-fault hook: error {} (another user?)\n",
-                        e.to_errno()
-                    );
-                })
-            }),
-        })
-    }
-
-    /// # Safety
-    ///
-    /// Called by mm with the registered hook of a live `FaultHook` and a valid `info`.
-    unsafe extern "C" fn fault(
-        hook: *mut bindings::mm_fault_hook,
-        info: *const bindings::mm_fault_info,
-    ) {
-        // SAFETY: `hook` is the `raw` field of a live `FaultHook`; `Opaque` is transparent.
-        let this = unsafe {
-            &*kernel::container_of!(hook.cast::<Opaque<bindings::mm_fault_hook>>(), Self, raw)
-        };
-        // SAFETY: mm passes a valid `info` for the duration of the call.
-        let info = unsafe { &*info };
-        if !this.state.watch.contains_current() {
-            return;
+impl FaultProbe {
+    /// Attaches the probe; faults of watched processes go to `state`'s ring.
+    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
+        // SAFETY: `__tracepoint_mm_fault` is the exported tracepoint of the kernel, which
+        // outlives the module; `mm_fault` has its probe signature and reads `data` as
+        // `*const State`.
+        let probe = unsafe {
+            TracepointProbe::attach(
+                &raw mut bindings::__tracepoint_mm_fault,
+                mm_fault as *mut c_void,
+                state,
+            )
         }
-        if let Some(event) = fault_event(info) {
-            this.state.ring.push(&event);
-        }
+        .inspect_err(|e| {
+            pr_err!(
+                "cannot attach to the mm:mm_fault tracepoint: error {}\n",
+                e.to_errno()
+            );
+        })?;
+        Ok(Self { _probe: probe })
     }
 }
 
-/// The event for `info`, or `None` for an attempt that will be retried or a fault that failed
-/// (`VM_FAULT_ERROR`: the process gets a signal); mm_account_fault() counts neither.
-fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
-    let result = info.result;
-    if result & (bindings::vm_fault_reason_VM_FAULT_RETRY | VM_FAULT_ERROR) != 0 {
-        return None;
+/// The probe: `TP_PROTO(struct vm_area_struct *vma, unsigned long address, unsigned int flags,
+/// bool major, const struct vm_fault_report *report, struct pt_regs *regs)`.
+///
+/// # Safety
+///
+/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`], a
+/// valid `report` and `regs` null or valid, all for the duration of the call.
+unsafe extern "C" fn mm_fault(
+    data: *mut c_void,
+    _vma: *mut bindings::vm_area_struct,
+    address: c_ulong,
+    flags: c_uint,
+    major: bool,
+    report: *const bindings::vm_fault_report,
+    regs: *mut bindings::pt_regs,
+) {
+    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
+    let state = unsafe { &*data.cast::<State>() };
+    if !state.watch.contains_current() {
+        return;
     }
-    let flags = info.flags;
     // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault of the
-    // current process.
+    // current process's address space.
     if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
-        return None;
+        return;
     }
+    // SAFETY: The tracepoint passes a valid report for the duration of the call.
+    let report = unsafe { &*report };
     let mut event = Event::new(Kind::Fault);
-    event.fault_type = match info.type_ {
-        bindings::mm_fault_type_MM_FAULT_ANON => FaultType::Anon,
-        bindings::mm_fault_type_MM_FAULT_FILE => FaultType::File,
-        bindings::mm_fault_type_MM_FAULT_SWAP => FaultType::Swap,
-        bindings::mm_fault_type_MM_FAULT_WP => FaultType::WriteProtect,
-        _ => return None,
+    event.fault_type = match report.handler {
+        bindings::mm_fault_handler_MM_FAULT_ANON => FaultType::Anon,
+        bindings::mm_fault_handler_MM_FAULT_FILE => FaultType::File,
+        bindings::mm_fault_handler_MM_FAULT_SWAP => FaultType::Swap,
+        bindings::mm_fault_handler_MM_FAULT_WP => FaultType::WriteProtect,
+        bindings::mm_fault_handler_MM_FAULT_NUMA => FaultType::Numa,
+        bindings::mm_fault_handler_MM_FAULT_HUGETLB => FaultType::Hugetlb,
+        bindings::mm_fault_handler_MM_FAULT_SPURIOUS => FaultType::Spurious,
+        _ => FaultType::Other,
     };
     let mut bits = 0;
     if flags & bindings::fault_flag_FAULT_FLAG_WRITE != 0 {
@@ -106,41 +90,23 @@ fn fault_event(info: &bindings::mm_fault_info) -> Option<Event> {
     if flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0 {
         bits |= fault_flags::RETRY;
     }
-    if info.huge {
+    if report.huge {
         bits |= fault_flags::HUGE;
     }
-    // As mm_account_fault(): a fault that had to be retried counts as major.
-    if result & bindings::vm_fault_reason_VM_FAULT_MAJOR != 0
-        || flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0
-    {
+    if major {
         bits |= fault_flags::MAJOR;
     }
     // CAST: an unsigned long address fits in u64.
-    event.args[0] = info.address as u64;
-    if !info.regs.is_null() {
+    event.args[0] = address as u64;
+    if flags & bindings::fault_flag_FAULT_FLAG_USER != 0 && !regs.is_null() {
         bits |= fault_flags::USER;
-        // SAFETY: mm passes the faulting task's user registers, valid during the call.
-        let ip = unsafe { (*info.regs).ip };
+        // SAFETY: For a fault from user mode the tracepoint passes the user registers, valid
+        // during the call.
+        let ip = unsafe { (*regs).ip };
         // CAST: a register is 64 bits wide on x86_64.
         event.args[1] = ip as u64;
     }
+    event.args[2] = u64::from(report.nr_pages);
     event.flags = bits;
-    Some(event)
-}
-
-/// `VM_FAULT_ERROR` of `linux/mm_types.h` (a macro, so not in the bindings).
-const VM_FAULT_ERROR: u32 = bindings::vm_fault_reason_VM_FAULT_OOM
-    | bindings::vm_fault_reason_VM_FAULT_SIGBUS
-    | bindings::vm_fault_reason_VM_FAULT_SIGSEGV
-    | bindings::vm_fault_reason_VM_FAULT_HWPOISON
-    | bindings::vm_fault_reason_VM_FAULT_HWPOISON_LARGE
-    | bindings::vm_fault_reason_VM_FAULT_FALLBACK;
-
-#[pinned_drop]
-impl PinnedDrop for FaultHook {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `raw` is registered by the type invariants; unregistering waits for an RCU
-        // grace period, so no `fault` call is in flight once it returns.
-        unsafe { bindings::mm_fault_hook_unregister(self.raw.get()) };
-    }
+    state.ring.push(&event);
 }

@@ -4,26 +4,23 @@
 
 use crate::event::{now_ns, Event, Kind};
 use crate::procfs::{PollTableRef, ProcFile};
-use crate::ring::{Cursor, Readiness};
+use crate::record::{self, RECORD_MAX};
+use crate::ring::{poll_mask, Cursor, Readiness};
 use crate::text::{format_event, format_lost, Line};
 use crate::watch::ByteWriter;
 use crate::Monitor;
 use core::fmt::Write;
 use kernel::{
     alloc::KVec,
-    bindings,
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
-    new_mutex, new_spinlock,
+    new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
 /// Largest write accepted by `watch-pids` and `marker`.
 const WRITE_MAX: usize = 4096;
-
-/// Events copied out of the ring per lock acquisition while reading.
-const READ_BATCH: usize = 8;
 
 /// `value` in a pinned box, for [`ProcFile::open`].
 fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
@@ -59,32 +56,36 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
     Ok(n)
 }
 
-/// What one read of `/proc/memmon/events` works in, kept per open file rather than on the
-/// kernel stack.
-struct ReadBuffers {
-    batch: [Event; READ_BATCH],
+/// Where a reader of `/proc/memmon/events` is: kept per open file, not on the kernel stack.
+struct ReadState {
+    /// Per ring: the next record to fetch.
+    cursors: KVec<Cursor>,
+    /// Per ring: the record fetched from it and not yet delivered.
+    staged: KVec<Option<Event>>,
+    /// Records missed and not yet reported with a `lost` line.
+    lost: u64,
+    record: [u8; RECORD_MAX],
     line: Line,
+}
+
+impl ReadState {
+    /// Whether something is held back: a fetched record or a lost count.
+    fn pending(&self) -> bool {
+        self.lost > 0 || self.staged.iter().any(Option::is_some)
+    }
 }
 
 /// An open `/proc/memmon/events`: a reader with its own position in the stream.
 #[pin_data]
 pub(crate) struct EventsFile {
     monitor: Arc<Monitor>,
-    /// Where this reader is. Changed only with `reading` held; taken inside the ring's lock
-    /// by [`Ring::wait_readable`](crate::ring::Ring::wait_readable), never the other way.
+    /// Serialises read(2) on this open file. Never held while waiting for events, so a
+    /// signal always interrupts a waiting reader.
     #[pin]
-    cursor: SpinLock<Cursor>,
-    /// Serialises the copying part of read(2) on this open file. Never held while waiting
-    /// for events, so a signal always interrupts a waiting reader.
-    #[pin]
-    reading: Mutex<ReadBuffers>,
+    reading: Mutex<ReadState>,
 }
 
 impl EventsFile {
-    fn cursor(&self) -> Cursor {
-        *self.cursor.lock()
-    }
-
     /// Copies `line` to `out` if it fits. `Ok(false)`: it does not fit, or copying failed after
     /// something was written already (the caller returns what it has).
     fn emit(out: &mut UserSliceWriter, line: &Line, written: &mut usize) -> Result<bool> {
@@ -102,39 +103,71 @@ impl EventsFile {
         }
     }
 
-    /// Copies whole lines from this reader's position to `out` and moves the position past
-    /// them. Returns the bytes written: 0 if there was nothing to read or the first line did
-    /// not fit.
-    fn fill(&self, buffers: &mut ReadBuffers, out: &mut UserSliceWriter) -> Result<usize> {
+    /// Whether this reader has something to read (see [`Ring::readiness`]). Without waiting
+    /// for another reader of the same file: if one is reading, it reports ready.
+    fn readiness(&self) -> Readiness {
         let ring = &self.monitor.state.ring;
-        let ReadBuffers { batch, line } = buffers;
-        let mut cursor = self.cursor();
+        match self.reading.try_lock() {
+            Some(state) => ring.readiness(&state.cursors, state.pending()),
+            None => ring.readiness(&[], true),
+        }
+    }
+
+    /// Copies whole lines, in time order across the rings, to `out`. Returns the bytes
+    /// written: 0 if there was nothing to read or the first line did not fit.
+    fn fill(&self, state: &mut ReadState, out: &mut UserSliceWriter) -> Result<usize> {
+        let ring = &self.monitor.state.ring;
+        let ReadState {
+            cursors,
+            staged,
+            lost,
+            record,
+            line,
+        } = state;
+        // Every record stamped up to now is in a ring already: merging those by time gives
+        // a stream in time order. Later ones wait for the next read.
+        let until = now_ns();
         let mut written = 0;
         let mut delivered = 0;
         let mut lost_reported = 0;
-        'fill: loop {
-            let fetched = ring.fetch(&mut cursor, batch);
-            if cursor.lost > 0 {
-                format_lost(line, now_ns(), cursor.lost);
+        loop {
+            for (cpu, (cursor, slot)) in cursors.iter_mut().zip(staged.iter_mut()).enumerate() {
+                if slot.is_none() {
+                    let fetched = ring.fetch(cpu, cursor, until, record);
+                    *lost += fetched.lost;
+                    if let Some(size) = fetched.record {
+                        *slot = record::decode(&record[..size]);
+                    }
+                }
+            }
+            if *lost > 0 {
+                format_lost(line, now_ns(), *lost);
                 if !Self::emit(out, line, &mut written)? {
                     break;
                 }
-                lost_reported += cursor.lost;
-                cursor.lost = 0;
+                lost_reported += *lost;
+                *lost = 0;
             }
-            if fetched == 0 {
+            let next = staged
+                .iter()
+                .enumerate()
+                .filter_map(|(cpu, slot)| slot.as_ref().map(|e| (e.time_ns, cpu)))
+                .min();
+            let Some((_, cpu)) = next else {
                 break;
-            }
-            for event in &batch[..fetched] {
+            };
+            let Some(slot) = staged.get_mut(cpu) else {
+                break;
+            };
+            if let Some(event) = slot {
                 format_event(line, event);
                 if !Self::emit(out, line, &mut written)? {
-                    break 'fill;
+                    break;
                 }
-                cursor.next += 1;
-                delivered += 1;
             }
+            *slot = None;
+            delivered += 1;
         }
-        *self.cursor.lock() = cursor;
         ring.consumed(delivered, lost_reported);
         Ok(written)
     }
@@ -145,13 +178,22 @@ impl ProcFile for EventsFile {
     type Shared = Monitor;
 
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        let start = monitor.state.ring.start_cursor();
+        let ring = &monitor.state.ring;
+        let mut cursors = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
+        let mut staged = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
+        for _ in 0..ring.count() {
+            cursors.push(Cursor::default(), GFP_KERNEL)?;
+            staged.push(None, GFP_KERNEL)?;
+        }
+        ring.start_cursors(&mut cursors);
         KBox::try_pin_init(
             try_pin_init!(Self {
                 monitor: monitor.into(),
-                cursor <- new_spinlock!(start, "memmon_events_cursor"),
-                reading <- new_mutex!(ReadBuffers {
-                    batch: [Event::zeroed(); READ_BATCH],
+                reading <- new_mutex!(ReadState {
+                    cursors,
+                    staged,
+                    lost: 0,
+                    record: [0; RECORD_MAX],
                     line: Line::new(),
                 }, "memmon_events_reading"),
             }),
@@ -167,40 +209,38 @@ impl ProcFile for EventsFile {
         let nonblock = file.flags() & O_NONBLOCK != 0;
         loop {
             let readiness = if nonblock {
-                ring.readiness(&self.cursor())
+                self.readiness()
             } else {
-                ring.wait_readable(|| self.cursor())?
+                ring.wait_readable(|_| self.readiness())?;
+                self.readiness()
             };
             match readiness {
                 Readiness::Closed => return Ok(0),
-                Readiness::Empty => return Err(EAGAIN),
+                Readiness::Empty if nonblock => return Err(EAGAIN),
+                Readiness::Empty => continue,
                 Readiness::Ready => {}
             }
-            let mut buffers = if nonblock {
+            let mut state = if nonblock {
                 self.reading.try_lock().ok_or(EAGAIN)?
             } else {
                 self.reading.lock()
             };
-            let written = self.fill(&mut buffers, &mut out)?;
+            let written = self.fill(&mut state, &mut out)?;
             if written > 0 {
                 return Ok(written);
             }
-            if let Readiness::Ready = ring.readiness(&self.cursor()) {
+            if state.pending() {
                 // Something to read, but not even one line fits the caller's buffer.
                 return Err(EINVAL);
             }
-            // Another reader of this open file took what there was: wait again.
+            // Another reader of this open file took what there was, or the records are
+            // newer than this read: wait again.
         }
     }
 
     fn poll(&self, file: &LocalFile, table: &PollTableRef<'_>) -> u32 {
-        let ring = &self.monitor.state.ring;
-        ring.register_poller(file, table);
-        match ring.readiness(&self.cursor()) {
-            Readiness::Ready => bindings::POLLIN | bindings::POLLRDNORM,
-            Readiness::Closed => bindings::POLLIN | bindings::POLLRDNORM | bindings::POLLHUP,
-            Readiness::Empty => 0,
-        }
+        self.monitor.state.ring.register_poller(file, table);
+        poll_mask(self.readiness())
     }
 }
 
@@ -249,9 +289,9 @@ impl StatsFile {
             writeln!(out, "lost_reported {}", stats.reported_lost)?;
             writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
             writeln!(out, "watched {}", state.watch.count())?;
-            writeln!(out, "capacity {}", stats.capacity)?;
+            writeln!(out, "rings {}", stats.rings)?;
+            writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
             writeln!(out, "buflen {}", state.buflen)?;
-            writeln!(out, "record_size {}", core::mem::size_of::<Event>())?;
             for kind in Kind::ALL {
                 writeln!(out, "{} {}", kind.name(), stats.per_kind[kind as usize])?;
             }

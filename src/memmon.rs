@@ -4,7 +4,8 @@
 //! typed by the handler that resolved it (anonymous, file, swap-in, write-protect), and every
 //! mm system call, as text lines in `/proc/memmon/events`.
 //!
-//! - [`fault`]: the page-fault hook of the kernel patch in `patches/`;
+//! - [`fault`]: typed page faults, from the `mm:mm_fault` tracepoint of the kernel patch in
+//!   `patches/`, attached through [`tracepoint`];
 //! - [`syscalls`], [`lifecycle`]: kprobes and kretprobes on mm syscalls, fork, exec, exit;
 //! - [`ring`]: the ring buffer of [`event`] records; [`text`]: their line format;
 //! - [`watch`]: the watched processes; [`files`]: the `/proc/memmon` files, served through
@@ -19,13 +20,15 @@ mod kprobe;
 mod lifecycle;
 mod pollqueue;
 mod procfs;
+mod record;
 mod ring;
 mod syscalls;
 mod text;
+mod timer;
+mod tracepoint;
 mod watch;
 
-use event::Event;
-use fault::FaultHook;
+use fault::FaultProbe;
 use lifecycle::LifecycleProbes;
 use procfs::ProcDir;
 use ring::Ring;
@@ -81,7 +84,7 @@ struct Memmon {
     /// `None` only during drop.
     proc_dir: Option<ProcDir<Monitor>>,
     /// `None` only during drop.
-    fault_hook: Option<Pin<KBox<FaultHook>>>,
+    fault_probe: Option<FaultProbe>,
 }
 
 impl kernel::Module for Memmon {
@@ -99,10 +102,9 @@ impl kernel::Module for Memmon {
         event::check_task_layout()?;
         // CAST: `buflen` is at most 256 MiB.
         let buflen = buflen as usize;
-        let capacity = buflen / core::mem::size_of::<Event>();
         let state = Arc::pin_init(
             try_pin_init!(State {
-                ring <- Ring::new(capacity)?,
+                ring <- Ring::new(buflen)?,
                 watch <- WatchSet::new()?,
                 buflen,
             }),
@@ -116,7 +118,7 @@ impl kernel::Module for Memmon {
             },
             GFP_KERNEL,
         )?;
-        let fault_hook = KBox::pin_init(FaultHook::register(state.clone()), GFP_KERNEL)?;
+        let fault_probe = FaultProbe::attach(state.clone())?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
@@ -124,16 +126,17 @@ impl kernel::Module for Memmon {
         // Last: once it exists a reader may block in it, and nothing after it can fail (a
         // failed init would remove the files without closing the ring first).
         proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
+        let stats = state.ring.stats();
         pr_info!(
-            "loaded: buflen={} ({} events of {} bytes)\n",
+            "loaded: buflen={} ({} rings of {} bytes)\n",
             buflen,
-            capacity,
-            core::mem::size_of::<Event>()
+            stats.rings,
+            stats.ring_bytes
         );
         Ok(Self {
             state,
             proc_dir: Some(proc_dir),
-            fault_hook: Some(fault_hook),
+            fault_probe: Some(fault_probe),
         })
     }
 }
@@ -145,7 +148,7 @@ impl Drop for Memmon {
         self.state.ring.close();
         // Removes the files, releases those still open, then unregisters the probes.
         drop(self.proc_dir.take());
-        drop(self.fault_hook.take());
+        drop(self.fault_probe.take());
         let stats = self.state.ring.stats();
         pr_info!(
             "unloaded: {} events produced, {} overwritten\n",

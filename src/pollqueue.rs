@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A wait queue for poll(2), select(2) and epoll that can be freed while pollers are on it.
+//! A wait queue for blocking reads, poll(2), select(2) and epoll that can be freed while
+//! pollers are on it.
 //!
-//! poll and select leave an entry on the queue of every file they wait on until the syscall
-//! returns; epoll leaves one for as long as the file is registered. Before the queue's memory
-//! goes away, [`PollQueue`] removes the epoll entries (a `POLLFREE` wake-up, as
+//! Blocking callers wait with [`PollQueue::wait_interruptible`] for a condition, as
+//! `wait_event_interruptible()` does; poll, select and epoll register with
+//! [`PollQueue::register`]. poll and select leave an entry on the queue of every file they
+//! wait on until the syscall returns; epoll leaves one for as long as the file is registered.
+//! [`PollQueue::drain`] (and drop) removes the epoll entries (a `POLLFREE` wake-up, as
 //! `__wake_up_pollfree()` does) and waits until the woken poll and select callers have taken
 //! theirs off. The kernel crate's `PollCondVar` does the first but not the second.
 
@@ -17,6 +20,19 @@ use kernel::{
     sync::{rcu::synchronize_rcu, LockClassKey},
     types::Opaque,
 };
+
+/// Every poll event bit: a wake-up with this key reaches every poller, whatever it waits for.
+pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
+    | bindings::POLLPRI
+    | bindings::POLLOUT
+    | bindings::POLLERR
+    | bindings::POLLHUP
+    | bindings::POLLRDNORM
+    | bindings::POLLRDBAND
+    | bindings::POLLWRNORM
+    | bindings::POLLWRBAND
+    | bindings::POLLMSG
+    | bindings::POLLRDHUP;
 
 /// `POLLFREE` of `uapi/asm-generic/poll.h`: the queue is going away, drop your entry.
 const POLLFREE: u32 = 0x4000;
@@ -67,6 +83,53 @@ impl PollQueue {
         unsafe { bindings::__wake_up(self.wq.get(), bindings::TASK_NORMAL, 0, poll_key(events)) };
     }
 
+    /// Waits until `done()` returns true, or a signal arrives (`ERESTARTSYS`).
+    ///
+    /// `done` is called with the caller already queued and its task state set, so a wake-up
+    /// issued after `done` saw nothing (and after whatever it set before looking) is not
+    /// lost; it runs with the task state not running, so it must not sleep.
+    pub(crate) fn wait_interruptible(&self, mut done: impl FnMut() -> bool) -> Result {
+        let entry = Opaque::<bindings::wait_queue_entry>::uninit();
+        // SAFETY: `entry` is valid for writes and stays in place until `finish_wait` below.
+        unsafe { bindings::init_wait_entry(entry.get(), 0) };
+        let result = loop {
+            // SAFETY: `wq` is initialised; `entry` is initialised and not on another queue.
+            let ret = unsafe {
+                bindings::prepare_to_wait_event(
+                    self.wq.get(),
+                    entry.get(),
+                    // CAST: task states are small constants.
+                    bindings::TASK_INTERRUPTIBLE as i32,
+                )
+            };
+            if done() {
+                break Ok(());
+            }
+            if ret != 0 {
+                break Err(ERESTARTSYS);
+            }
+            // SAFETY: Sleeping is allowed: callers wait in process context, holding no lock.
+            unsafe { bindings::schedule() };
+        };
+        // SAFETY: `entry` was set up by `init_wait_entry`; `finish_wait` takes it off the
+        // queue if it is still on it and sets the task running.
+        unsafe { bindings::finish_wait(self.wq.get(), entry.get()) };
+        result
+    }
+
+    /// Wakes every waiter with every event bit, then removes the epoll entries and waits until
+    /// the poll and select callers have left. Sleeps.
+    pub(crate) fn drain(&self) {
+        self.wake(ALL_EVENTS);
+        // epoll removes its entries on POLLFREE; poll and select are woken.
+        self.wake(bindings::POLLHUP | POLLFREE);
+        // The woken poll, select and blocked callers take their entries off when they return.
+        while !self.is_empty() {
+            // SAFETY: Sleeping is allowed: draining happens in process context.
+            unsafe { bindings::msleep(1) };
+        }
+    }
+
     fn is_empty(&self) -> bool {
         // SAFETY: `wq` is initialised; the list head is read racily, as `list_empty_careful()`
         // would, and re-read until it stays empty.
@@ -80,13 +143,7 @@ impl PollQueue {
 #[pinned_drop]
 impl PinnedDrop for PollQueue {
     fn drop(self: Pin<&mut Self>) {
-        // epoll removes its entries on POLLFREE; poll and select are woken.
-        self.wake(bindings::POLLHUP | POLLFREE);
-        // The woken poll and select callers take their entries off when they return.
-        while !self.is_empty() {
-            // SAFETY: Sleeping is allowed: the queue is dropped in process context.
-            unsafe { bindings::msleep(1) };
-        }
+        self.drain();
         // epoll frees its side under RCU.
         synchronize_rcu();
     }

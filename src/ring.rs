@@ -1,32 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The event ring: fixed-size records, overwritten oldest-first, read by any number of readers
-//! each at its own position.
+//! The event rings: one per CPU, each a power-of-two byte ring of [`crate::record`]s under its
+//! own spinlock, overwritten oldest-first, read by any number of readers each at its own
+//! position and merged by time.
 //!
-//! Every event gets a sequence number; the ring holds the last `capacity` of them. A reader
-//! keeps the sequence number of the next event it wants. When that event has been overwritten,
-//! the reader is told exactly how many it missed and continues at the oldest one still held.
+//! A producer writes to the ring of the CPU it runs on and stamps the record's time while it
+//! holds that ring's lock, so each ring is in time order and CPUs do not contend. A reader
+//! keeps, per ring, the sequence number and byte position of the next record it wants; when
+//! that record has been overwritten, it is told exactly how many records it missed.
+//!
+//! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
+//! not for every event: a producer that sees a waiter wakes it at once when its ring is an
+//! eighth full, and otherwise arms a timer that wakes it [`WAKE_DELAY_NS`] later, so a lone
+//! event reaches a sleeping reader within a millisecond or so.
 
-use crate::event::{Event, Kind};
-use crate::pollqueue::PollQueue;
+use crate::event::{now_ns, Event, Kind};
+use crate::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::procfs::PollTableRef;
+use crate::record::{self, RECORD_MAX};
+use crate::timer::{OneShotTimer, TimerHandler};
 use kernel::{
     alloc::flags::GFP_KERNEL,
-    alloc::VVec,
+    alloc::{KVec, VVec},
     bindings,
     fs::LocalFile,
-    new_condvar, new_spinlock,
+    new_spinlock,
     prelude::*,
     static_lock_class,
-    sync::{CondVar, SpinLock},
+    sync::{
+        atomic::{Atomic, Full, Relaxed, Release},
+        SpinLock,
+    },
 };
 
-/// The counters of `/proc/memmon/stats` that the ring keeps.
+/// How long a lone event may wait in a ring before a sleeping reader is woken for it.
+pub(crate) const WAKE_DELAY_NS: u64 = 500_000;
+
+/// A waiting reader is woken at once when a ring is filled to 1/this of its size.
+const WAKE_FILL_DIVISOR: u64 = 8;
+
+/// Smallest ring of one CPU, in bytes (room for many of the largest records).
+const CPU_RING_MIN: usize = 4096;
+
+/// The counters of `/proc/memmon/stats` that the rings keep.
 #[derive(Clone, Copy)]
 pub(crate) struct Stats {
     /// Events written.
     pub(crate) produced: u64,
-    /// Events pushed out of the ring by newer ones (read or not).
+    /// Events pushed out of the rings by newer ones (read or not).
     pub(crate) overwritten: u64,
     /// Events copied to readers (a reader counts each event it reads).
     pub(crate) delivered: u64,
@@ -34,51 +55,117 @@ pub(crate) struct Stats {
     pub(crate) reported_lost: u64,
     /// Events written, by kind.
     pub(crate) per_kind: [u64; Kind::COUNT],
-    /// Slots in the ring.
-    pub(crate) capacity: u64,
+    /// Number of rings (one per possible CPU).
+    pub(crate) rings: usize,
+    /// Bytes of each ring.
+    pub(crate) ring_bytes: usize,
 }
 
-/// State protected by the ring's lock.
+/// One CPU's ring.
 ///
 /// # Invariants
 ///
-/// `slots.len()` is the capacity and is not zero; the events with sequence numbers
-/// `head - min(head, capacity) .. head` are in `slots[seq % capacity]`.
-struct RingInner {
-    slots: VVec<Event>,
-    /// Sequence number of the next event to be written (= events produced so far).
+/// `buf.len()` is a power of two, at least [`RECORD_MAX`]; the records with sequence numbers
+/// `tail_seq..head_seq` lie back to back from byte position `tail` to `head` (positions are
+/// taken modulo `buf.len()`), and `head - tail <= buf.len()`.
+struct CpuRing {
+    buf: VVec<u8>,
     head: u64,
-    /// Set at unload: readers get end of file, nothing more is written.
-    closed: bool,
-    delivered: u64,
-    reported_lost: u64,
+    tail: u64,
+    head_seq: u64,
+    tail_seq: u64,
     per_kind: [u64; Kind::COUNT],
 }
 
-impl RingInner {
-    fn capacity(&self) -> u64 {
-        // CAST: usize fits in u64 on every supported architecture.
-        self.slots.len() as u64
+impl CpuRing {
+    fn new(bytes: usize) -> Result<Self> {
+        let mut buf = VVec::with_capacity(bytes, GFP_KERNEL)?;
+        buf.extend_with(bytes, 0, GFP_KERNEL)?;
+        // INVARIANT: callers pass a power of two of at least `CPU_RING_MIN >= RECORD_MAX`
+        // bytes; the ring is empty.
+        Ok(Self {
+            buf,
+            head: 0,
+            tail: 0,
+            head_seq: 0,
+            tail_seq: 0,
+            per_kind: [0; Kind::COUNT],
+        })
     }
 
-    /// Sequence number of the oldest event still held.
-    fn oldest(&self) -> u64 {
-        self.head.saturating_sub(self.capacity())
+    fn size(&self) -> u64 {
+        // CAST: usize fits in u64 on every supported architecture.
+        self.buf.len() as u64
+    }
+
+    /// Index of byte position `pos` in `buf`.
+    fn index(&self, pos: u64) -> usize {
+        // CAST: the result is below `buf.len()`, a usize.
+        (pos & (self.size() - 1)) as usize
+    }
+
+    fn write(&mut self, pos: u64, bytes: &[u8]) {
+        let start = self.index(pos);
+        let first = bytes.len().min(self.buf.len() - start);
+        self.buf[start..start + first].copy_from_slice(&bytes[..first]);
+        self.buf[..bytes.len() - first].copy_from_slice(&bytes[first..]);
+    }
+
+    fn read(&self, pos: u64, out: &mut [u8]) {
+        let start = self.index(pos);
+        let first = out.len().min(self.buf.len() - start);
+        let len = out.len();
+        out[..first].copy_from_slice(&self.buf[start..start + first]);
+        out[first..].copy_from_slice(&self.buf[..len - first]);
+    }
+
+    /// Size of the record at byte position `pos`.
+    fn record_size(&self, pos: u64) -> u64 {
+        let mut bytes = [0u8; size_of::<record::Header>()];
+        self.read(pos, &mut bytes);
+        // A record is never smaller than its header; the bound keeps a corrupted size from
+        // stalling the ring.
+        record::header(&bytes)
+            .map_or(0, |h| u64::from(h.size))
+            .max(bytes.len() as u64)
+    }
+
+    /// Appends `record` (at most [`RECORD_MAX`] bytes), dropping the oldest records to make room.
+    fn push(&mut self, record: &[u8], kind: Kind) {
+        // CAST: a record is at most RECORD_MAX bytes.
+        let len = record.len() as u64;
+        while self.head + len - self.tail > self.size() {
+            self.tail += self.record_size(self.tail);
+            self.tail_seq += 1;
+        }
+        // INVARIANT: the oldest records were dropped until `record` fits after `head`.
+        self.write(self.head, record);
+        self.head += len;
+        self.head_seq += 1;
+        self.per_kind[kind as usize] += 1;
     }
 }
 
-/// A reader's position in the stream.
+/// A reader's position in one ring.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Cursor {
-    /// Sequence number of the next event to read.
-    pub(crate) next: u64,
-    /// Events missed and not yet reported with a `lost` line.
+    /// Sequence number of the next record to read.
+    pub(crate) seq: u64,
+    /// Its byte position.
+    pos: u64,
+}
+
+/// What [`Ring::fetch`] found.
+pub(crate) struct Fetched {
+    /// Records that were overwritten before the reader got to them.
     pub(crate) lost: u64,
+    /// Size of the record copied out, if one was.
+    pub(crate) record: Option<usize>,
 }
 
 /// What a reader may do next.
 pub(crate) enum Readiness {
-    /// There is something to read (a `lost` line or events).
+    /// There is something to read.
     Ready,
     /// Nothing yet.
     Empty,
@@ -86,159 +173,252 @@ pub(crate) enum Readiness {
     Closed,
 }
 
-/// The event ring buffer.
+/// The readers' side of the rings: the wait queue that blocked readers and pollers sleep on.
+#[pin_data]
+pub(crate) struct Readers {
+    #[pin]
+    queue: PollQueue,
+    /// A reader or poller is about to sleep or sleeps: producers must see that it is woken.
+    waiting: Atomic<bool>,
+}
+
+impl Readers {
+    /// Wakes the waiting readers and pollers, if any.
+    fn wake(&self) {
+        if self.waiting.load(Relaxed) && self.waiting.xchg(false, Full) {
+            self.queue.wake(bindings::POLLIN | bindings::POLLRDNORM);
+        }
+    }
+}
+
+impl TimerHandler for Readers {
+    fn expired(&self) {
+        self.wake();
+    }
+}
+
+/// The event rings.
 #[pin_data]
 pub(crate) struct Ring {
+    cpus: KVec<Pin<KBox<SpinLock<CpuRing>>>>,
+    ring_bytes: usize,
+    /// Set at unload: readers get end of file, nothing more is written.
+    closed: Atomic<bool>,
+    delivered: Atomic<u64>,
+    reported_lost: Atomic<u64>,
     #[pin]
-    inner: SpinLock<RingInner>,
-    /// Signalled on every new event and at close; blocked readers sleep on it.
-    #[pin]
-    readable: CondVar,
-    /// Woken on every new event and at close; poll, select and epoll wait on it.
-    #[pin]
-    pollers: PollQueue,
+    readers: OneShotTimer<Readers>,
 }
 
 impl Ring {
-    /// A ring of `capacity` events (at least one).
-    pub(crate) fn new(capacity: usize) -> Result<impl PinInit<Self, Error>> {
-        if capacity == 0 {
-            return Err(EINVAL);
+    /// Rings for every possible CPU, `buflen` bytes in all: each gets `buflen` divided by the
+    /// number of CPUs, rounded down to a power of two, and at least 4096 bytes.
+    pub(crate) fn new(buflen: usize) -> Result<impl PinInit<Self, Error>> {
+        // SAFETY: `nr_cpu_ids` is set during boot, before modules load, and not changed after.
+        let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
+        let ring_bytes = buflen.checked_div(ncpus).ok_or(EINVAL)?;
+        let ring_bytes = match ring_bytes.checked_ilog2() {
+            Some(log) => (1usize << log).max(CPU_RING_MIN),
+            None => CPU_RING_MIN,
+        };
+        let mut cpus = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        for _ in 0..ncpus {
+            cpus.push(
+                KBox::pin_init(
+                    new_spinlock!(CpuRing::new(ring_bytes)?, "memmon_cpu_ring"),
+                    GFP_KERNEL,
+                )?,
+                GFP_KERNEL,
+            )?;
         }
-        let mut slots = VVec::with_capacity(capacity, GFP_KERNEL)?;
-        slots.extend_with(capacity, Event::zeroed(), GFP_KERNEL)?;
         Ok(try_pin_init!(Self {
-            inner <- new_spinlock!(RingInner {
-                slots,
-                head: 0,
-                closed: false,
-                delivered: 0,
-                reported_lost: 0,
-                per_kind: [0; Kind::COUNT],
-            }, "memmon_ring"),
-            readable <- new_condvar!("memmon_ring_readable"),
-            pollers <- PollQueue::new(c"memmon_ring_pollers", static_lock_class!()),
-        }))
+            cpus,
+            ring_bytes,
+            closed: Atomic::new(false),
+            delivered: Atomic::new(0),
+            reported_lost: Atomic::new(0),
+            readers <- OneShotTimer::new(pin_init!(Readers {
+                queue <- PollQueue::new(c"memmon_readers", static_lock_class!()),
+                waiting: Atomic::new(false),
+            })),
+        }? Error))
     }
 
-    /// Appends `event`, overwriting the oldest one when full. Callable in atomic context.
+    /// Number of rings: readers keep one cursor for each.
+    pub(crate) fn count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Appends `event` to the ring of the current CPU, overwriting the oldest records when
+    /// full, and stamps it with the time. Callable in atomic context, not from NMI.
     pub(crate) fn push(&self, event: &Event) {
-        {
-            let mut inner = self.inner.lock();
-            if inner.closed {
-                return;
-            }
-            let capacity = inner.capacity();
-            // CAST: the remainder is below the capacity, which is a usize.
-            let slot = (inner.head % capacity) as usize;
-            if let Some(dst) = inner.slots.get_mut(slot) {
-                *dst = *event;
-            }
-            inner.head += 1;
-            inner.per_kind[event.kind as usize] += 1;
+        if self.closed.load(Relaxed) {
+            return;
         }
-        self.readable.notify_all();
-        self.pollers.wake(bindings::POLLIN | bindings::POLLRDNORM);
+        let mut record = [0u8; RECORD_MAX];
+        let size = record::encode(event, &mut record);
+        // SAFETY: No precondition; a migration after the read only means another CPU's ring
+        // is used, which its lock protects.
+        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let Some(ring) = self.cpus.get(cpu) else {
+            return;
+        };
+        let readers = self.readers.handler();
+        let (waiting, fill) = {
+            let mut ring = ring.lock();
+            // Stamped under the lock: each ring is in time order, and a reader that took
+            // `now` before looking at the rings has seen every record stamped before it.
+            record::stamp(&mut record, now_ns());
+            ring.push(&record[..size], event.kind);
+            // Read under the lock: a reader sets `waiting` before it looks at the rings.
+            (readers.waiting.load(Relaxed), ring.head - ring.tail)
+        };
+        if waiting {
+            // CAST: usize fits in u64.
+            if fill >= self.ring_bytes as u64 / WAKE_FILL_DIVISOR {
+                readers.wake();
+            } else {
+                self.readers.arm(WAKE_DELAY_NS, WAKE_DELAY_NS / 4);
+            }
+        }
     }
 
-    /// The cursor of a reader that starts now: at the oldest event held.
-    pub(crate) fn start_cursor(&self) -> Cursor {
-        Cursor {
-            next: self.inner.lock().oldest(),
+    /// Sets `cursors` to where a reader that starts now begins: at the oldest records held.
+    pub(crate) fn start_cursors(&self, cursors: &mut [Cursor]) {
+        for (ring, cursor) in self.cpus.iter().zip(cursors.iter_mut()) {
+            let ring = ring.lock();
+            *cursor = Cursor {
+                seq: ring.tail_seq,
+                pos: ring.tail,
+            };
+        }
+    }
+
+    /// Copies the record at `cursor` in ring `cpu` into `out` and moves the cursor past it,
+    /// if it was stamped at or before `until_ns`; first moves a cursor whose records were
+    /// overwritten to the oldest record held, and says how many it missed.
+    pub(crate) fn fetch(
+        &self,
+        cpu: usize,
+        cursor: &mut Cursor,
+        until_ns: u64,
+        out: &mut [u8; RECORD_MAX],
+    ) -> Fetched {
+        let mut fetched = Fetched {
             lost: 0,
+            record: None,
+        };
+        let Some(ring) = self.cpus.get(cpu) else {
+            return fetched;
+        };
+        let ring = ring.lock();
+        if cursor.seq < ring.tail_seq {
+            fetched.lost = ring.tail_seq - cursor.seq;
+            *cursor = Cursor {
+                seq: ring.tail_seq,
+                pos: ring.tail,
+            };
         }
+        if cursor.seq < ring.head_seq {
+            // CAST: record sizes are at most RECORD_MAX.
+            let size = (ring.record_size(cursor.pos) as usize).min(RECORD_MAX);
+            ring.read(cursor.pos, &mut out[..size]);
+            if record::header(&out[..size]).is_some_and(|h| h.time_ns <= until_ns) {
+                cursor.seq += 1;
+                cursor.pos += size as u64;
+                fetched.record = Some(size);
+            }
+        }
+        fetched
     }
 
-    fn readiness_locked(inner: &RingInner, cursor: &Cursor) -> Readiness {
-        if inner.closed {
-            Readiness::Closed
-        } else if cursor.lost > 0 || cursor.next < inner.head {
+    /// Whether a reader at `cursors` has records to read in any ring.
+    fn has_unread(&self, cursors: &[Cursor]) -> bool {
+        self.cpus
+            .iter()
+            .zip(cursors)
+            .any(|(ring, cursor)| cursor.seq < ring.lock().head_seq)
+    }
+
+    /// Whether a reader at `cursors` (with `pending` records or a lost count held back) has
+    /// something to read, without waiting. Marks the reader as waiting first, so that a
+    /// record written after this found nothing wakes it.
+    pub(crate) fn readiness(&self, cursors: &[Cursor], pending: bool) -> Readiness {
+        if self.closed.load(Relaxed) {
+            return Readiness::Closed;
+        }
+        if pending {
+            return Readiness::Ready;
+        }
+        self.readers.handler().waiting.xchg(true, Full);
+        if self.has_unread(cursors) {
             Readiness::Ready
         } else {
             Readiness::Empty
         }
     }
 
-    /// Whether `cursor` has something to read, without waiting.
-    pub(crate) fn readiness(&self, cursor: &Cursor) -> Readiness {
-        Self::readiness_locked(&self.inner.lock(), cursor)
-    }
-
-    /// Waits until `cursor()` has something to read or the ring closes.
-    ///
-    /// Returns `ERESTARTSYS` if a signal arrived. `cursor()` is called under the ring's lock
-    /// after every wake-up, so that it can return where another thread reading the same file
-    /// has moved the position to.
-    pub(crate) fn wait_readable(&self, cursor: impl Fn() -> Cursor) -> Result<Readiness> {
-        let mut inner = self.inner.lock();
-        loop {
-            match Self::readiness_locked(&inner, &cursor()) {
-                Readiness::Empty => {}
-                ready => return Ok(ready),
-            }
-            if self.readable.wait_interruptible(&mut inner) {
-                return Err(ERESTARTSYS);
-            }
-        }
-    }
-
-    /// Copies up to `out.len()` events at `cursor` into `out`, accounting events the cursor
-    /// missed into `cursor.lost`. Returns how many were copied; the cursor is not advanced
-    /// past them (see [`Ring::consumed`]).
-    pub(crate) fn fetch(&self, cursor: &mut Cursor, out: &mut [Event]) -> usize {
-        let inner = self.inner.lock();
-        let oldest = inner.oldest();
-        if cursor.next < oldest {
-            cursor.lost += oldest - cursor.next;
-            cursor.next = oldest;
-        }
-        let capacity = inner.capacity();
-        let mut copied = 0;
-        let mut seq = cursor.next;
-        while seq < inner.head && copied < out.len() {
-            // CAST: the remainder is below the capacity, which is a usize.
-            if let (Some(dst), Some(src)) = (
-                out.get_mut(copied),
-                inner.slots.get((seq % capacity) as usize),
-            ) {
-                *dst = *src;
-            }
-            copied += 1;
-            seq += 1;
-        }
-        copied
+    /// Waits until `cursors()` (see [`Ring::readiness`]) has something to read or the rings
+    /// close. Returns `ERESTARTSYS` if a signal arrived.
+    pub(crate) fn wait_readable(&self, mut state: impl FnMut(&Ring) -> Readiness) -> Result {
+        self.readers
+            .handler()
+            .queue
+            .wait_interruptible(|| !matches!(state(self), Readiness::Empty))
     }
 
     /// Records that a reader delivered `events` events and reported `lost` lost ones.
     pub(crate) fn consumed(&self, events: u64, lost: u64) {
-        let mut inner = self.inner.lock();
-        inner.delivered += events;
-        inner.reported_lost += lost;
+        if events > 0 {
+            self.delivered.fetch_add(events, Relaxed);
+        }
+        if lost > 0 {
+            self.reported_lost.fetch_add(lost, Relaxed);
+        }
     }
 
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> Stats {
-        let inner = self.inner.lock();
-        Stats {
-            produced: inner.head,
-            overwritten: inner.oldest(),
-            delivered: inner.delivered,
-            reported_lost: inner.reported_lost,
-            per_kind: inner.per_kind,
-            capacity: inner.capacity(),
+        let mut stats = Stats {
+            produced: 0,
+            overwritten: 0,
+            delivered: self.delivered.load(Relaxed),
+            reported_lost: self.reported_lost.load(Relaxed),
+            per_kind: [0; Kind::COUNT],
+            rings: self.cpus.len(),
+            ring_bytes: self.ring_bytes,
+        };
+        for ring in self.cpus.iter() {
+            let ring = ring.lock();
+            stats.produced += ring.head_seq;
+            stats.overwritten += ring.tail_seq;
+            for (sum, n) in stats.per_kind.iter_mut().zip(ring.per_kind.iter()) {
+                *sum += n;
+            }
         }
+        stats
     }
 
-    /// Closes the ring: pending and future reads return end of file, pollers wake up.
+    /// Closes the rings: pending and future reads return end of file; readers and pollers are
+    /// woken with every event bit, and this waits until they have left the wait queue (epoll
+    /// entries are removed). Sleeps.
     pub(crate) fn close(&self) {
-        self.inner.lock().closed = true;
-        self.readable.notify_all();
-        self.pollers
-            .wake(bindings::POLLIN | bindings::POLLRDNORM | bindings::POLLHUP);
+        self.closed.store(true, Release);
+        self.readers.handler().queue.drain();
     }
 
     /// Registers a poll, select or epoll call on new events.
     pub(crate) fn register_poller(&self, file: &LocalFile, table: &PollTableRef<'_>) {
-        self.pollers.register(file, table);
+        self.readers.handler().queue.register(file, table);
+    }
+}
+
+/// The poll mask of a reader in `readiness`.
+pub(crate) fn poll_mask(readiness: Readiness) -> u32 {
+    match readiness {
+        Readiness::Ready => bindings::POLLIN | bindings::POLLRDNORM,
+        // Every bit, so that whatever a poll or select caller waits for, it returns.
+        Readiness::Closed => ALL_EVENTS,
+        Readiness::Empty => 0,
     }
 }

@@ -3,10 +3,11 @@
 //! The mm system calls, through kretprobes on their x86_64 entry points.
 //!
 //! The entry handler of a watched process's call saves the call's arguments (and, for a file
-//! mapping, the file's path); the exit handler writes one event with the arguments and the
-//! result. Faults taken inside the call therefore come before the call's line.
+//! mapping, the file's path); the exit handler writes one event with the arguments, the result
+//! and the time spent in the call, stamped when the call returned. Faults taken inside the
+//! call therefore come before the call's line, in time as in the stream.
 
-use crate::event::{Event, Kind};
+use crate::event::{now_ns, Event, Kind};
 use crate::kprobe::{Kretprobe, KretprobeHandler};
 use crate::State;
 use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc};
@@ -75,6 +76,9 @@ impl KretprobeHandler for SyscallProbe {
         let mut event = call.event;
         // CAST: the return value register holds a long.
         event.ret = regs.ax as i64;
+        // The entry handler stamped the event when the call began; the ring stamps it again
+        // now that it returns.
+        event.dur_ns = now_ns().saturating_sub(event.time_ns);
         self.state.ring.push(&event);
     }
 }

@@ -2,7 +2,7 @@
 
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
-use crate::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
+use crate::event::{fault_flags, Event, Kind, TEXT_CAPACITY};
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
@@ -256,12 +256,7 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
     let [a0, a1, a2, a3, a4, a5] = e.args;
     match e.kind {
         Kind::Fault => {
-            let fault_type = match e.fault_type {
-                FaultType::Anon => "anon",
-                FaultType::File => "file",
-                FaultType::Swap => "swap",
-                FaultType::WriteProtect => "wp",
-            };
+            let fault_type = e.fault_type.name();
             let access = if e.flags & fault_flags::WRITE != 0 {
                 "W"
             } else if e.flags & fault_flags::EXEC != 0 {
@@ -284,6 +279,9 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             }
             if e.flags & fault_flags::RETRY != 0 {
                 out.write_str(" retry=1")?;
+            }
+            if e.fault_type.maps_pages() && a2 != 1 {
+                write!(out, " pages={a2}")?;
             }
         }
         Kind::Mmap => {
@@ -364,6 +362,9 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
         }
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
+    }
+    if e.kind.is_syscall() {
+        write!(out, " dur={}", e.dur_ns)?;
     }
     Ok(())
 }

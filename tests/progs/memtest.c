@@ -17,10 +17,16 @@
 //   populate N   mmap N pages with MAP_POPULATE
 //   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
 //   churn R N    R rounds of: map N anonymous pages, write each, unmap them
+//   race N       two threads write the same N fresh anonymous pages at once, in the same
+//                order, so that they race to fault the same pages (spurious faults)
+//   threads T N  T threads each write N fresh anonymous pages of their own region, in
+//                address order, all at once
+//   hugetlb N    map N 2 MiB hugetlbfs pages (MAP_HUGETLB), write one byte of each
 //   malloc       the original memmon experiment: malloc 12 KiB, touch it; then malloc
 //                growing sizes 4 KiB .. 256 KiB, write, free (prints the heap's bounds
 //                heap_lo= and heap_hi=)
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +94,28 @@ static void touch(volatile char *p, size_t pages, int write)
 		else
 			(void)p[i * PAGE];
 	}
+}
+
+static char *race_region;
+static size_t race_pages;
+static pthread_barrier_t race_barrier;
+
+// Both threads meet twice: once before the measurement starts, once to start racing.
+static void *race_thread(void *arg)
+{
+	if (!arg)
+		pthread_barrier_wait(&race_barrier);
+	pthread_barrier_wait(&race_barrier);
+	touch(race_region, race_pages, 1);
+	return NULL;
+}
+
+static void *own_region_thread(void *region)
+{
+	pthread_barrier_wait(&race_barrier);
+	pthread_barrier_wait(&race_barrier);
+	touch(region, race_pages, 1);
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -194,6 +222,49 @@ int main(int argc, char **argv)
 			touch(p, n, 1);
 			munmap(p, n * PAGE);
 		}
+		stop();
+	} else if (!strcmp(mode, "race")) {
+		pthread_t other;
+
+		race_region = p = map_anon(n * PAGE);
+		race_pages = n;
+		pthread_barrier_init(&race_barrier, NULL, 2);
+		if (pthread_create(&other, NULL, race_thread, NULL))
+			return perror("pthread_create"), 1;
+		printf("base=%p\n", p);
+		pthread_barrier_wait(&race_barrier);
+		start();
+		race_thread(p);
+		pthread_join(other, NULL);
+		stop();
+	} else if (!strcmp(mode, "threads") && argc == 4) {
+		size_t threads = strtoul(argv[2], NULL, 0);
+		pthread_t tids[64];
+
+		if (threads < 1 || threads > 64)
+			return fprintf(stderr, "1 to 64 threads\n"), 2;
+		race_pages = n;
+		pthread_barrier_init(&race_barrier, NULL, threads + 1);
+		for (size_t i = 0; i < threads; i++)
+			if (pthread_create(&tids[i], NULL, own_region_thread, map_anon(n * PAGE)))
+				return perror("pthread_create"), 1;
+		pthread_barrier_wait(&race_barrier);
+		start();
+		pthread_barrier_wait(&race_barrier);
+		for (size_t i = 0; i < threads; i++)
+			pthread_join(tids[i], NULL);
+		stop();
+	} else if (!strcmp(mode, "hugetlb")) {
+		size_t huge = 2UL << 20;
+
+		p = mmap(NULL, n * huge, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (p == MAP_FAILED)
+			return perror("mmap(MAP_HUGETLB)"), 1;
+		printf("base=%p\n", p);
+		start();
+		for (size_t i = 0; i < n; i++)
+			p[i * huge] = 1;
 		stop();
 	} else if (!strcmp(mode, "malloc")) {
 		char *first = malloc(1);

@@ -12,6 +12,9 @@
 //   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
 //                 prints latency_us= (marker write to poll return)
 //   epoll         the same wake-up through epoll; prints epoll=ok
+//   wake-latency  four drained readers sleep, one in each of read, poll, select and epoll;
+//                 one marker is written; prints read_us= poll_us= select_us= epoll_us=
+//                 (marker write to each reader's return with the line)
 //   slow DELAY_US OUT
 //                 read 4 KiB at a time, sleeping DELAY_US after each read, until the
 //                 file /tmp/done exists and nothing is left; writes the stream to OUT and
@@ -81,6 +84,77 @@ static int marker_later(void)
 	return p[0];
 }
 
+// One reader of wake-latency: waits for the first event with `how`, reads it, and sends its
+// wake-up time (us) on `out`.
+static void wait_one(const char *how, int out)
+{
+	static char buf[65536];
+	int fd = open_drained();
+	long long woke;
+
+	if (!strcmp(how, "read")) {
+		int flags = fcntl(fd, F_GETFL);
+
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	} else if (!strcmp(how, "poll")) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 5000) != 1)
+			exit(1);
+	} else if (!strcmp(how, "select")) {
+		fd_set rd;
+		struct timeval tv = { .tv_sec = 5 };
+
+		FD_ZERO(&rd);
+		FD_SET(fd, &rd);
+		if (select(fd + 1, &rd, NULL, NULL, &tv) != 1)
+			exit(1);
+	} else {
+		struct epoll_event ev = { .events = EPOLLIN };
+		int ep = epoll_create1(0);
+
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) || epoll_wait(ep, &ev, 1, 5000) != 1)
+			exit(1);
+	}
+	if (read(fd, buf, sizeof(buf)) <= 0)
+		exit(1);
+	woke = now_us();
+	if (write(out, &woke, sizeof(woke)) != sizeof(woke))
+		exit(1);
+	exit(0);
+}
+
+static int wake_latency(void)
+{
+	static const char *const hows[] = { "read", "poll", "select", "epoll" };
+	int pipes[4][2];
+	long long wrote, woke;
+	int marker;
+
+	for (int i = 0; i < 4; i++) {
+		if (pipe(pipes[i]))
+			return perror("pipe"), 1;
+		if (fork() == 0)
+			wait_one(hows[i], pipes[i][1]);
+	}
+	// Let all four open, drain and go to sleep.
+	usleep(500000);
+	marker = open("/proc/memmon/marker", O_WRONLY);
+	if (marker < 0)
+		return perror("marker"), 1;
+	wrote = now_us();
+	if (write(marker, "wake", 4) != 4)
+		return perror("marker"), 1;
+	for (int i = 0; i < 4; i++) {
+		if (read(pipes[i][0], &woke, sizeof(woke)) != sizeof(woke))
+			return printf("%s=FAILED\n", hows[i]), 1;
+		printf("%s_us=%lld\n", hows[i], woke - wrote);
+	}
+	while (wait(NULL) > 0)
+		;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -144,6 +218,8 @@ int main(int argc, char **argv)
 		if (read(fd, buf, 0) != 0)
 			return printf("zero=FAILED errno=%d\n", errno), 1;
 		printf("zero=ok\n");
+	} else if (!strcmp(mode, "wake-latency")) {
+		return wake_latency();
 	} else if (!strcmp(mode, "poll-latency")) {
 		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
 		int from_child = marker_later();

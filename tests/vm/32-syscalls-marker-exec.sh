@@ -31,7 +31,7 @@ while [ $kib -le 256 ]; do
     len=$((kib * 1024 + 4096))
     grep -q " mmap addr=0x0 len=$len prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x" /tmp/calls \
         || fail "no mmap of $len bytes for the $kib KiB allocation"
-    grep -q " munmap addr=0x[0-9a-f]* len=$len ret=0$" /tmp/calls \
+    grep -q " munmap addr=0x[0-9a-f]* len=$len ret=0 dur=[0-9]*$" /tmp/calls \
         || fail "no munmap of $len bytes for the $kib KiB allocation"
     kib=$((kib + 4))
 done

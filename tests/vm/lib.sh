@@ -101,7 +101,7 @@ crosscheck() {
 
 # check_expected OUT EVENTS PID: every "expect LINE" of a program's output OUT appears, in
 # order, as the tail of an event line of process PID in EVENTS from its marker fsync(1001)
-# on (with "expect-tid TID LINE", of thread TID)
+# on (with "expect-tid TID LINE", of thread TID); the lines' dur= is left out
 check_expected() {
     awk -v pid="$3" '
         FNR == NR {
@@ -114,7 +114,7 @@ check_expected() {
             if (ids[1] != pid) next
             if ($3 == "fsync" && $4 == "fd=1001") started = 1
             if (!started) next
-            line = $0; sub(/^[^ ]+ [^ ]+ /, "", line)
+            line = $0; sub(/^[^ ]+ [^ ]+ /, "", line); sub(/ dur=[0-9]+/, "", line)
             for (i = 1; i <= n; i++)
                 if (!seen[i] && line == want[i] && (tid[i] == "" || tid[i] == ids[2])) { seen[i] = NR; break }
             if (i <= n && tid[i] == "") {
@@ -127,4 +127,9 @@ check_expected() {
             printf "%d expected lines, %d found\n", n, n - bad
             exit bad > 0
         }' "$1" "$2"
+}
+
+# pages_sum TEXT: the pages the fault lines of TEXT mapped (pages=N, 1 when absent)
+pages_sum() {
+    printf '%s\n' "$1" | awk '$3 == "fault" { n = 1; for (i = 4; i <= NF; i++) if ($i ~ /^pages=/) n = substr($i, 7); s += n } END { print s + 0 }'
 }

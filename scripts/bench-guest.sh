@@ -1,0 +1,111 @@
+# The guest side of scripts/bench.sh (busybox sh). REPS, N and PAIRS come from the
+# environment. Every repetition runs every set-up once per workload, in turn, so that the
+# set-ups are compared inside one boot under the same conditions.
+set -u
+REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T
+res=/tmp/results
+: > $res
+echo 1 > $T/options/event-fork
+
+loaded() { [ -d /proc/memmon ]; }
+unload() { loaded && rmmod memmon; true; }
+load() { loaded || insmod /memmon/memmon.ko "$@"; }
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' /proc/memmon/stats; }
+lost_in() { awk '$3 == "lost" { sub(/count=/, "", $4); n += $4 } END { print n + 0 }' "$1"; }
+ftrace_overrun() { cat $T/per_cpu/cpu*/stats | awk '$1 == "overrun:" { n += $2 } END { print n + 0 }'; }
+
+# ftrace_events WORKLOAD: the ftrace events that see the workload's events
+ftrace_events() {
+    case $1 in
+    mapunmap) echo syscalls/sys_enter_mmap syscalls/sys_exit_mmap syscalls/sys_enter_munmap syscalls/sys_exit_munmap ;;
+    *) echo exceptions/page_fault_user ;;
+    esac
+}
+
+# wait_drained: the single reader has read or been told of every event produced
+wait_drained() {
+    i=0
+    while [ $((i += 1)) -lt 100 ]; do
+        [ $(($(stat_of delivered) + $(stat_of lost_reported))) -ge "$(stat_of produced)" ] && return 0
+        sleep 0.05
+    done
+    echo "warning: the reader did not catch up" >&2
+}
+
+# run SETUP WORKLOAD ARGS...: one timed run; appends "WORKLOAD SETUP NS LOST" to $res
+run() {
+    setup=$1 workload=$2
+    shift 2
+    lost=0
+    case $setup in
+    none)
+        unload
+        out=$(sh -c 'exec "$@"' sh /progs/bench "$@") ;;
+    ftrace)
+        unload
+        echo > $T/trace
+        for e in $(ftrace_events $workload); do echo 1 > $T/events/$e/enable; done
+        cat $T/trace_pipe > /dev/null &
+        reader=$!
+        out=$(sh -c "echo \$\$ > $T/set_event_pid; exec /progs/bench \"\$@\"" sh "$@")
+        sleep 0.2
+        kill $reader
+        wait $reader 2>/dev/null
+        for e in $(ftrace_events $workload); do echo 0 > $T/events/$e/enable; done
+        echo > $T/set_event_pid
+        lost=$(ftrace_overrun) ;;
+    unwatched)
+        load
+        out=$(sh -c 'exec "$@"' sh /progs/bench "$@") ;;
+    watched)
+        unload; load
+        cat /proc/memmon/events > /tmp/ev &
+        reader=$!
+        out=$(/progs/watchexec /progs/bench "$@")
+        wait_drained
+        kill $reader
+        wait $reader 2>/dev/null
+        lost=$(lost_in /tmp/ev) ;;
+    record)
+        unload; load
+        out=$(memmon record -o /tmp/cap -- /progs/bench "$@" 2>/dev/null)
+        lost=$(lost_in /tmp/cap) ;;
+    esac
+    ns=$(printf '%s\n' "$out" | sed -n 's/^ns=//p')
+    echo "$workload $setup ${ns:-0} $lost" >> $res
+}
+
+rep=0
+while [ $((rep += 1)) -le "$REPS" ]; do
+    for setup in none ftrace unwatched watched record; do
+        run $setup faults-1thread faults 1 "$N"
+        run $setup faults-2threads faults 2 "$N"
+        run $setup mapunmap mapunmap "$PAIRS"
+    done
+done
+
+# Reader throughput: a full buffer of READN fault events read and formatted at once.
+unload
+rep=0
+while [ $((rep += 1)) -le "$REPS" ]; do
+    insmod /memmon/memmon.ko buflen=67108864
+    /progs/watchexec /progs/bench faults 1 "$READN" > /dev/null
+    memmon_lps=$(/progs/bench read /proc/memmon/events | sed -n 's/.*lines_per_s=//p')
+    rmmod memmon
+    echo 65536 > $T/buffer_size_kb
+    echo > $T/trace
+    echo 1 > $T/events/exceptions/page_fault_user/enable
+    sh -c "echo \$\$ > $T/set_event_pid; exec /progs/bench faults 1 $READN" > /dev/null
+    echo 0 > $T/events/exceptions/page_fault_user/enable
+    echo > $T/set_event_pid
+    ftrace_lps=$(/progs/bench read $T/trace | sed -n 's/.*lines_per_s=//p')
+    echo > $T/trace
+    echo 1408 > $T/buffer_size_kb
+    echo "reader memmon $memmon_lps 0" >> $res
+    echo "reader ftrace $ftrace_lps 0" >> $res
+done
+
+echo "=== results ==="
+cat $res

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The compact form of an [`Event`] in a ring: records sized by kind.
+//!
+//! Every record starts with a [`Header`] of 24 bytes; a fault adds 24 bytes (48 in all), every
+//! other kind 64 bytes of arguments, result and duration, then its text (a path, a marker, a
+//! file name) only when it has one. Records are padded to a multiple of 8 bytes, so that a
+//! ring whose size is a power of two keeps every record 8-byte aligned.
+
+use crate::event::{Event, FaultType, Kind, TEXT_CAPACITY};
+use core::mem::size_of;
+
+/// Size of the largest record.
+pub(crate) const RECORD_MAX: usize = size_of::<Header>() + size_of::<CallBody>() + TEXT_CAPACITY;
+
+/// What every record starts with.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Header {
+    /// CLOCK_MONOTONIC, nanoseconds: when the record was written.
+    pub(crate) time_ns: u64,
+    pid: i32,
+    tid: i32,
+    /// Bytes of the whole record, a multiple of 8.
+    pub(crate) size: u16,
+    kind: u8,
+    fault_type: u8,
+    flags: u16,
+    text_len: u8,
+    text_truncated: u8,
+}
+
+/// The body of a fault record.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FaultBody {
+    addr: u64,
+    ip: u64,
+    pages: u64,
+}
+
+/// The body of every other record; `text_len` bytes of text follow.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CallBody {
+    args: [u64; 6],
+    ret: i64,
+    dur_ns: u64,
+}
+
+const HEADER: usize = size_of::<Header>();
+const _: () = assert!(HEADER == 24 && HEADER + size_of::<FaultBody>() == 48);
+const _: () = assert!(RECORD_MAX % 8 == 0 && RECORD_MAX <= u16::MAX as usize);
+
+/// Offset of [`Header::time_ns`], which [`stamp`] overwrites.
+const TIME_OFFSET: usize = 0;
+
+fn put<T: Copy>(out: &mut [u8; RECORD_MAX], offset: usize, value: &T) {
+    if let Some(dst) = out.get_mut(offset..offset + size_of::<T>()) {
+        // SAFETY: `dst` has room for a `T`; `T` is plain data, written unaligned.
+        unsafe { dst.as_mut_ptr().cast::<T>().write_unaligned(*value) };
+    }
+}
+
+fn get<T: Copy>(bytes: &[u8], offset: usize) -> Option<T> {
+    let src = bytes.get(offset..offset + size_of::<T>())?;
+    // SAFETY: `src` holds `size_of::<T>()` bytes written by `put` from a `T`; the types read
+    // here are plain data valid for any bit pattern.
+    Some(unsafe { src.as_ptr().cast::<T>().read_unaligned() })
+}
+
+/// Writes the record of `event` into `out`; returns its size.
+pub(crate) fn encode(event: &Event, out: &mut [u8; RECORD_MAX]) -> usize {
+    let text = event.text();
+    let size = if event.kind == Kind::Fault {
+        HEADER + size_of::<FaultBody>()
+    } else {
+        (HEADER + size_of::<CallBody>() + text.len()).next_multiple_of(8)
+    };
+    let header = Header {
+        time_ns: event.time_ns,
+        pid: event.pid,
+        tid: event.tid,
+        // CAST: `size <= RECORD_MAX`, which fits a u16 (asserted above).
+        size: size as u16,
+        kind: event.kind as u8,
+        fault_type: event.fault_type as u8,
+        // CAST: event flags use the low 16 bits.
+        flags: event.flags as u16,
+        text_len: event.text_len,
+        text_truncated: u8::from(event.text_truncated),
+    };
+    put(out, 0, &header);
+    if event.kind == Kind::Fault {
+        let body = FaultBody {
+            addr: event.args[0],
+            ip: event.args[1],
+            pages: event.args[2],
+        };
+        put(out, HEADER, &body);
+    } else {
+        let body = CallBody {
+            args: event.args,
+            ret: event.ret,
+            dur_ns: event.dur_ns,
+        };
+        put(out, HEADER, &body);
+        let start = HEADER + size_of::<CallBody>();
+        if let Some(dst) = out.get_mut(start..start + text.len()) {
+            dst.copy_from_slice(text);
+        }
+    }
+    size
+}
+
+/// Sets the time of the record in `record` to `time_ns`.
+pub(crate) fn stamp(record: &mut [u8; RECORD_MAX], time_ns: u64) {
+    put(record, TIME_OFFSET, &time_ns);
+}
+
+/// The header of the record that `bytes` starts with.
+pub(crate) fn header(bytes: &[u8]) -> Option<Header> {
+    get::<Header>(bytes, 0)
+}
+
+/// The event of the record in `bytes`, or `None` if it is not a valid record.
+pub(crate) fn decode(bytes: &[u8]) -> Option<Event> {
+    let header = header(bytes)?;
+    let mut event = Event::zeroed();
+    event.time_ns = header.time_ns;
+    event.pid = header.pid;
+    event.tid = header.tid;
+    event.kind = *Kind::ALL.get(usize::from(header.kind))?;
+    event.fault_type = FaultType::from_u8(header.fault_type)?;
+    event.flags = u32::from(header.flags);
+    if event.kind == Kind::Fault {
+        let body = get::<FaultBody>(bytes, HEADER)?;
+        event.args[0] = body.addr;
+        event.args[1] = body.ip;
+        event.args[2] = body.pages;
+    } else {
+        let body = get::<CallBody>(bytes, HEADER)?;
+        event.args = body.args;
+        event.ret = body.ret;
+        event.dur_ns = body.dur_ns;
+        let start = HEADER + size_of::<CallBody>();
+        let text = bytes.get(start..start + usize::from(header.text_len))?;
+        event.set_text(text);
+        event.text_truncated = header.text_truncated != 0;
+    }
+    Some(event)
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A one-shot high-resolution timer that can be armed from any context (`linux/hrtimer.h`).
+//!
+//! [`OneShotTimer::arm`] starts the timer unless it is armed already, so that many callers
+//! arming it at once cost one start; the handler runs once, in hard interrupt context, when it
+//! expires. Dropping the timer cancels it and waits for a handler in flight.
+
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::atomic::{Atomic, Full, Relaxed, Release},
+    types::Opaque,
+};
+
+/// What an [`OneShotTimer`] does when it expires.
+pub(crate) trait TimerHandler: Send + Sync {
+    /// Runs in hard interrupt context: it must not sleep.
+    fn expired(&self);
+}
+
+/// A one-shot timer owning its handler.
+///
+/// # Invariants
+///
+/// `raw` is an initialised hrtimer whose callback is [`Self::callback`].
+#[pin_data(PinnedDrop)]
+pub(crate) struct OneShotTimer<H: TimerHandler> {
+    #[pin]
+    handler: H,
+    /// Set from arming until the handler starts to run.
+    armed: Atomic<bool>,
+    #[pin]
+    raw: Opaque<bindings::hrtimer>,
+}
+
+// SAFETY: An hrtimer may be started and cancelled from any thread; `H` is `Send`.
+unsafe impl<H: TimerHandler> Send for OneShotTimer<H> {}
+// SAFETY: Shared access starts the timer (internally locked) or reads `H`, which is `Sync`.
+unsafe impl<H: TimerHandler> Sync for OneShotTimer<H> {}
+
+impl<H: TimerHandler> OneShotTimer<H> {
+    /// A timer, not armed, that calls `handler` when it expires.
+    pub(crate) fn new(handler: impl PinInit<H>) -> impl PinInit<Self> {
+        pin_init!(Self {
+            handler <- handler,
+            armed: Atomic::new(false),
+            raw <- Opaque::ffi_init(|slot: *mut bindings::hrtimer| {
+                // SAFETY: `slot` is valid for writes; the callback matches the timer's type.
+                unsafe {
+                    bindings::hrtimer_setup(
+                        slot,
+                        Some(Self::callback),
+                        // CAST: clock ids are small constants.
+                        bindings::CLOCK_MONOTONIC as i32,
+                        bindings::hrtimer_mode_HRTIMER_MODE_REL,
+                    )
+                }
+            }),
+        })
+    }
+
+    /// The handler.
+    pub(crate) fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    /// Arms the timer to expire in `delay_ns` (give or take `slack_ns`), unless it is armed.
+    /// Callable in any context but NMI.
+    pub(crate) fn arm(&self, delay_ns: u64, slack_ns: u64) {
+        if self.armed.load(Relaxed) || self.armed.xchg(true, Full) {
+            return;
+        }
+        // CAST: delays are far below i64::MAX nanoseconds.
+        let delay = delay_ns as i64;
+        // SAFETY: `raw` is initialised by the type invariants and pinned.
+        unsafe {
+            bindings::hrtimer_start_range_ns(
+                self.raw.get(),
+                delay,
+                slack_ns,
+                bindings::hrtimer_mode_HRTIMER_MODE_REL,
+            )
+        };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the hrtimer core with the `raw` timer of a live `OneShotTimer<H>`.
+    unsafe extern "C" fn callback(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
+        // SAFETY: `timer` is the `raw` field of a live `OneShotTimer<H>`, which cannot be
+        // freed before this returns (drop cancels the timer and waits); `Opaque` is
+        // transparent.
+        let this = unsafe {
+            &*kernel::container_of!(timer.cast::<Opaque<bindings::hrtimer>>(), Self, raw)
+        };
+        this.armed.store(false, Release);
+        this.handler.expired();
+        bindings::hrtimer_restart::HRTIMER_NORESTART
+    }
+}
+
+#[pinned_drop]
+impl<H: TimerHandler> PinnedDrop for OneShotTimer<H> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `raw` is initialised; cancelling waits for a callback in flight.
+        unsafe { bindings::hrtimer_cancel(self.raw.get()) };
+    }
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probes on tracepoints (`linux/tracepoint.h`), attached from a module.
+//!
+//! A [`TracepointProbe`] is attached when created and detached when dropped; dropping it
+//! waits (`tracepoint_synchronize_unregister()`) until no CPU runs the probe any more, so the
+//! data the probe was given may be freed right after.
+
+use kernel::{bindings, error::to_result, prelude::*, sync::Arc};
+
+/// A probe function attached to one tracepoint, with the data passed to it as first argument.
+///
+/// # Invariants
+///
+/// `probe` is registered on `tracepoint` with `data` (a pointer from [`Arc::into_raw`]) from
+/// creation until drop.
+pub(crate) struct TracepointProbe<T: Send + Sync> {
+    tracepoint: *mut bindings::tracepoint,
+    probe: *mut c_void,
+    data: *const T,
+}
+
+// SAFETY: The tracepoint core allows unregistering from any thread; `T` is `Send + Sync`.
+unsafe impl<T: Send + Sync> Send for TracepointProbe<T> {}
+// SAFETY: `&TracepointProbe` gives access to nothing.
+unsafe impl<T: Send + Sync> Sync for TracepointProbe<T> {}
+
+impl<T: Send + Sync> TracepointProbe<T> {
+    /// Attaches `probe` to `tracepoint`; every call of the probe gets `data` as its first
+    /// argument, as a `*const T` cast to `*mut c_void`.
+    ///
+    /// # Safety
+    ///
+    /// `tracepoint` must point to a tracepoint that outlives the returned value (one of the
+    /// kernel's, exported), and `probe` must be an `unsafe extern "C" fn` with that
+    /// tracepoint's probe signature: `(data: *mut c_void, TP_PROTO arguments...)`, that reads
+    /// `data` as `*const T`.
+    pub(crate) unsafe fn attach(
+        tracepoint: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: Arc<T>,
+    ) -> Result<Self> {
+        let data = Arc::into_raw(data);
+        // SAFETY: The caller guarantees `tracepoint` and the signature of `probe`; `data` stays
+        // valid until `drop` has unregistered the probe and waited for its callers.
+        let ret = unsafe {
+            bindings::tracepoint_probe_register(tracepoint, probe, data.cast_mut().cast())
+        };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: `data` came from `Arc::into_raw` above and the probe was not registered.
+            drop(unsafe { Arc::from_raw(data) });
+            return Err(e);
+        }
+        // INVARIANT: the probe was just registered with `data`.
+        Ok(Self {
+            tracepoint,
+            probe,
+            data,
+        })
+    }
+}
+
+impl<T: Send + Sync> Drop for TracepointProbe<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariants the probe is registered with these arguments.
+        let ret = unsafe {
+            bindings::tracepoint_probe_unregister(
+                self.tracepoint,
+                self.probe,
+                self.data.cast_mut().cast(),
+            )
+        };
+        if ret != 0 {
+            pr_warn!("tracepoint probe unregistration failed: error {}\n", ret);
+        }
+        // SAFETY: Sleeping is allowed in drop (process context); it returns once no CPU runs
+        // the probe any more.
+        unsafe { bindings::tracepoint_synchronize_unregister() };
+        // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
+        drop(unsafe { Arc::from_raw(self.data) });
+    }
+}

@@ -1,0 +1,30 @@
+# At the default buflen with `cat` as the reader: one thread faulting 16384 pages, then two
+# threads faulting 16384 pages each on the two CPUs. No event is lost; each thread's faults
+# come in its program order, the merged stream in time order, and the fault lines equal
+# rusage.
+. /host/lib.sh
+load
+drained() { [ $(($(stat_of delivered) + $(stat_of lost_reported))) -ge "$(stat_of produced)" ]; }
+for storm in "anon 16384" "threads 2 16384"; do
+    cat /proc/memmon/events > /tmp/ev &
+    reader=$!
+    wait_until "the reader to open" has_events_open $reader
+    /progs/watchexec /progs/memtest $storm > /tmp/out || fail "memtest $storm"
+    wait_until "the reader to catch up" drained
+    kill $reader
+    wait $reader 2>/dev/null
+    expect_eq "$storm: events lost" "$(awk '$3 == "lost" { sub(/count=/, "", $4); n += $4 } END { print n + 0 }' /tmp/ev)" 0
+    w=$(window /tmp/ev "$(pid_of_run /tmp/ev)")
+    crosscheck "$w" /tmp/out
+    printf '%s\n' "$w" | awk '$3 == "fault" { split($2, ids, "/"); a = $6; sub(/addr=/, "", a); a = a + 0
+            if ((ids[2] in last) && a <= last[ids[2]]) { print "out of program order: " $0; bad = 1 }
+            last[ids[2]] = a; n[ids[2]]++ }
+        END { for (t in n) printf "thread %s: %d faults\n", t, n[t]; exit bad }' || fail "$storm: a thread's faults are out of order"
+    awk '{ split($1, t, "."); ns = t[1] * 1000000000 + t[2]; if (ns < last) { print "time went back: " $0; exit 1 } last = ns }' /tmp/ev ||
+        fail "$storm: the merged stream is not in time order"
+    echo "ok: $storm: program order per thread, time order overall"
+    # Reset the reader's starting point: reload.
+    unload
+    load
+done
+unload
