@@ -272,7 +272,14 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         .ok_or_else(|| ParseError::BadPidTid(quote(ids)))?;
     let kind_text = frame.next().ok_or(ParseError::MissingFrame("kind"))?;
     let rest = frame.next().unwrap_or("");
-    let (kind, fields) = parse_kind(kind_text, rest)?;
+    let Some(&name) = crate::event::KIND_NAMES
+        .iter()
+        .find(|name| **name == kind_text)
+    else {
+        return Err(ParseError::UnknownKind(quote(kind_text)));
+    };
+    let fields = Fields::new(name, rest)?;
+    let kind = parse_kind(name, &fields)?;
     let dur = if kind.is_syscall() && fields.optional("dur").is_some() {
         Some(fields.dec("dur")?)
     } else {
@@ -317,11 +324,7 @@ fn parse_u32(text: &str) -> Option<u32> {
     u32::try_from(parse_dec(text)?).ok()
 }
 
-fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<(EventKind<'a>, Fields<'a>), ParseError> {
-    let Some(&name) = crate::event::KIND_NAMES.iter().find(|name| **name == kind) else {
-        return Err(ParseError::UnknownKind(quote(kind)));
-    };
-    let f = Fields::new(name, rest)?;
+fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, ParseError> {
     let kind = match name {
         "fault" => EventKind::Fault {
             fault_type: f.typed(
@@ -489,7 +492,7 @@ fn parse_kind<'a>(kind: &str, rest: &'a str) -> Result<(EventKind<'a>, Fields<'a
         "lost" => EventKind::Lost {
             count: f.dec("count")?,
         },
-        _ => return Err(ParseError::UnknownKind(quote(kind))),
+        _ => return Err(ParseError::UnknownKind(quote(name))),
     };
-    Ok((kind, f))
+    Ok(kind)
 }

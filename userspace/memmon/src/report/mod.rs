@@ -7,6 +7,7 @@
 
 pub mod class;
 pub mod diff;
+pub mod fasthash;
 pub mod folded;
 pub mod generate;
 pub mod maps;

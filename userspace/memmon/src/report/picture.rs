@@ -1,10 +1,9 @@
 //! What is resident and mapped at one moment, by site and by class.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::class::PageKind;
+use super::fasthash::FastMap;
 use super::sites::SiteId;
 
 /// Index of a class in the report's class table.
@@ -14,13 +13,13 @@ pub type ClassId = u32;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Picture {
     /// Resident pages by site.
-    pub site_resident: HashMap<SiteId, u64>,
+    pub site_resident: FastMap<SiteId, u64>,
     /// Mapped bytes by the site of the call that mapped them.
-    pub site_mapped: HashMap<SiteId, u64>,
+    pub site_mapped: FastMap<SiteId, u64>,
     /// Resident pages by (page kind, class).
-    pub class_resident: HashMap<(PageKind, ClassId), u64>,
+    pub class_resident: FastMap<(PageKind, ClassId), u64>,
     /// Mapped bytes by class.
-    pub class_mapped: HashMap<ClassId, u64>,
+    pub class_mapped: FastMap<ClassId, u64>,
     /// Resident pages by kind (anon, file, shmem).
     pub kinds: [u64; 3],
     /// Pages paged out to swap (and not back yet).
@@ -43,7 +42,7 @@ pub struct KindBytes {
 /// Bytes per page (x86-64 base pages).
 pub const PAGE: u64 = 4096;
 
-fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut HashMap<K, u64>, key: K, delta: i64) {
+fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FastMap<K, u64>, key: K, delta: i64) {
     let entry = map.entry(key).or_insert(0);
     *entry = entry.saturating_add_signed(delta);
     if *entry == 0 {

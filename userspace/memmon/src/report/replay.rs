@@ -6,6 +6,7 @@ use std::io::BufRead;
 use serde::Serialize;
 
 use super::class::{Class, PageKind};
+use super::fasthash::FastMap;
 use super::maps::{Counters, MapsLine};
 use super::picture::{ClassId, KindBytes, Picture, PAGE};
 use super::sites::{
@@ -65,7 +66,7 @@ pub struct MarkState {
 #[derive(Debug, Default)]
 struct Process {
     space: Space,
-    raw_sites: HashMap<Vec<u64>, SiteId>,
+    raw_sites: FastMap<Vec<u64>, SiteId>,
     raw_epoch: u64,
     /// The totals when the address space was last released (exit/exec).
     released: Option<KindBytes>,
@@ -108,6 +109,8 @@ pub struct Analysis {
     pub events: u64,
     /// Events the reader lost (`lost` lines).
     pub lost: u64,
+    /// Lines that did not parse (skipped).
+    pub bad_lines: u64,
     /// Any fault or call carried `stack=`.
     pub has_stacks: bool,
     /// Any fault carried `pages=`.
@@ -136,6 +139,7 @@ pub struct Replay {
     capture: usize,
     events: u64,
     lost: u64,
+    bad_lines: u64,
     has_stacks: bool,
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
@@ -164,6 +168,7 @@ impl Replay {
             capture: 0,
             events: 0,
             lost: 0,
+            bad_lines: 0,
             has_stacks: false,
             has_pages: false,
             span: None,
@@ -175,7 +180,14 @@ impl Replay {
     pub fn capture(&mut self, input: impl BufRead) -> Result<(), ReadError> {
         let mut reader = CaptureReader::new(input);
         while let Some(record) = reader.next_record() {
-            let (_, record) = record?;
+            let record = match record {
+                Ok((_, record)) => record,
+                Err(ReadError::Parse { .. } | ReadError::BadSnapshotHeader { .. }) => {
+                    self.bad_lines += 1;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             match record {
                 Record::Event(event) => self.event(&event),
                 Record::Snapshot(snapshot) => self.snapshot(&snapshot),
@@ -560,24 +572,26 @@ impl Replay {
         stack: Option<&Stack>,
         label: &'static str,
     ) -> SiteId {
-        let mut raw: Vec<u64> = Vec::new();
         let exact_first = ip != 0;
-        match stack {
+        let joined: Vec<u64>;
+        let raw: &[u64] = match stack {
             Some(stack) if !stack.0.is_empty() => {
                 if ip != 0 && stack.0[0] != ip {
-                    raw.push(ip);
+                    joined = std::iter::once(ip).chain(stack.0.iter().copied()).collect();
+                    &joined
+                } else {
+                    &stack.0
                 }
-                raw.extend_from_slice(&stack.0);
             }
-            _ if ip != 0 => raw.push(ip),
+            _ if ip != 0 => std::slice::from_ref(&ip),
             _ => return self.sites.label(label),
-        }
+        };
         let process = self.processes.entry(key).or_default();
         if process.raw_epoch != process.space.code_epoch {
             process.raw_sites.clear();
             process.raw_epoch = process.space.code_epoch;
         }
-        if let Some(&site) = process.raw_sites.get(&raw) {
+        if let Some(&site) = process.raw_sites.get(raw) {
             return site;
         }
         let frames: Vec<Frame> = raw
@@ -587,7 +601,7 @@ impl Replay {
             .collect();
         let site = self.sites.intern(frames);
         let process = self.processes.entry(key).or_default();
-        process.raw_sites.insert(raw, site);
+        process.raw_sites.insert(raw.to_vec(), site);
         site
     }
 
@@ -763,6 +777,7 @@ impl Replay {
             timeline: self.timeline.finish(),
             events: self.events,
             lost: self.lost,
+            bad_lines: self.bad_lines,
             has_stacks: self.has_stacks,
             has_pages: self.has_pages,
             span: self.span,

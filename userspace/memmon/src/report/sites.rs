@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use super::fasthash::FastMap;
+
 /// Index of an object (a mapped file) in [`SiteTable::objects`].
 pub type ObjectId = u32;
 /// Index of a site in [`SiteTable`].
@@ -41,7 +43,7 @@ pub struct SiteTable {
     objects: Vec<String>,
     object_ids: HashMap<String, ObjectId>,
     sites: Vec<Vec<Frame>>,
-    site_ids: HashMap<Vec<Frame>, SiteId>,
+    site_ids: FastMap<Vec<Frame>, SiteId>,
 }
 
 impl SiteTable {

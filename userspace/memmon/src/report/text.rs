@@ -72,6 +72,13 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
             String::new()
         }
     )?;
+    if view.bad_lines > 0 {
+        writeln!(
+            out,
+            "warning: {} capture lines could not be decoded and were skipped",
+            view.bad_lines
+        )?;
+    }
     let totals = view.totals;
     writeln!(
         out,

@@ -1,10 +1,9 @@
 //! The timeline: per interval (fixed length, or between marks), faults by class, bytes
 //! mapped and unmapped, net resident growth and the sites that grew.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
+use super::fasthash::FastMap;
 use super::picture::PAGE;
 use super::sites::SiteId;
 use super::stats::FaultClass;
@@ -41,7 +40,7 @@ pub struct Interval {
     pub swapins: u64,
     /// Net resident change by site (pages), for the top contributors.
     #[serde(skip)]
-    pub site_growth: HashMap<SiteId, i64>,
+    pub site_growth: FastMap<SiteId, i64>,
 }
 
 /// Builds the intervals while the capture is replayed.

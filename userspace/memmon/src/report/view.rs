@@ -166,6 +166,8 @@ pub struct View {
     pub events: u64,
     /// Events lost by the reader.
     pub lost: u64,
+    /// Capture lines that did not parse (skipped).
+    pub bad_lines: u64,
     /// Processes.
     pub pids: Vec<u32>,
     /// Whether stacks were present (else sites are fault ips).
@@ -280,6 +282,7 @@ pub fn build(
         moment,
         events: analysis.events,
         lost: analysis.lost,
+        bad_lines: analysis.bad_lines,
         pids: analysis.pids.clone(),
         stacks: analysis.has_stacks,
         pages_key: analysis.has_pages,

@@ -1,0 +1,116 @@
+//! The address-space model of `memmon report` on small hand-written captures that use the
+//! stream additions of issue 10 (stack=, pages=, dur=, rss lines).
+
+use memmon::report::replay::{Replay, ReplayOptions};
+use memmon::report::symbols::{SymbolOptions, Symbols};
+use memmon::report::view::{build, View, ViewOptions};
+
+const KIB: u64 = 1024;
+
+fn view(capture: &str) -> View {
+    let mut replay = Replay::new(ReplayOptions::default());
+    replay.capture(capture.as_bytes()).unwrap();
+    let analysis = replay.finish();
+    let symbols = Symbols::new(&analysis.sites, &SymbolOptions::default());
+    build(&analysis, &symbols, &ViewOptions::default()).unwrap()
+}
+
+const HEADER: &str = "\
+# memmon-capture 1
+# snapshot maps 100 1.000000000 start
+#| 00400000-00401000 r--p 00000000 00:03 5 /bin/prog
+#| 00401000-00402000 r-xp 00001000 00:03 5 /bin/prog
+#| 7ffc0000-7ffc2000 rw-p 00000000 00:00 0 [stack]
+";
+
+#[test]
+fn stacks_pages_mremap_madvise_and_rss() {
+    let capture = format!(
+        "{HEADER}\
+1.100000000 100/100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000 dur=1000 stack=0x401100,0x401200
+1.100000001 100/100 fault type=anon access=W addr=0x7f0000000010 ip=0x401010 pages=16 stack=0x401010,0x401100,0x401200
+1.200000000 100/100 mremap old=0x7f0000000000 old_len=65536 new_len=131072 flags=MAYMOVE new=0x0 ret=0x7f1000000000 dur=10 stack=0x401300
+1.300000000 100/100 mmap addr=0x0 len=65536 prot=r-- flags=PRIVATE fd=3 off=0 ret=0x7f2000000000 file=/data/table stack=0x401400
+1.300000001 100/100 fault type=file access=R addr=0x7f2000000000 ip=0x401020 pages=16 stack=0x401020,0x401500
+1.400000000 100/100 madvise addr=0x7f1000000000 len=32768 advice=DONTNEED ret=0 dur=5
+1.500000000 100/100 rss anon=32768 file=65536 shmem=0 swap=0 peak=131072 at=exit
+1.500000001 100/100 exit code=0
+"
+    );
+    let view = view(&capture);
+    assert!(view.stacks && view.pages_key);
+    assert_eq!(view.totals.anon, 32 * KIB);
+    assert_eq!(view.totals.file, 64 * KIB);
+    // The anonymous pages moved with mremap and half were released: a mixed site whose
+    // frames are the fault ip (exact) and its callers, normalised to file offsets.
+    let anon = view
+        .sites
+        .iter()
+        .find(|row| row.function() == "prog+0x1010")
+        .unwrap();
+    assert_eq!(anon.chain(8), "prog+0x1010 < prog+0x1100 < prog+0x1200");
+    assert_eq!((anon.resident, anon.released), (32 * KIB, 32 * KIB));
+    assert_eq!(anon.brought_in, 64 * KIB);
+    // Mapped bytes go to the stack of the call that mapped them: the mmap, then the
+    // growth to the moved region's site.
+    let mapper = view
+        .sites
+        .iter()
+        .find(|row| row.function() == "prog+0x1100")
+        .unwrap();
+    assert_eq!(mapper.mapped, 128 * KIB);
+    let table = view
+        .tree
+        .iter()
+        .find(|row| row.label == "/data/table")
+        .unwrap();
+    assert_eq!(table.resident, 64 * KIB);
+    // The rss line at exit agrees with the model.
+    assert_eq!(view.reconciliation.len(), 1);
+    assert!(view.reconciliation[0].warnings.is_empty());
+}
+
+#[test]
+fn populate_faults_before_the_call_and_a_wrong_rss_line() {
+    let capture = format!(
+        "{HEADER}\
+1.100000000 100/100 fault type=anon access=W addr=0x7f0000000000 ip=0x0 user=0
+1.100000001 100/100 fault type=anon access=W addr=0x7f0000001000 ip=0x0 user=0
+1.100000002 100/100 mmap addr=0x0 len=8192 prot=rw- flags=PRIVATE|ANONYMOUS|POPULATE fd=-1 off=0 ret=0x7f0000000000 stack=0x401100
+1.200000000 100/100 brk req=0x0 ret=0x1000000
+1.200000001 100/100 brk req=0x1003000 ret=0x1003000 stack=0x401200
+1.200000002 100/100 fault type=anon access=R addr=0x1000000 ip=0x401030
+1.200000003 100/100 fault type=wp access=W addr=0x1000000 ip=0x401040
+1.200000004 100/100 fault type=anon access=W addr=0x1001000 ip=0x401040
+1.200000005 100/100 fault type=spurious access=W addr=0x1001000 ip=0x401040
+1.200000006 100/100 brk req=0x1001000 ret=0x1001000 stack=0x401200
+1.300000000 100/100 mark text=m
+1.300000001 100/100 rss anon=1048576 file=0 shmem=0 swap=0 peak=1048576 at=mark
+1.300000002 100/100 exit code=0
+"
+    );
+    let view = view(&capture);
+    // The populate faults take the mmap's class and its call's site.
+    let populate = view
+        .sites
+        .iter()
+        .find(|row| row.function() == "prog+0x1100")
+        .unwrap();
+    assert_eq!(populate.resident, 8 * KIB);
+    let heap = view
+        .tree
+        .iter()
+        .find(|row| row.label == "heap (brk)")
+        .unwrap();
+    // The read mapped the zero page; the write copied it; the shrink freed the second page.
+    assert_eq!(heap.resident, 4 * KIB);
+    assert_eq!(view.totals.anon, 12 * KIB);
+    let check = &view.reconciliation[0];
+    assert_eq!(check.label, "mark \"m\"");
+    assert_eq!(check.warnings.len(), 1);
+    assert!(
+        check.warnings[0].contains(&format!("+{} bytes", 1048576 - 12 * KIB)),
+        "{}",
+        check.warnings[0]
+    );
+}
