@@ -65,6 +65,9 @@ enum Command {
         output: Option<PathBuf>,
         #[command(flatten)]
         format: FormatArgs,
+        /// No summary at the end (faults by type, resident growth, top 5 sites).
+        #[arg(long, short = 'q')]
+        quiet: bool,
         /// The command and its arguments.
         #[arg(required = true, last = true, value_name = "CMD")]
         command: Vec<String>,
@@ -126,6 +129,9 @@ enum Command {
         /// Also watch the processes forked by the recorded ones.
         #[arg(long, short = 'f')]
         follow: bool,
+        /// No summary at the end (faults by type, resident growth, top 5 sites).
+        #[arg(long, short = 'q')]
+        quiet: bool,
         /// Record these running processes (repeat or separate with commas).
         #[arg(
             short = 'p',
@@ -288,13 +294,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             follow,
             output,
             format,
+            quiet,
             command,
         } => {
             let printer = match output {
                 Some(path) => Printer::new(create_file(&path)?, Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
             };
-            monitor::run_command(&proc, &command, follow, printer)
+            monitor::run_command(&proc, &command, follow, printer, !quiet)
         }
         Command::Attach { follow, pids } => {
             if follow {
@@ -338,14 +345,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Record {
             output,
             follow,
+            quiet,
             pids,
             command,
         } => {
             let file = create_file(&output)?;
             if command.is_empty() {
-                monitor::record_pids(&proc, &pids, follow, file)
+                monitor::record_pids(&proc, &pids, follow, file, !quiet)
             } else {
-                monitor::record_command(&proc, &command, follow, file)
+                monitor::record_command(&proc, &command, follow, file, !quiet)
             }
         }
         Command::Report(args) => report(args),

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use memmon::{parse_line, Event, EventKind, ProcInterface, Timestamp};
+use memmon::report::replay::{Replay, ReplayOptions};
+use memmon::{parse_line, Event, EventKind, ProcInterface, Snapshot, SnapshotSource, Timestamp};
 use nix::sys::signal::Signal;
 
 use crate::child::HeldChild;
@@ -81,10 +82,12 @@ struct Monitor {
     root: Option<u32>,
     root_exit_seen: bool,
     output_gone: bool,
+    /// The model behind the end-of-run summary (None with --quiet).
+    summary: Option<Box<Replay>>,
 }
 
 impl Monitor {
-    fn new(events: LiveEvents, sink: Sink, since: Timestamp) -> Monitor {
+    fn new(events: LiveEvents, sink: Sink, since: Timestamp, summary: bool) -> Monitor {
         Monitor {
             events,
             sink,
@@ -95,6 +98,33 @@ impl Monitor {
             root: None,
             root_exit_seen: false,
             output_gone: false,
+            summary: summary.then(|| Box::new(Replay::new(ReplayOptions::default()))),
+        }
+    }
+
+    /// Snapshots `pid` into the capture (if any) and its maps into the summary's model.
+    fn snapshot(&mut self, pid: u32, reason: &str) -> Result<()> {
+        self.sink.snapshot(pid, reason)?;
+        if let Some(replay) = &mut self.summary {
+            if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+                replay.snapshot(&Snapshot {
+                    source: SnapshotSource::Maps,
+                    pid,
+                    time: monotonic_now(),
+                    reason: reason.to_owned(),
+                    note: None,
+                    lines: maps.lines().map(str::to_owned).collect(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Prints the summary to stderr.
+    fn print_summary(&mut self) {
+        if let Some(mut replay) = self.summary.take() {
+            replay.end_live();
+            eprint!("{}", memmon::report::summary::summary(&replay.finish()));
         }
     }
 
@@ -112,6 +142,9 @@ impl Monitor {
     fn emit(&mut self, line: &str, event: &Event) -> Result<()> {
         if !self.output_gone && !self.sink.event(line, event)? {
             self.output_gone = true;
+        }
+        if let Some(replay) = &mut self.summary {
+            replay.event(event);
         }
         Ok(())
     }
@@ -134,7 +167,7 @@ impl Monitor {
                 self.emit(line, &event)?;
                 let followed: Vec<u32> = self.followed.iter().copied().collect();
                 for pid in followed {
-                    self.sink.snapshot(pid, "mark")?;
+                    self.snapshot(pid, "mark")?;
                 }
                 return Ok(());
             }
@@ -161,7 +194,7 @@ impl Monitor {
                     self.handle(&line)?;
                 }
             }
-            EventKind::Exec { .. } => self.sink.snapshot(event.pid, "exec")?,
+            EventKind::Exec { .. } => self.snapshot(event.pid, "exec")?,
             EventKind::Exit { .. } => {
                 self.followed.remove(&event.pid);
                 if self.root == Some(event.pid) {
@@ -212,8 +245,9 @@ pub fn run_command(
     command: &[String],
     follow: bool,
     printer: Printer,
+    summary: bool,
 ) -> Result<ExitCode> {
-    follow_command(proc, command, follow, Sink::Print(printer))
+    follow_command(proc, command, follow, Sink::Print(printer), summary)
 }
 
 /// `record -- CMD`: like `run`, into a capture file with snapshots.
@@ -222,10 +256,11 @@ pub fn record_command(
     command: &[String],
     follow: bool,
     mut out: Box<dyn Write>,
+    summary: bool,
 ) -> Result<ExitCode> {
     write_capture_header(&mut out, ("command", &command.join(" ")))
         .context("cannot write the capture file")?;
-    follow_command(proc, command, follow, Sink::Capture(out))
+    follow_command(proc, command, follow, Sink::Capture(out), summary)
 }
 
 fn follow_command(
@@ -233,6 +268,7 @@ fn follow_command(
     command: &[String],
     follow: bool,
     sink: Sink,
+    summary: bool,
 ) -> Result<ExitCode> {
     // Open the stream before the command can run, so none of its events are missed.
     let events = LiveEvents::open(proc)?;
@@ -249,11 +285,14 @@ fn follow_command(
         child.abandon();
         return Err(error.into());
     }
-    let mut monitor = Monitor::new(events, sink, since);
+    let mut monitor = Monitor::new(events, sink, since, summary);
+    if let Some(replay) = &mut monitor.summary {
+        replay.header("command", &command.join(" "));
+    }
     monitor.followed.insert(pid);
     monitor.root = Some(pid);
     // The stub has not exec'd yet: this is the process's initial state.
-    monitor.sink.snapshot(pid, "start")?;
+    monitor.snapshot(pid, "start")?;
     if let Err(error) = child.release() {
         let _ = proc.unwatch(&[pid]);
         return Err(error);
@@ -301,6 +340,7 @@ fn follow_command(
     }
     monitor.sink.flush()?;
     monitor.report_lost();
+    monitor.print_summary();
     let code = exit_code.unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
@@ -311,6 +351,7 @@ pub fn record_pids(
     pids: &[u32],
     follow: bool,
     mut out: Box<dyn Write>,
+    summary: bool,
 ) -> Result<ExitCode> {
     let pid_list: Vec<String> = pids.iter().map(u32::to_string).collect();
     write_capture_header(&mut out, ("pids", &pid_list.join(" ")))
@@ -323,17 +364,17 @@ pub fn record_pids(
     } else {
         proc.watch(pids)?;
     }
-    let mut monitor = Monitor::new(events, Sink::Capture(out), since);
+    let mut monitor = Monitor::new(events, Sink::Capture(out), since, summary);
     monitor.followed.extend(pids);
     for &pid in pids {
-        monitor.sink.snapshot(pid, "start")?;
+        monitor.snapshot(pid, "start")?;
     }
     while !interrupted() && !monitor.followed.is_empty() {
         monitor.pump()?;
     }
     let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
     for pid in still_running {
-        monitor.sink.snapshot(pid, "end")?;
+        monitor.snapshot(pid, "end")?;
     }
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {
@@ -344,6 +385,7 @@ pub fn record_pids(
         eprintln!("memmon: interrupted, recording stopped");
     }
     monitor.report_lost();
+    monitor.print_summary();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use memmon::report::generate::{prepare, report, Format, ReportOptions};
 use memmon::report::profile_proto::Profile;
+use memmon::report::replay::CounterSource;
 use memmon::report::timeline::Slicing;
 use memmon::report::view::{Lifetime, SiteRow, View};
 use prost::Message;
@@ -90,7 +91,8 @@ fn names_the_functions_with_their_byte_counts() {
     assert_eq!(scratch.lifetime, Lifetime::Temporary);
     let table = site(&view, "load_table");
     assert_eq!(table.resident, MIB);
-    assert_eq!(table.faults.file, 256);
+    // With pages= a file fault maps up to 16 pages (fault-around): fewer faults.
+    assert!(table.faults.file >= 16 && table.faults.file <= 256);
     let reheat = site(&view, "reheat");
     assert_eq!(reheat.resident, MIB);
     assert_eq!(reheat.swapped_in, MIB);
@@ -125,10 +127,12 @@ fn reconciles_without_warning() {
     for check in &view.reconciliation {
         assert!(check.warnings.is_empty(), "{:?}", check.warnings);
     }
-    // The last mark ("end") is the final picture: 3 MiB + 1 MiB of anonymous memory.
+    // The rss line at exit is the final picture: 3 MiB + 1 MiB of anonymous memory.
     let end = view.reconciliation.last().unwrap();
-    assert!(end.label.contains("end"));
+    assert!(end.label.starts_with("exit of "), "{}", end.label);
+    assert_eq!(end.source, CounterSource::RssLine);
     assert!(end.counters.anon >= 4 * MIB);
+    assert!(end.model.anon.abs_diff(end.counters.anon) <= 2 * PAGE);
 }
 
 #[test]

@@ -19,6 +19,7 @@ pub mod replay;
 pub mod sites;
 pub mod space;
 pub mod stats;
+pub mod summary;
 pub mod symbols;
 pub mod text;
 pub mod timeline;

@@ -71,6 +71,9 @@ struct Process {
     /// The totals when the address space was last released (exit/exec).
     released: Option<KindBytes>,
     exited: bool,
+    /// The image before the first exec is memmon's own stub (`record -- CMD`), whose
+    /// pages were faulted before watching began: its `rss at=exec` is not compared.
+    stub: bool,
 }
 
 /// Options of the replay.
@@ -137,6 +140,7 @@ pub struct Replay {
     comparisons: Vec<Comparison>,
     start_counters: HashMap<ProcessKey, Counters>,
     capture: usize,
+    command_capture: bool,
     events: u64,
     lost: u64,
     bad_lines: u64,
@@ -166,6 +170,7 @@ impl Replay {
             comparisons: Vec::new(),
             start_counters: HashMap::new(),
             capture: 0,
+            command_capture: false,
             events: 0,
             lost: 0,
             bad_lines: 0,
@@ -191,16 +196,24 @@ impl Replay {
             match record {
                 Record::Event(event) => self.event(&event),
                 Record::Snapshot(snapshot) => self.snapshot(&snapshot),
-                Record::Header { key, value } => {
-                    if key == "command" || key == "pids" {
-                        self.commands.push(value);
-                    }
-                }
+                Record::Header { key, value } => self.header(&key, &value),
             }
         }
         self.end_capture();
         self.capture += 1;
+        self.command_capture = false;
         Ok(())
+    }
+
+    /// Applies a capture header (`command`: memmon started the process, so the image
+    /// before its first exec is memmon's own).
+    pub fn header(&mut self, key: &str, value: &str) {
+        if key == "command" {
+            self.command_capture = true;
+        }
+        if key == "command" || key == "pids" {
+            self.commands.push(value.to_owned());
+        }
     }
 
     fn class(&mut self, class: Class) -> ClassId {
@@ -213,7 +226,8 @@ impl Replay {
         id
     }
 
-    fn snapshot(&mut self, snapshot: &Snapshot) {
+    /// Applies a snapshot block (maps fill the model's gaps; status gives counters).
+    pub fn snapshot(&mut self, snapshot: &Snapshot) {
         let key = (self.capture, snapshot.pid);
         match snapshot.source {
             SnapshotSource::Maps => {
@@ -253,7 +267,11 @@ impl Replay {
                     ));
                 }
                 let (stats, timeline) = (&mut self.stats, &mut self.timeline);
+                let new = !self.processes.contains_key(&key);
                 let process = self.processes.entry(key).or_default();
+                if new && snapshot.reason == "start" && self.command_capture {
+                    process.stub = true;
+                }
                 if !self.order.contains(&key) {
                     self.order.push(key);
                 }
@@ -344,7 +362,8 @@ impl Replay {
         self.compare(label, key, model, counters, source);
     }
 
-    fn event(&mut self, event: &Event) {
+    /// Applies one event.
+    pub fn event(&mut self, event: &Event) {
         self.events += 1;
         self.timeline.advance(event.time);
         self.span = Some(match self.span {
@@ -518,6 +537,11 @@ impl Replay {
                 };
                 match at {
                     RssAt::Mark => self.mark_counters(key, counters, CounterSource::RssLine),
+                    RssAt::Exec
+                        if self
+                            .processes
+                            .get_mut(&key)
+                            .is_some_and(|p| std::mem::replace(&mut p.stub, false)) => {}
                     RssAt::Exit | RssAt::Exec => {
                         let model = match self.processes.get(&key) {
                             Some(p) if p.space.is_empty() => p.released.unwrap_or_default(),
@@ -745,6 +769,13 @@ impl Replay {
             }
             space.brk = Some(ret);
         });
+    }
+
+    /// Ends a capture fed through [`Replay::event`] and [`Replay::snapshot`]: the
+    /// processes still alive count with their current state.
+    pub fn end_live(&mut self) {
+        self.end_capture();
+        self.capture += 1;
     }
 
     fn end_capture(&mut self) {

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs the report scenario (vm-report.sh) in the test VM; exit status 0 when it passes.
+# Needs the kernel and module (make) and the static userspace binary.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+[ -x "$here/alloc_sites" ] || "$here/build.sh"
+out=$("$top/scripts/vm-run" --timeout 300 \
+    --add "$here/alloc_sites:/host/alloc_sites" \
+    --add "$here/vm-report.sh:/host/vm-report.sh" \
+    -- sh /host/vm-report.sh)
+printf '%s\n' "$out"
+printf '%s\n' "$out" | grep -q '^ok: record, report, top site keep_cache' || exit 1

@@ -1,0 +1,72 @@
+//! The one-screen summary `memmon run` and `memmon record` print at the end: faults by
+//! type, resident growth, the top 5 sites symbolised.
+
+use std::fmt::Write;
+
+use super::replay::Analysis;
+use super::symbols::{SymbolOptions, Symbols};
+use super::text::size;
+use super::view::{build, ViewOptions};
+
+/// Sites listed.
+const TOP: usize = 5;
+
+/// The summary text (several lines, each starting with `memmon: `).
+pub fn summary(analysis: &Analysis) -> String {
+    let symbols = Symbols::new(&analysis.sites, &SymbolOptions::default());
+    let Ok(view) = build(analysis, &symbols, &ViewOptions::default()) else {
+        return String::new();
+    };
+    let mut faults = [0u64; 5];
+    for row in &view.sites {
+        faults[0] += row.faults.first_touch;
+        faults[1] += row.faults.file;
+        faults[2] += row.faults.swap_in;
+        faults[3] += row.faults.cow;
+        faults[4] += row.faults.other;
+    }
+    let mut out = String::new();
+    let total: u64 = faults.iter().sum();
+    let _ = writeln!(
+        out,
+        "memmon: summary: {} events, {total} faults (first-touch {}, file {}, swap-in {}, copy-on-write {}, other {})",
+        view.events, faults[0], faults[1], faults[2], faults[3], faults[4]
+    );
+    let totals = view.totals;
+    let _ = writeln!(
+        out,
+        "memmon: resident growth while watched: {} (anon {}, file {}, shmem {}), {} swapped out",
+        size(totals.anon + totals.file + totals.shmem),
+        size(totals.anon),
+        size(totals.file),
+        size(totals.shmem),
+        size(totals.swap)
+    );
+    let rows: Vec<_> = view
+        .sites
+        .iter()
+        .filter(|r| r.resident > 0)
+        .take(TOP)
+        .collect();
+    if !rows.is_empty() {
+        let _ = writeln!(out, "memmon: top sites by resident bytes:");
+    }
+    for row in rows {
+        let location = row
+            .location()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "memmon: {:>10}  {}{location}",
+            size(row.resident),
+            row.chain(3)
+        );
+    }
+    for check in &view.reconciliation {
+        for warning in &check.warnings {
+            let _ = writeln!(out, "memmon: warning: {warning}");
+        }
+    }
+    out
+}
