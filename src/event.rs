@@ -28,15 +28,22 @@ pub(crate) enum Kind {
     Mlockall,
     Munlockall,
     Fsync,
+    Msync,
+    PkeyMprotect,
+    Mseal,
+    ProcessMadvise,
+    Shmat,
+    Shmdt,
     Mark,
     Exec,
     Fork,
     Exit,
+    Rss,
 }
 
 impl Kind {
     /// Number of kinds.
-    pub(crate) const COUNT: usize = Kind::Exit as usize + 1;
+    pub(crate) const COUNT: usize = Kind::Rss as usize + 1;
 
     /// Every kind, in discriminant order.
     pub(crate) const ALL: [Kind; Kind::COUNT] = [
@@ -53,17 +60,24 @@ impl Kind {
         Kind::Mlockall,
         Kind::Munlockall,
         Kind::Fsync,
+        Kind::Msync,
+        Kind::PkeyMprotect,
+        Kind::Mseal,
+        Kind::ProcessMadvise,
+        Kind::Shmat,
+        Kind::Shmdt,
         Kind::Mark,
         Kind::Exec,
         Kind::Fork,
         Kind::Exit,
+        Kind::Rss,
     ];
 
     /// Whether the kind is a system call (its line ends with `dur=`).
     pub(crate) fn is_syscall(self) -> bool {
         !matches!(
             self,
-            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit
+            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit | Kind::Rss
         )
     }
 
@@ -83,10 +97,17 @@ impl Kind {
             Kind::Mlockall => "mlockall",
             Kind::Munlockall => "munlockall",
             Kind::Fsync => "fsync",
+            Kind::Msync => "msync",
+            Kind::PkeyMprotect => "pkey_mprotect",
+            Kind::Mseal => "mseal",
+            Kind::ProcessMadvise => "process_madvise",
+            Kind::Shmat => "shmat",
+            Kind::Shmdt => "shmdt",
             Kind::Mark => "mark",
             Kind::Exec => "exec",
             Kind::Fork => "fork",
             Kind::Exit => "exit",
+            Kind::Rss => "rss",
         }
     }
 }
@@ -179,8 +200,10 @@ pub(crate) struct Event {
     pub(crate) fault_type: FaultType,
     /// Number of valid bytes in `text`.
     pub(crate) text_len: u8,
-    /// `text` was cut to fit.
+    /// `text` was cut to fit: its end is missing.
     pub(crate) text_truncated: bool,
+    /// `text` was cut to fit: its start is missing (a path keeps its file name).
+    pub(crate) text_head_cut: bool,
     /// Kind-specific flag bits ([`fault_flags`]).
     pub(crate) flags: u32,
     /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages).
@@ -216,6 +239,7 @@ impl Event {
             fault_type: FaultType::Anon,
             text_len: 0,
             text_truncated: false,
+            text_head_cut: false,
             flags: 0,
             args: [0; 6],
             ret: 0,
@@ -231,6 +255,14 @@ impl Event {
         // CAST: `len <= TEXT_CAPACITY < 256`.
         self.text_len = len as u8;
         self.text_truncated = len < bytes.len();
+    }
+
+    /// Stores the end of `bytes` as the record's text: all of it, or its last
+    /// [`TEXT_CAPACITY`] bytes with the start marked as cut.
+    pub(crate) fn set_text_tail(&mut self, bytes: &[u8]) {
+        let skip = bytes.len().saturating_sub(TEXT_CAPACITY);
+        self.set_text(&bytes[skip..]);
+        self.text_head_cut = skip > 0;
     }
 
     /// Stores a NUL-terminated kernel string as the record's text.

@@ -339,6 +339,7 @@ impl ProcFile for MarkerFile {
         let mut event = Event::new(Kind::Mark);
         event.set_text(text);
         self.monitor.state.ring.push(&event);
+        crate::rss::mark_all(&self.monitor.state);
         Ok(len)
     }
 }

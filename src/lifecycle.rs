@@ -48,6 +48,9 @@ impl KprobeHandler for ForkProbe {
     }
 }
 
+/// `SIGNAL_GROUP_EXIT` of `linux/sched/signal.h`: a group exit is in progress.
+const SIGNAL_GROUP_EXIT: u32 = 0x4;
+
 /// Handler of the exit probe.
 pub(crate) struct ExitProbe {
     state: Arc<State>,
@@ -65,8 +68,19 @@ impl KprobeHandler for ExitProbe {
         }
         let mut event = Event::new(Kind::Exit);
         let task = kernel::task::Task::current_raw();
-        // SAFETY: `current` is valid; do_exit() set its `exit_code` before this point.
-        event.ret = i64::from(unsafe { (*task).exit_code });
+        // The status wait(2) reports (wait_task_zombie()): the group exit code after
+        // exit_group() or a fatal signal, else the exit code of the group leader, which need
+        // not be the last thread to exit.
+        // SAFETY: `current` is valid, and so are its `signal` and `group_leader` (a zombie
+        // leader stays until the group is reaped); do_exit() set the exit codes before this.
+        event.ret = i64::from(unsafe {
+            let signal = (*task).signal;
+            if (*signal).flags & SIGNAL_GROUP_EXIT != 0 {
+                (*signal).group_exit_code
+            } else {
+                (*(*task).group_leader).exit_code
+            }
+        });
         self.state.ring.push(&event);
         self.state.watch.remove(tgid);
     }
@@ -83,6 +97,16 @@ impl KretprobeHandler for ExecProbe {
     fn entry(&self, regs: &bindings::pt_regs) -> Option<usize> {
         if !self.state.watch.contains_current() {
             return None;
+        }
+        let task = kernel::task::Task::current_raw();
+        // SAFETY: `current` is valid; its `mm` is still the address space that the exec is
+        // about to replace (null only for a kernel thread, which has none to report).
+        let mm = unsafe { (*task).mm };
+        if !mm.is_null() {
+            // SAFETY: `mm` is the current task's.
+            self.state
+                .ring
+                .push(&unsafe { crate::rss::rss_event(mm, crate::rss::RssAt::Exec) });
         }
         // The first argument register holds the `struct linux_binprm *`.
         Some(regs.di)

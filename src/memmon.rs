@@ -22,6 +22,7 @@ mod pollqueue;
 mod procfs;
 mod record;
 mod ring;
+mod rss;
 mod syscalls;
 mod text;
 mod timer;
@@ -85,6 +86,8 @@ struct Memmon {
     proc_dir: Option<ProcDir<Monitor>>,
     /// `None` only during drop.
     fault_probe: Option<FaultProbe>,
+    /// `None` only during drop.
+    exit_rss_probe: Option<rss::ExitRssProbe>,
 }
 
 impl kernel::Module for Memmon {
@@ -119,6 +122,7 @@ impl kernel::Module for Memmon {
             GFP_KERNEL,
         )?;
         let fault_probe = FaultProbe::attach(state.clone())?;
+        let exit_rss_probe = rss::ExitRssProbe::attach(state.clone())?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
@@ -137,6 +141,7 @@ impl kernel::Module for Memmon {
             state,
             proc_dir: Some(proc_dir),
             fault_probe: Some(fault_probe),
+            exit_rss_probe: Some(exit_rss_probe),
         })
     }
 }
@@ -149,6 +154,7 @@ impl Drop for Memmon {
         // Removes the files, releases those still open, then unregisters the probes.
         drop(self.proc_dir.take());
         drop(self.fault_probe.take());
+        drop(self.exit_rss_probe.take());
         let stats = self.state.ring.stats();
         pr_info!(
             "unloaded: {} events produced, {} overwritten\n",

@@ -88,7 +88,7 @@ pub(crate) fn encode(event: &Event, out: &mut [u8; RECORD_MAX]) -> usize {
         // CAST: event flags use the low 16 bits.
         flags: event.flags as u16,
         text_len: event.text_len,
-        text_truncated: u8::from(event.text_truncated),
+        text_truncated: u8::from(event.text_truncated) | (u8::from(event.text_head_cut) << 1),
     };
     put(out, 0, &header);
     if event.kind == Kind::Fault {
@@ -146,7 +146,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Event> {
         let start = HEADER + size_of::<CallBody>();
         let text = bytes.get(start..start + usize::from(header.text_len))?;
         event.set_text(text);
-        event.text_truncated = header.text_truncated != 0;
+        event.text_truncated = header.text_truncated & 1 != 0;
+        event.text_head_cut = header.text_truncated & 2 != 0;
     }
     Some(event)
 }

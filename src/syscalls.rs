@@ -10,7 +10,7 @@
 use crate::event::{now_ns, Event, Kind};
 use crate::kprobe::{Kretprobe, KretprobeHandler};
 use crate::State;
-use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc};
+use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
 /// Calls of one syscall that may be in flight at once (sleeping in the kernel) and still be
 /// recorded; more are counted as missed in `/proc/memmon/stats`.
@@ -19,7 +19,7 @@ const MAX_ACTIVE: i32 = 256;
 const MAP_ANONYMOUS: u64 = 0x20;
 
 /// The probed syscalls: entry point and event kind.
-const SYSCALLS: [(&CStr, Kind); 12] = [
+const SYSCALLS: [(&CStr, Kind); 18] = [
     (c"__x64_sys_mmap", Kind::Mmap),
     (c"__x64_sys_munmap", Kind::Munmap),
     (c"__x64_sys_mremap", Kind::Mremap),
@@ -32,6 +32,12 @@ const SYSCALLS: [(&CStr, Kind); 12] = [
     (c"__x64_sys_mlockall", Kind::Mlockall),
     (c"__x64_sys_munlockall", Kind::Munlockall),
     (c"__x64_sys_fsync", Kind::Fsync),
+    (c"__x64_sys_msync", Kind::Msync),
+    (c"__x64_sys_pkey_mprotect", Kind::PkeyMprotect),
+    (c"__x64_sys_mseal", Kind::Mseal),
+    (c"__x64_sys_process_madvise", Kind::ProcessMadvise),
+    (c"__x64_sys_shmat", Kind::Shmat),
+    (c"__x64_sys_shmdt", Kind::Shmdt),
 ];
 
 /// What the entry handler saves for the exit handler: the event, filled in but for `ret`.
@@ -44,6 +50,7 @@ pub(crate) struct PendingCall {
 pub(crate) struct SyscallProbe {
     state: Arc<State>,
     kind: Kind,
+    paths: Arc<PathBuffers>,
 }
 
 impl KretprobeHandler for SyscallProbe {
@@ -67,7 +74,8 @@ impl KretprobeHandler for SyscallProbe {
         if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
             // CAST: the fd argument is a C int.
             let fd = event.args[4] as i32;
-            capture_file_path(&mut event, fd);
+            // SAFETY: Kretprobe entry handlers run with preemption disabled.
+            unsafe { capture_file_path(&mut event, fd, &self.paths) };
         }
         Some(PendingCall { event })
     }
@@ -83,9 +91,59 @@ impl KretprobeHandler for SyscallProbe {
     }
 }
 
-/// Stores the path of the file open as `fd` in the current task as the event's text.
-fn capture_file_path(event: &mut Event, fd: i32) {
+/// `PATH_MAX`: room for any path `d_path` can produce.
+const PATH_MAX: usize = 4096;
+
+/// One path buffer per CPU, for the entry handlers (too big for the kernel stack).
+pub(crate) struct PathBuffers {
+    buffers: KVec<Opaque<[u8; PATH_MAX]>>,
+}
+
+// SAFETY: Each buffer is only used by the probe handler running on its CPU (see `get`).
+unsafe impl Send for PathBuffers {}
+// SAFETY: As above.
+unsafe impl Sync for PathBuffers {}
+
+impl PathBuffers {
+    fn new() -> Result<Self> {
+        // SAFETY: `nr_cpu_ids` is set during boot, before modules load, and not changed after.
+        let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
+        let mut buffers = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        for _ in 0..ncpus {
+            buffers.push(Opaque::uninit(), GFP_KERNEL)?;
+        }
+        Ok(Self { buffers })
+    }
+
+    /// The buffer of the current CPU.
+    ///
+    /// # Safety
+    ///
+    /// The caller runs with preemption disabled in a kprobe handler (kprobe handlers do not
+    /// nest on a CPU), and does not keep the buffer past the handler.
+    unsafe fn get(&self) -> Option<&mut [u8; PATH_MAX]> {
+        // SAFETY: No precondition.
+        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let buffer = self.buffers.get(cpu)?;
+        // SAFETY: By the caller's guarantee nothing else on this CPU uses the buffer, and no
+        // other CPU uses this CPU's buffer; any bytes are a valid `[u8; N]` for `d_path` to
+        // overwrite.
+        Some(unsafe { &mut *buffer.get() })
+    }
+}
+
+/// Stores the path of the file open as `fd` in the current task as the event's text; a path
+/// longer than the text keeps its end.
+///
+/// # Safety
+///
+/// Called from a kprobe handler, with preemption disabled (see [`PathBuffers::get`]).
+unsafe fn capture_file_path(event: &mut Event, fd: i32, paths: &PathBuffers) {
     let Ok(fd) = u32::try_from(fd) else {
+        return;
+    };
+    // SAFETY: The caller's guarantee is `get`'s.
+    let Some(buf) = (unsafe { paths.get() }) else {
         return;
     };
     // SAFETY: `fget` may be called from any task context; it returns a referenced file or
@@ -94,20 +152,29 @@ fn capture_file_path(event: &mut Event, fd: i32) {
     if file.is_null() {
         return;
     }
-    let mut buf = [0u8; 256];
     // SAFETY: `file` is referenced, so its path is valid; `d_path` writes at most `buf.len()`
     // bytes into `buf` and returns a pointer into it or an error pointer.
     let path = unsafe {
         bindings::d_path(
             &(*file).__bindgen_anon_1.f_path,
             buf.as_mut_ptr().cast(),
-            // CAST: 256 fits a C int.
-            buf.len() as i32,
+            // CAST: PATH_MAX fits a C int.
+            PATH_MAX as i32,
         )
     };
     match kernel::error::from_err_ptr(path) {
-        // SAFETY: On success `d_path` returns a NUL-terminated string inside `buf`.
-        Ok(path) => unsafe { event.set_text_from_c(path.cast::<u8>().cast_const()) },
+        Ok(path) => {
+            // `d_path` builds the path at the end of `buf`, NUL-terminated.
+            // CAST: the pointer is inside `buf`.
+            let start = (path as usize).wrapping_sub(buf.as_ptr() as usize);
+            match buf
+                .get(start..)
+                .and_then(|rest| rest.split(|&b| b == 0).next())
+            {
+                Some(bytes) => event.set_text_tail(bytes),
+                None => event.set_text(b"?"),
+            }
+        }
         Err(_) => event.set_text(b"?"),
     }
     // SAFETY: The reference taken by `fget` is dropped after its last use (`d_path`); `fput`
@@ -124,10 +191,12 @@ impl SyscallProbes {
     /// Probes every syscall of [`SYSCALLS`]; fails (naming the syscall) if one cannot be.
     pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
         let mut probes = KVec::with_capacity(SYSCALLS.len(), GFP_KERNEL)?;
+        let paths = Arc::new(PathBuffers::new()?, GFP_KERNEL)?;
         for (symbol, kind) in SYSCALLS {
             let handler = SyscallProbe {
                 state: state.clone(),
                 kind,
+                paths: paths.clone(),
             };
             probes.push(
                 KBox::pin_init(Kretprobe::register(symbol, MAX_ACTIVE, handler), GFP_KERNEL)?,

@@ -69,6 +69,19 @@ impl Write for Line {
 
 /// Writes `bytes` in the stream's `str` form: 0x21..0x7e but `\` as is, others as `\xNN`.
 fn write_escaped(out: &mut Line, bytes: &[u8], truncated: bool) -> fmt::Result {
+    write_escaped_cut(out, bytes, false, truncated)
+}
+
+/// Writes the text of an event, `...` before it when its start was cut, after it when its
+/// end was.
+fn write_text(out: &mut Line, e: &Event) -> fmt::Result {
+    write_escaped_cut(out, e.text(), e.text_head_cut, e.text_truncated)
+}
+
+fn write_escaped_cut(out: &mut Line, bytes: &[u8], head_cut: bool, truncated: bool) -> fmt::Result {
+    if head_cut {
+        out.push_bytes(b"...")?;
+    }
     for &b in bytes {
         if (0x21..=0x7e).contains(&b) && b != b'\\' {
             out.push_bytes(&[b])?;
@@ -192,6 +205,13 @@ const MMAP_FLAGS: &[(u64, &str)] = &[
 const MREMAP_FLAGS: &[(u64, &str)] = &[(1, "MAYMOVE"), (2, "FIXED"), (4, "DONTUNMAP")];
 const MLOCK2_FLAGS: &[(u64, &str)] = &[(1, "ONFAULT")];
 const MLOCKALL_FLAGS: &[(u64, &str)] = &[(1, "CURRENT"), (2, "FUTURE"), (4, "ONFAULT")];
+const MSYNC_FLAGS: &[(u64, &str)] = &[(1, "ASYNC"), (2, "INVALIDATE"), (4, "SYNC")];
+const SHMAT_FLAGS: &[(u64, &str)] = &[
+    (0x1000, "RDONLY"),
+    (0x2000, "RND"),
+    (0x4000, "REMAP"),
+    (0x8000, "EXEC"),
+];
 
 fn advice_name(advice: u64) -> Option<&'static str> {
     Some(match advice {
@@ -294,7 +314,7 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             write_ret(out, e.ret, RetForm::Hex)?;
             if e.text_len > 0 {
                 out.write_str(" file=")?;
-                write_escaped(out, e.text(), e.text_truncated)?;
+                write_text(out, e)?;
             }
         }
         Kind::Munmap | Kind::Mlock | Kind::Munlock => {
@@ -340,6 +360,56 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             // CAST: the fd argument is a C int.
             write!(out, " fd={}", a0 as i32)?;
             write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Msync => {
+            write!(out, " addr={a0:#x} len={a1} flags=")?;
+            write_flags(out, a2, MSYNC_FLAGS)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::PkeyMprotect => {
+            write!(out, " addr={a0:#x} len={a1} prot=")?;
+            write_prot(out, a2)?;
+            // CAST: the pkey argument is a C int.
+            write!(out, " pkey={}", a3 as i32)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mseal => {
+            write!(out, " addr={a0:#x} len={a1} flags=")?;
+            write_flags(out, a2, &[])?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::ProcessMadvise => {
+            // CAST: the pidfd and advice arguments are C ints.
+            write!(out, " pidfd={} vec={a1:#x} vlen={a2} advice=", a0 as i32)?;
+            match advice_name(a3) {
+                Some(name) => out.write_str(name)?,
+                // CAST: the advice argument is a C int.
+                None => write!(out, "{}", a3 as i32)?,
+            }
+            out.write_str(" flags=")?;
+            write_flags(out, a4, &[])?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Shmat => {
+            // CAST: the shmid argument is a C int.
+            write!(out, " shmid={} addr={a1:#x} flags=", a0 as i32)?;
+            write_flags(out, a2, SHMAT_FLAGS)?;
+            write_ret(out, e.ret, RetForm::Hex)?;
+        }
+        Kind::Shmdt => {
+            write!(out, " addr={a0:#x}")?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Rss => {
+            let at = match a5 {
+                0 => "exit",
+                1 => "exec",
+                _ => "mark",
+            };
+            write!(
+                out,
+                " anon={a0} file={a1} shmem={a2} swap={a3} peak={a4} at={at}"
+            )?;
         }
         Kind::Mark => {
             out.write_str(" text=")?;

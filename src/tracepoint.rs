@@ -6,7 +6,7 @@
 //! waits (`tracepoint_synchronize_unregister()`) until no CPU runs the probe any more, so the
 //! data the probe was given may be freed right after.
 
-use kernel::{bindings, error::to_result, prelude::*, sync::Arc};
+use kernel::{bindings, error::to_result, prelude::*, str::CStr, sync::Arc};
 
 /// A probe function attached to one tracepoint, with the data passed to it as first argument.
 ///
@@ -79,4 +79,35 @@ impl<T: Send + Sync> Drop for TracepointProbe<T> {
         // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
         drop(unsafe { Arc::from_raw(self.data) });
     }
+}
+
+/// The core kernel's tracepoint called `name`, exported or not.
+pub(crate) fn find_kernel_tracepoint(name: &CStr) -> Option<*mut bindings::tracepoint> {
+    struct Search<'a> {
+        name: &'a CStr,
+        found: *mut bindings::tracepoint,
+    }
+
+    /// # Safety
+    ///
+    /// Called by `for_each_kernel_tracepoint` with a valid tracepoint and the `Search` below.
+    unsafe extern "C" fn visit(tp: *mut bindings::tracepoint, search: *mut c_void) {
+        // SAFETY: `search` is the `Search` passed below, alive during the iteration.
+        let search = unsafe { &mut *search.cast::<Search<'_>>() };
+        // SAFETY: A kernel tracepoint is valid and has a NUL-terminated static name.
+        let name = unsafe { CStr::from_char_ptr((*tp).name) };
+        if name == search.name {
+            search.found = tp;
+        }
+    }
+
+    let mut search = Search {
+        name,
+        found: core::ptr::null_mut(),
+    };
+    // SAFETY: `visit` has the expected signature and only uses `search` during the call.
+    unsafe {
+        bindings::for_each_kernel_tracepoint(Some(visit), (&raw mut search).cast::<c_void>())
+    };
+    (!search.found.is_null()).then_some(search.found)
 }

@@ -153,6 +153,15 @@ impl WatchSet {
         self.watched.update(tgid, false)
     }
 
+    /// Calls `f` with every watched process, in increasing order.
+    pub(crate) fn for_each_watched(&self, mut f: impl FnMut(i32)) {
+        self.watched.for_each(|pid| {
+            if let Ok(pid) = i32::try_from(pid) {
+                f(pid);
+            }
+        });
+    }
+
     /// Number of watched processes.
     pub(crate) fn count(&self) -> usize {
         let mut count = 0;

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rss` events: a watched process's resident memory, as `/proc/PID/status` shows it
+//! (RssAnon, RssFile, RssShmem, VmSwap, VmHWM), when its address space is released (exit,
+//! and exec replacing it) and at each mark.
+//!
+//! The exit line comes from the `sched_process_exit` tracepoint of the thread that ends the
+//! group (`group_dead`), which `do_exit()` fires before `exit_mm()`, while the address space
+//! is still whole; the exec line from the exec probe, before the new program's address space
+//! replaces the old one.
+
+use crate::event::{current_ids, Event, Kind};
+use crate::tracepoint::{find_kernel_tracepoint, TracepointProbe};
+use crate::State;
+use kernel::{bindings, prelude::*, sync::Arc};
+
+/// When an `rss` line was taken (its `at=`).
+#[derive(Clone, Copy)]
+pub(crate) enum RssAt {
+    Exit = 0,
+    Exec = 1,
+    Mark = 2,
+}
+
+/// The `rss` event of `mm`, for the current task's ids.
+///
+/// # Safety
+///
+/// `mm` must be valid: the current task's, or referenced.
+pub(crate) unsafe fn rss_event(mm: *mut bindings::mm_struct, at: RssAt) -> Event {
+    // SAFETY: `mm` is valid; its counters are percpu counters, summed under their own lock
+    // as `get_mm_counter_sum()` does.
+    let counter = |member: u32| -> u64 {
+        let sum = unsafe {
+            let counters = &raw mut (*mm).__bindgen_anon_1.rss_stat;
+            bindings::__percpu_counter_sum(
+                counters
+                    .cast::<bindings::percpu_counter>()
+                    .add(member as usize),
+            )
+        };
+        u64::try_from(sum).unwrap_or(0)
+    };
+    let anon = counter(bindings::MM_ANONPAGES);
+    let file = counter(bindings::MM_FILEPAGES);
+    let shmem = counter(bindings::MM_SHMEMPAGES);
+    let swap = counter(bindings::MM_SWAPENTS);
+    // SAFETY: `mm` is valid; `hiwater_rss` is read racily, as `/proc/PID/status` does.
+    let hiwater = unsafe { (*mm).__bindgen_anon_1.hiwater_rss } as u64;
+    let peak = hiwater.max(anon + file + shmem);
+    let mut event = Event::new(Kind::Rss);
+    let page = bindings::PAGE_SIZE as u64;
+    event.args = [
+        anon * page,
+        file * page,
+        shmem * page,
+        swap * page,
+        peak * page,
+        at as u64,
+    ];
+    event
+}
+
+/// Pushes an `rss` event (`at=mark`) for every watched process that still has an address
+/// space. Process context.
+pub(crate) fn mark_all(state: &State) {
+    state.watch.for_each_watched(|tgid| {
+        let mm = {
+            let _rcu = kernel::sync::rcu::read_lock();
+            // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
+            // `init_pid_ns` is static. `get_task_mm` takes a reference on the mm of a task
+            // valid under the RCU read lock, or returns null.
+            unsafe {
+                let pid = bindings::find_pid_ns(tgid, &raw mut bindings::init_pid_ns);
+                if pid.is_null() {
+                    return;
+                }
+                let task = bindings::pid_task(pid, bindings::pid_type_PIDTYPE_TGID);
+                if task.is_null() {
+                    return;
+                }
+                bindings::get_task_mm(task)
+            }
+        };
+        if mm.is_null() {
+            return;
+        }
+        // SAFETY: `mm` is referenced until `mmput` below.
+        let mut event = unsafe { rss_event(mm, RssAt::Mark) };
+        // SAFETY: `mm` was referenced by `get_task_mm`; `mmput` may sleep, allowed here.
+        unsafe { bindings::mmput(mm) };
+        event.pid = tgid;
+        event.tid = tgid;
+        state.ring.push(&event);
+    });
+}
+
+/// The probe on `sched_process_exit`, attached from initialisation until drop.
+pub(crate) struct ExitRssProbe {
+    _probe: TracepointProbe<State>,
+}
+
+impl ExitRssProbe {
+    /// Attaches the probe.
+    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
+        let Some(tracepoint) = find_kernel_tracepoint(c"sched_process_exit") else {
+            pr_err!("cannot find the sched_process_exit tracepoint\n");
+            return Err(ENOENT);
+        };
+        // SAFETY: `tracepoint` is a core kernel tracepoint, which outlives the module;
+        // `process_exit` has its probe signature and reads `data` as `*const State`.
+        let probe =
+            unsafe { TracepointProbe::attach(tracepoint, process_exit as *mut c_void, state) }?;
+        Ok(Self { _probe: probe })
+    }
+}
+
+/// The probe: `TP_PROTO(struct task_struct *p, bool group_dead)`, fired by `do_exit()` of
+/// the current task (`p`) before `exit_mm()`.
+///
+/// # Safety
+///
+/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`].
+unsafe extern "C" fn process_exit(
+    data: *mut c_void,
+    _task: *mut bindings::task_struct,
+    group_dead: bool,
+) {
+    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
+    let state = unsafe { &*data.cast::<State>() };
+    if !group_dead || !state.watch.contains(current_ids().0) {
+        return;
+    }
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address
+    // space (null for a kernel thread).
+    let mm = unsafe { (*task).mm };
+    if mm.is_null() {
+        return;
+    }
+    // SAFETY: `mm` is the current task's.
+    let event = unsafe { rss_event(mm, RssAt::Exit) };
+    state.ring.push(&event);
+}
