@@ -28,9 +28,9 @@ pub(crate) enum RssAt {
 ///
 /// `mm` must be valid: the current task's, or referenced.
 pub(crate) unsafe fn rss_event(mm: *mut bindings::mm_struct, at: RssAt) -> Event {
-    // SAFETY: `mm` is valid; its counters are percpu counters, summed under their own lock
-    // as `get_mm_counter_sum()` does.
     let counter = |member: u32| -> u64 {
+        // SAFETY: `mm` is valid; its counters are percpu counters, summed under their own
+        // lock as `get_mm_counter_sum()` does; `member` is below `NR_MM_COUNTERS`.
         let sum = unsafe {
             let counters = &raw mut (*mm).__bindgen_anon_1.rss_stat;
             bindings::__percpu_counter_sum(

@@ -115,20 +115,13 @@ impl PathBuffers {
         Ok(Self { buffers })
     }
 
-    /// The buffer of the current CPU.
-    ///
-    /// # Safety
-    ///
-    /// The caller runs with preemption disabled in a kprobe handler (kprobe handlers do not
-    /// nest on a CPU), and does not keep the buffer past the handler.
-    unsafe fn get(&self) -> Option<&mut [u8; PATH_MAX]> {
+    /// The buffer of the current CPU. Only a kprobe handler running with preemption
+    /// disabled may use it, and only until it returns: kprobe handlers do not nest on a CPU,
+    /// so nothing else uses it meanwhile.
+    fn current(&self) -> Option<*mut [u8; PATH_MAX]> {
         // SAFETY: No precondition.
         let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
-        let buffer = self.buffers.get(cpu)?;
-        // SAFETY: By the caller's guarantee nothing else on this CPU uses the buffer, and no
-        // other CPU uses this CPU's buffer; any bytes are a valid `[u8; N]` for `d_path` to
-        // overwrite.
-        Some(unsafe { &mut *buffer.get() })
+        Some(self.buffers.get(cpu)?.get())
     }
 }
 
@@ -137,15 +130,18 @@ impl PathBuffers {
 ///
 /// # Safety
 ///
-/// Called from a kprobe handler, with preemption disabled (see [`PathBuffers::get`]).
+/// Called from a kprobe handler, with preemption disabled (see [`PathBuffers::current`]).
 unsafe fn capture_file_path(event: &mut Event, fd: i32, paths: &PathBuffers) {
     let Ok(fd) = u32::try_from(fd) else {
         return;
     };
-    // SAFETY: The caller's guarantee is `get`'s.
-    let Some(buf) = (unsafe { paths.get() }) else {
+    let Some(buf) = paths.current() else {
         return;
     };
+    // SAFETY: The caller runs in a kprobe handler with preemption disabled, so this CPU's
+    // buffer is used by nothing else until it returns (see `PathBuffers::current`); any bytes
+    // are a valid `[u8; N]`.
+    let buf = unsafe { &mut *buf };
     // SAFETY: `fget` may be called from any task context; it returns a referenced file or
     // null.
     let file = unsafe { bindings::fget(fd) };
