@@ -1,9 +1,14 @@
 //! Capture-file headers (kernel, module) and /proc/PID snapshots.
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memmon::capture::{write_header, write_snapshot, CAPTURE_VERSION};
+use memmon::report::maps::MapsLine;
+use memmon::report::symbols::build_id;
 use memmon::SnapshotSource;
 
 use crate::live::monotonic_now;
@@ -52,6 +57,9 @@ fn read_trimmed(path: &str) -> Option<String> {
 pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Result<()> {
     let time = monotonic_now();
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"));
+    if let Ok(text) = &maps {
+        write_build_ids(out, pid, text)?;
+    }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
     let (maps_note, maps_lines) = snapshot_lines(&maps, |_| true);
     write_snapshot(
@@ -75,6 +83,31 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
         status_note.as_deref(),
         status_lines,
     )
+}
+
+/// Writes `# buildid HEX PATH` for each mapped file not named before in this capture
+/// (read through /proc/PID/map_files when possible, so a file replaced since is not
+/// mistaken for the mapped one), so that `memmon report` can match binaries by build ID.
+fn write_build_ids(out: &mut impl Write, pid: u32, maps: &str) -> io::Result<()> {
+    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let Ok(mut seen) = SEEN.lock() else {
+        return Ok(());
+    };
+    for line in maps.lines() {
+        let Some(entry) = MapsLine::parse(line) else {
+            continue;
+        };
+        if !entry.path.starts_with('/') || entry.inode == 0 || seen.contains(&entry.path) {
+            continue;
+        }
+        seen.insert(entry.path.clone());
+        let by_fd = format!("/proc/{pid}/map_files/{:x}-{:x}", entry.start, entry.end);
+        let id = build_id(Path::new(&by_fd)).or_else(|| build_id(Path::new(&entry.path)));
+        if let Some(id) = id {
+            writeln!(out, "# buildid {id} {}", entry.path)?;
+        }
+    }
+    Ok(())
 }
 
 fn snapshot_lines(

@@ -390,3 +390,59 @@ fn pprof_decodes_and_go_tool_pprof_reads_it() {
         "{line}"
     );
 }
+
+#[test]
+fn binaries_are_matched_by_build_id() {
+    let base = fixture("base.cap");
+    let text = std::fs::read_to_string(&base).unwrap();
+    let id = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("# buildid ")?
+                .strip_suffix(" /host/alloc_sites")
+        })
+        .expect("a build ID for /host/alloc_sites in the capture")
+        .to_owned();
+    // The other build at the capture's path: names may be wrong, and the report says so.
+    let wrong = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-wrong-build");
+    std::fs::create_dir_all(wrong.join("host")).unwrap();
+    std::fs::copy(
+        sysroot().join("host/alloc_sites5"),
+        wrong.join("host/alloc_sites"),
+    )
+    .unwrap();
+    let view = view_of(
+        &["base.cap"],
+        &ReportOptions {
+            sysroot: Some(wrong.clone()),
+            ..ReportOptions::default()
+        },
+    );
+    assert!(
+        view.symbol_warnings
+            .iter()
+            .any(|w| w.contains("/host/alloc_sites: build ID") && w.contains(&id)),
+        "{:?}",
+        view.symbol_warnings
+    );
+    // The right build found by its build ID in the debug directory is used instead.
+    let debug = wrong.join("usr/lib/debug/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&debug).unwrap();
+    std::fs::copy(
+        sysroot().join("host/alloc_sites"),
+        debug.join(format!("{}.debug", &id[2..])),
+    )
+    .unwrap();
+    let view = view_of(
+        &["base.cap"],
+        &ReportOptions {
+            sysroot: Some(wrong),
+            ..ReportOptions::default()
+        },
+    );
+    assert!(view
+        .symbol_warnings
+        .iter()
+        .all(|w| !w.contains("/host/alloc_sites:")));
+    assert!(within_a_page(site(&view, "keep_cache").resident, 3 * MIB));
+}

@@ -101,8 +101,9 @@ impl ProfileBuilder {
         }
     }
 
-    fn mapping(&mut self, path: &str, options: &SymbolOptions) -> u64 {
-        if let Some(&id) = self.mapping_ids.get(path) {
+    fn mapping(&mut self, path: &str, known: Option<&str>, options: &SymbolOptions) -> u64 {
+        let key = known.map_or_else(|| path.to_owned(), |id| format!("build-id:{id}"));
+        if let Some(&id) = self.mapping_ids.get(&key) {
             return id;
         }
         let id = self.mappings.len() as u64 + 1;
@@ -110,11 +111,11 @@ impl ProfileBuilder {
             Some(root) => root.join(path.trim_start_matches('/')),
             None => PathBuf::from(path),
         };
-        let build_id = blazesym::helper::read_elf_build_id(&file)
-            .ok()
-            .flatten()
-            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect::<String>())
-            .unwrap_or_default();
+        let build_id = match known {
+            Some(known) => known.to_owned(),
+            None if file.is_file() => super::symbols::build_id(&file).unwrap_or_default(),
+            None => String::new(),
+        };
         let mapping = Mapping {
             id,
             memory_start: id << OBJECT_SHIFT,
@@ -128,7 +129,7 @@ impl ProfileBuilder {
             has_inline_frames: true,
         };
         self.mappings.push(mapping);
-        self.mapping_ids.insert(path.to_owned(), id);
+        self.mapping_ids.insert(key, id);
         id
     }
 
@@ -176,7 +177,11 @@ impl ProfileBuilder {
                 }
                 let (mapping_id, address) = match *frame {
                     Frame::Code { object, offset, .. } => {
-                        let mapping = self.mapping(analysis.sites.object_path(object), options);
+                        let mapping = self.mapping(
+                            analysis.sites.object_path(object),
+                            analysis.sites.object_build_id(object),
+                            options,
+                        );
                         (mapping, (mapping << OBJECT_SHIFT) + offset)
                     }
                     Frame::Address(addr) => (0, addr),

@@ -141,6 +141,7 @@ pub struct Replay {
     start_counters: HashMap<ProcessKey, Counters>,
     capture: usize,
     command_capture: bool,
+    build_ids: HashMap<String, String>,
     events: u64,
     lost: u64,
     bad_lines: u64,
@@ -171,6 +172,7 @@ impl Replay {
             start_counters: HashMap::new(),
             capture: 0,
             command_capture: false,
+            build_ids: HashMap::new(),
             events: 0,
             lost: 0,
             bad_lines: 0,
@@ -202,6 +204,7 @@ impl Replay {
         self.end_capture();
         self.capture += 1;
         self.command_capture = false;
+        self.build_ids.clear();
         Ok(())
     }
 
@@ -214,6 +217,16 @@ impl Replay {
         if key == "command" || key == "pids" {
             self.commands.push(value.to_owned());
         }
+        if key == "buildid" {
+            if let Some((id, path)) = value.split_once(' ') {
+                self.build_ids.insert(path.to_owned(), id.to_owned());
+            }
+        }
+    }
+
+    fn object(&mut self, path: &str) -> super::sites::ObjectId {
+        let build_id = self.build_ids.get(path).cloned();
+        self.sites.object_with_build_id(path, build_id.as_deref())
     }
 
     fn class(&mut self, class: Class) -> ClassId {
@@ -247,7 +260,7 @@ impl Replay {
                     };
                     let class = Class::from_maps(&maps.path, maps.shared, maps.inode);
                     let object = (maps.path.starts_with('/') && !class.is_shmem())
-                        .then(|| self.sites.object(&maps.path));
+                        .then(|| self.object(&maps.path));
                     let shmem = class.is_shmem();
                     let heap = (class == Class::Heap).then_some((maps.start, maps.end));
                     let class = self.class(class);
@@ -421,7 +434,7 @@ impl Replay {
                     Some(path) => Class::from_maps(path, shared, 1),
                 };
                 let object = match &path {
-                    Some(path) if !class.is_shmem() => Some(self.sites.object(path)),
+                    Some(path) if !class.is_shmem() => Some(self.object(path)),
                     _ => None,
                 };
                 let shmem = class.is_shmem();

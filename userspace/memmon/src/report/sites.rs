@@ -41,6 +41,7 @@ pub const LABEL_NO_STACK: &str = "[system call, no stack]";
 #[derive(Debug, Default, Clone)]
 pub struct SiteTable {
     objects: Vec<String>,
+    build_ids: Vec<Option<String>>,
     object_ids: HashMap<String, ObjectId>,
     sites: Vec<Vec<Frame>>,
     site_ids: FastMap<Vec<Frame>, SiteId>,
@@ -49,13 +50,29 @@ pub struct SiteTable {
 impl SiteTable {
     /// The id of the object at `path`, added if new.
     pub fn object(&mut self, path: &str) -> ObjectId {
-        if let Some(&id) = self.object_ids.get(path) {
+        self.object_with_build_id(path, None)
+    }
+
+    /// The id of an object: the same build ID is the same object whatever its path (so
+    /// captures from different machines merge), else the same path.
+    pub fn object_with_build_id(&mut self, path: &str, build_id: Option<&str>) -> ObjectId {
+        let key = match build_id {
+            Some(id) => format!("build-id:{id}"),
+            None => path.to_owned(),
+        };
+        if let Some(&id) = self.object_ids.get(&key) {
             return id;
         }
         let id = ObjectId::try_from(self.objects.len()).unwrap_or(ObjectId::MAX);
         self.objects.push(path.to_owned());
-        self.object_ids.insert(path.to_owned(), id);
+        self.build_ids.push(build_id.map(str::to_owned));
+        self.object_ids.insert(key, id);
         id
+    }
+
+    /// The build ID the capture recorded for an object.
+    pub fn object_build_id(&self, id: ObjectId) -> Option<&str> {
+        self.build_ids.get(id as usize).and_then(|b| b.as_deref())
     }
 
     /// The path of an object.

@@ -58,6 +58,14 @@ pub struct SymbolOptions {
 #[derive(Debug, Clone, Default)]
 pub struct Symbols {
     frames: HashMap<Frame, Vec<FrameInfo>>,
+    /// Objects whose file could not be used as the capture's (missing, other build).
+    pub warnings: Vec<String>,
+}
+
+/// The GNU build ID of an ELF file, as lowercase hex.
+pub fn build_id(path: &Path) -> Option<String> {
+    let id = blazesym::helper::read_elf_build_id(&path).ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn basename(path: &str) -> &str {
@@ -68,6 +76,62 @@ fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
     match &options.sysroot {
         Some(root) => root.join(path.trim_start_matches('/')),
         None => PathBuf::from(path),
+    }
+}
+
+/// The file to symbolise an object with: the path (under the sysroot) when its build ID
+/// is the capture's, else the debug file of that build ID
+/// (`usr/lib/debug/.build-id/xx/yyyy.debug`); with a warning when neither matches.
+fn locate(
+    path: &str,
+    build_id: Option<&str>,
+    options: &SymbolOptions,
+    warnings: &mut Vec<String>,
+) -> PathBuf {
+    let file = resolve(path, options);
+    let Some(wanted) = build_id else {
+        if !file.is_file() {
+            warnings.push(format!(
+                "{path}: not found ({}); its frames show as offsets",
+                file.display()
+            ));
+        }
+        return file;
+    };
+    let found = build_id_of(&file);
+    if found.as_deref() == Some(wanted) {
+        return file;
+    }
+    if wanted.len() > 2 {
+        let root = options
+            .sysroot
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let debug = root
+            .join("usr/lib/debug/.build-id")
+            .join(&wanted[..2])
+            .join(format!("{}.debug", &wanted[2..]));
+        if debug.is_file() {
+            return debug;
+        }
+    }
+    match found {
+        Some(other) => warnings.push(format!(
+            "{path}: build ID {other} is not the capture's {wanted}: the binary changed since the capture, names may be wrong (use --sysroot)"
+        )),
+        None => warnings.push(format!(
+            "{path}: not found ({}); its frames show as offsets",
+            file.display()
+        )),
+    }
+    file
+}
+
+fn build_id_of(path: &Path) -> Option<String> {
+    if path.is_file() {
+        build_id(path)
+    } else {
+        None
     }
 }
 
@@ -92,9 +156,12 @@ impl Symbols {
             .enable_inlined_fns(true)
             .build();
         let mut frames = HashMap::new();
-        for (object, wanted) in by_object {
+        let mut warnings = Vec::new();
+        let mut objects: Vec<_> = by_object.into_iter().collect();
+        objects.sort_by_key(|(object, _)| *object);
+        for (object, wanted) in objects {
             let path = sites.object_path(object);
-            let file = resolve(path, options);
+            let file = locate(path, sites.object_build_id(object), options, &mut warnings);
             let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
             let lookups: Vec<u64> = wanted
                 .iter()
@@ -121,7 +188,7 @@ impl Symbols {
                 );
             }
         }
-        Symbols { frames }
+        Symbols { frames, warnings }
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).

@@ -72,6 +72,9 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
             String::new()
         }
     )?;
+    for warning in &view.symbol_warnings {
+        writeln!(out, "note: {warning}")?;
+    }
     if view.bad_lines > 0 {
         writeln!(
             out,

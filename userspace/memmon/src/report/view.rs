@@ -168,6 +168,8 @@ pub struct View {
     pub lost: u64,
     /// Capture lines that did not parse (skipped).
     pub bad_lines: u64,
+    /// Binaries not found or not the capture's build.
+    pub symbol_warnings: Vec<String>,
     /// Processes.
     pub pids: Vec<u32>,
     /// Whether stacks were present (else sites are fault ips).
@@ -283,6 +285,7 @@ pub fn build(
         events: analysis.events,
         lost: analysis.lost,
         bad_lines: analysis.bad_lines,
+        symbol_warnings: symbols.warnings.clone(),
         pids: analysis.pids.clone(),
         stacks: analysis.has_stacks,
         pages_key: analysis.has_pages,
