@@ -405,6 +405,7 @@ fn binaries_are_matched_by_build_id() {
         .to_owned();
     // The other build at the capture's path: names may be wrong, and the report says so.
     let wrong = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-wrong-build");
+    let _ = std::fs::remove_dir_all(&wrong);
     std::fs::create_dir_all(wrong.join("host")).unwrap();
     std::fs::copy(
         sysroot().join("host/alloc_sites5"),
