@@ -218,6 +218,13 @@ impl ProfileBuilder {
     /// The finished profile.
     pub fn finish(mut self) -> Profile {
         let default_sample_type = self.strings.get("resident");
+        // pprof takes the first mapping for the main binary: the most used one.
+        let mut uses: HashMap<u64, usize> = HashMap::new();
+        for location in &self.locations {
+            *uses.entry(location.mapping_id).or_insert(0) += 1;
+        }
+        self.mappings
+            .sort_by_key(|m| (std::cmp::Reverse(uses.get(&m.id).copied().unwrap_or(0)), m.id));
         Profile {
             sample_type: self.sample_type,
             sample: self.samples,
