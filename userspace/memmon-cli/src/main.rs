@@ -5,6 +5,7 @@ mod child;
 mod live;
 mod monitor;
 mod output;
+mod stacks;
 mod sysinfo;
 
 use std::fs::File;
@@ -68,6 +69,11 @@ enum Command {
         /// No summary at the end (faults by type, resident growth, top 5 sites).
         #[arg(long, short = 'q')]
         quiet: bool,
+        /// Record user call stacks of up to N frames (module parameter stack_depth,
+        /// restored afterwards; 0 = none).
+        #[arg(long, value_name = "N", default_value_t = 0,
+              value_parser = clap::value_parser!(u32).range(0..=64))]
+        stacks: u32,
         /// The command and its arguments.
         #[arg(required = true, last = true, value_name = "CMD")]
         command: Vec<String>,
@@ -132,6 +138,11 @@ enum Command {
         /// No summary at the end (faults by type, resident growth, top 5 sites).
         #[arg(long, short = 'q')]
         quiet: bool,
+        /// Record user call stacks of up to N frames (module parameter stack_depth,
+        /// restored afterwards; default 16, 0 = none).
+        #[arg(long, value_name = "N",
+              value_parser = clap::value_parser!(u32).range(0..=64))]
+        stacks: Option<u32>,
         /// Record these running processes (repeat or separate with commas).
         #[arg(
             short = 'p',
@@ -295,8 +306,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             format,
             quiet,
+            stacks,
             command,
         } => {
+            let _stacks = stacks::StackDepth::set(stacks, stacks > 0);
             let printer = match output {
                 Some(path) => Printer::new(create_file(&path)?, Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
@@ -346,10 +359,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             follow,
             quiet,
+            stacks,
             pids,
             command,
         } => {
             let file = create_file(&output)?;
+            let _stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
             if command.is_empty() {
                 monitor::record_pids(&proc, &pids, follow, file, !quiet)
             } else {

@@ -223,8 +223,12 @@ impl ProfileBuilder {
         for location in &self.locations {
             *uses.entry(location.mapping_id).or_insert(0) += 1;
         }
-        self.mappings
-            .sort_by_key(|m| (std::cmp::Reverse(uses.get(&m.id).copied().unwrap_or(0)), m.id));
+        self.mappings.sort_by_key(|m| {
+            (
+                std::cmp::Reverse(uses.get(&m.id).copied().unwrap_or(0)),
+                m.id,
+            )
+        });
         Profile {
             sample_type: self.sample_type,
             sample: self.samples,
