@@ -364,12 +364,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             command,
         } => {
             let file = create_file(&output)?;
-            let _stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
-            if command.is_empty() {
-                monitor::record_pids(&proc, &pids, follow, file, !quiet)
+            let stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
+            let code = if command.is_empty() {
+                monitor::record_pids(&proc, &pids, follow, file)
             } else {
-                monitor::record_command(&proc, &command, follow, file, !quiet)
+                monitor::record_command(&proc, &command, follow, file)
+            }?;
+            drop(stacks);
+            if !quiet {
+                // From the file, after recording: the summary costs the recording nothing.
+                let every_second = memmon::report::timeline::Slicing::Every(1_000_000_000);
+                match memmon::report::generate::analyze(&[output], every_second) {
+                    Ok(analysis) => eprint!("{}", memmon::report::summary::summary(&analysis)),
+                    Err(error) => eprintln!("memmon: warning: no summary: {error}"),
+                }
             }
+            Ok(code)
         }
         Command::Report(args) => report(args),
         Command::Stats => {

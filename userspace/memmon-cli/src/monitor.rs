@@ -256,11 +256,10 @@ pub fn record_command(
     command: &[String],
     follow: bool,
     mut out: Box<dyn Write>,
-    summary: bool,
 ) -> Result<ExitCode> {
     write_capture_header(&mut out, ("command", &command.join(" ")))
         .context("cannot write the capture file")?;
-    follow_command(proc, command, follow, Sink::Capture(out), summary)
+    follow_command(proc, command, follow, Sink::Capture(out), false)
 }
 
 fn follow_command(
@@ -351,7 +350,6 @@ pub fn record_pids(
     pids: &[u32],
     follow: bool,
     mut out: Box<dyn Write>,
-    summary: bool,
 ) -> Result<ExitCode> {
     let pid_list: Vec<String> = pids.iter().map(u32::to_string).collect();
     write_capture_header(&mut out, ("pids", &pid_list.join(" ")))
@@ -364,7 +362,7 @@ pub fn record_pids(
     } else {
         proc.watch(pids)?;
     }
-    let mut monitor = Monitor::new(events, Sink::Capture(out), since, summary);
+    let mut monitor = Monitor::new(events, Sink::Capture(out), since, false);
     monitor.followed.extend(pids);
     for &pid in pids {
         monitor.snapshot(pid, "start")?;
