@@ -85,7 +85,7 @@ progs: $(PROGS)
 
 $(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
 	@mkdir -p $(dir $@)
-	gcc -static -O1 -g -Wall -Werror -o $@ $< -lpthread
+	gcc -static -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror -o $@ $< -lpthread
 
 # --- demo and tests -----------------------------------------------------------------------
 run: deps all

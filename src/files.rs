@@ -6,6 +6,7 @@ use crate::event::{now_ns, Event, Kind};
 use crate::procfs::{PollTableRef, ProcFile};
 use crate::record::{self, RECORD_MAX};
 use crate::ring::{poll_mask, Cursor, Readiness};
+use crate::stack::STACK_MAX;
 use crate::text::{format_event, format_lost, Line};
 use crate::watch::ByteWriter;
 use crate::Monitor;
@@ -56,12 +57,19 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
     Ok(n)
 }
 
+/// A record fetched from a ring, decoded.
+struct Staged {
+    event: Event,
+    stack: [u64; STACK_MAX],
+    stack_len: usize,
+}
+
 /// Where a reader of `/proc/memmon/events` is: kept per open file, not on the kernel stack.
 struct ReadState {
     /// Per ring: the next record to fetch.
     cursors: KVec<Cursor>,
     /// Per ring: the record fetched from it and not yet delivered.
-    staged: KVec<Option<Event>>,
+    staged: KVec<Option<Staged>>,
     /// Records missed and not yet reported with a `lost` line.
     lost: u64,
     record: [u8; RECORD_MAX],
@@ -136,7 +144,14 @@ impl EventsFile {
                     let fetched = ring.fetch(cpu, cursor, until, record);
                     *lost += fetched.lost;
                     if let Some(size) = fetched.record {
-                        *slot = record::decode(&record[..size]);
+                        let mut stack = [0; STACK_MAX];
+                        *slot = record::decode(&record[..size], &mut stack).map(
+                            |(event, stack_len)| Staged {
+                                event,
+                                stack,
+                                stack_len,
+                            },
+                        );
                     }
                 }
             }
@@ -151,7 +166,7 @@ impl EventsFile {
             let next = staged
                 .iter()
                 .enumerate()
-                .filter_map(|(cpu, slot)| slot.as_ref().map(|e| (e.time_ns, cpu)))
+                .filter_map(|(cpu, slot)| slot.as_ref().map(|s| (s.event.time_ns, cpu)))
                 .min();
             let Some((_, cpu)) = next else {
                 break;
@@ -159,8 +174,8 @@ impl EventsFile {
             let Some(slot) = staged.get_mut(cpu) else {
                 break;
             };
-            if let Some(event) = slot {
-                format_event(line, event);
+            if let Some(staged) = slot {
+                format_event(line, &staged.event, &staged.stack[..staged.stack_len]);
                 if !Self::emit(out, line, &mut written)? {
                     break;
                 }

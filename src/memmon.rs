@@ -23,6 +23,7 @@ mod procfs;
 mod record;
 mod ring;
 mod rss;
+mod stack;
 mod syscalls;
 mod text;
 mod timer;

@@ -4,14 +4,17 @@
 //!
 //! Every record starts with a [`Header`] of 24 bytes; a fault adds 24 bytes (48 in all), every
 //! other kind 64 bytes of arguments, result and duration, then its text (a path, a marker, a
-//! file name) only when it has one. Records are padded to a multiple of 8 bytes, so that a
+//! file name) only when it has one, then its user call stack (8 bytes an entry) only when it
+//! has one. Records are padded to a multiple of 8 bytes, so that a
 //! ring whose size is a power of two keeps every record 8-byte aligned.
 
 use crate::event::{Event, FaultType, Kind, TEXT_CAPACITY};
+use crate::stack::STACK_MAX;
 use core::mem::size_of;
 
 /// Size of the largest record.
-pub(crate) const RECORD_MAX: usize = size_of::<Header>() + size_of::<CallBody>() + TEXT_CAPACITY;
+pub(crate) const RECORD_MAX: usize =
+    size_of::<Header>() + size_of::<CallBody>() + TEXT_CAPACITY + 8 * STACK_MAX;
 
 /// What every record starts with.
 #[repr(C)]
@@ -25,7 +28,8 @@ pub(crate) struct Header {
     pub(crate) size: u16,
     kind: u8,
     fault_type: u8,
-    flags: u16,
+    flags: u8,
+    stack_len: u8,
     text_len: u8,
     text_truncated: u8,
 }
@@ -69,14 +73,17 @@ fn get<T: Copy>(bytes: &[u8], offset: usize) -> Option<T> {
     Some(unsafe { src.as_ptr().cast::<T>().read_unaligned() })
 }
 
-/// Writes the record of `event` into `out`; returns its size.
-pub(crate) fn encode(event: &Event, out: &mut [u8; RECORD_MAX]) -> usize {
+/// Writes the record of `event` with the user call stack `stack` (at most [`STACK_MAX`]
+/// entries are kept) into `out`; returns its size.
+pub(crate) fn encode(event: &Event, stack: &[u64], out: &mut [u8; RECORD_MAX]) -> usize {
     let text = event.text();
-    let size = if event.kind == Kind::Fault {
+    let stack = &stack[..stack.len().min(STACK_MAX)];
+    let body_end = if event.kind == Kind::Fault {
         HEADER + size_of::<FaultBody>()
     } else {
         (HEADER + size_of::<CallBody>() + text.len()).next_multiple_of(8)
     };
+    let size = body_end + 8 * stack.len();
     let header = Header {
         time_ns: event.time_ns,
         pid: event.pid,
@@ -85,8 +92,10 @@ pub(crate) fn encode(event: &Event, out: &mut [u8; RECORD_MAX]) -> usize {
         size: size as u16,
         kind: event.kind as u8,
         fault_type: event.fault_type as u8,
-        // CAST: event flags use the low 16 bits.
-        flags: event.flags as u16,
+        // CAST: event flags use the low 8 bits.
+        flags: event.flags as u8,
+        // CAST: at most STACK_MAX entries.
+        stack_len: stack.len() as u8,
         text_len: event.text_len,
         text_truncated: u8::from(event.text_truncated) | (u8::from(event.text_head_cut) << 1),
     };
@@ -110,6 +119,9 @@ pub(crate) fn encode(event: &Event, out: &mut [u8; RECORD_MAX]) -> usize {
             dst.copy_from_slice(text);
         }
     }
+    for (i, entry) in stack.iter().enumerate() {
+        put(out, body_end + 8 * i, entry);
+    }
     size
 }
 
@@ -123,8 +135,9 @@ pub(crate) fn header(bytes: &[u8]) -> Option<Header> {
     get::<Header>(bytes, 0)
 }
 
-/// The event of the record in `bytes`, or `None` if it is not a valid record.
-pub(crate) fn decode(bytes: &[u8]) -> Option<Event> {
+/// The event of the record in `bytes` and the number of its stack entries, which are stored
+/// in `stack`; `None` if it is not a valid record.
+pub(crate) fn decode(bytes: &[u8], stack: &mut [u64; STACK_MAX]) -> Option<(Event, usize)> {
     let header = header(bytes)?;
     let mut event = Event::zeroed();
     event.time_ns = header.time_ns;
@@ -149,5 +162,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Event> {
         event.text_truncated = header.text_truncated & 1 != 0;
         event.text_head_cut = header.text_truncated & 2 != 0;
     }
-    Some(event)
+    let stack_len = usize::from(header.stack_len).min(STACK_MAX);
+    let body_end = usize::from(header.size).checked_sub(8 * stack_len)?;
+    for (i, entry) in stack.iter_mut().take(stack_len).enumerate() {
+        *entry = get::<u64>(bytes, body_end + 8 * i)?;
+    }
+    Some((event, stack_len))
 }

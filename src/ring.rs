@@ -252,11 +252,16 @@ impl Ring {
     /// Appends `event` to the ring of the current CPU, overwriting the oldest records when
     /// full, and stamps it with the time. Callable in atomic context, not from NMI.
     pub(crate) fn push(&self, event: &Event) {
+        self.push_with_stack(event, &[]);
+    }
+
+    /// [`Ring::push`] of `event` with its user call stack.
+    pub(crate) fn push_with_stack(&self, event: &Event, stack: &[u64]) {
         if self.closed.load(Relaxed) {
             return;
         }
         let mut record = [0u8; RECORD_MAX];
-        let size = record::encode(event, &mut record);
+        let size = record::encode(event, stack, &mut record);
         // SAFETY: No precondition; a migration after the read only means another CPU's ring
         // is used, which its lock protects.
         let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;

@@ -9,6 +9,7 @@
 
 use crate::event::{now_ns, Event, Kind};
 use crate::kprobe::{Kretprobe, KretprobeHandler};
+use crate::stack;
 use crate::State;
 use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
@@ -87,7 +88,16 @@ impl KretprobeHandler for SyscallProbe {
         // The entry handler stamped the event when the call began; the ring stamps it again
         // now that it returns.
         event.dur_ns = now_ns().saturating_sub(event.time_ns);
-        self.state.ring.push(&event);
+        let depth = stack::depth();
+        if depth == 0 {
+            self.state.ring.push(&event);
+            return;
+        }
+        let mut frames = [0u64; stack::STACK_MAX];
+        // SAFETY: The current task is in a system call: its user registers are saved at the
+        // top of its kernel stack, valid while it runs.
+        let count = stack::walk_user(unsafe { &*stack::current_user_regs() }, depth, &mut frames);
+        self.state.ring.push_with_stack(&event, &frames[..count]);
     }
 }
 

@@ -3,12 +3,13 @@
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
 use crate::event::{fault_flags, Event, Kind, TEXT_CAPACITY};
+use crate::stack::STACK_MAX;
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
 /// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each).
-pub(crate) const LINE_MAX: usize = 1024;
-const _: () = assert!(LINE_MAX >= 450 + 4 * TEXT_CAPACITY + 3);
+pub(crate) const LINE_MAX: usize = 2304;
+const _: () = assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX);
 
 /// A line being formatted.
 ///
@@ -263,12 +264,22 @@ pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) {
     out.finish();
 }
 
-/// Formats `event` as one line, newline included, into `out` (emptied first).
-pub(crate) fn format_event(out: &mut Line, event: &Event) {
+/// Formats `event` with its user call stack as one line, newline included, into `out`
+/// (emptied first).
+pub(crate) fn format_event(out: &mut Line, event: &Event, stack: &[u64]) {
     out.clear();
     // A full line is cut by `finish`.
-    let _ = write_event(out, event);
+    let _ = write_event(out, event).and_then(|()| write_stack(out, stack));
     out.finish();
+}
+
+/// Writes ` stack=0x..,0x..` for a non-empty stack.
+fn write_stack(out: &mut Line, stack: &[u64]) -> fmt::Result {
+    for (i, entry) in stack.iter().enumerate() {
+        let sep = if i == 0 { " stack=" } else { "," };
+        write!(out, "{sep}{entry:#x}")?;
+    }
+    Ok(())
 }
 
 fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
