@@ -186,7 +186,7 @@ struct ReportArgs {
     captures: Vec<PathBuf>,
     /// Output format.
     #[arg(long, default_value = "text",
-          value_parser = clap::builder::PossibleValuesParser::new(["text", "json", "folded", "svg", "pprof"]))]
+          value_parser = clap::builder::PossibleValuesParser::new(["text", "json", "folded", "svg", "pprof", "html"]))]
     format: String,
     /// What the flame graph / folded stacks weigh.
     #[arg(long, default_value = "resident",

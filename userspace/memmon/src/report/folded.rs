@@ -84,6 +84,16 @@ pub fn render_folded(view: &View, weight: Weight) -> String {
 
 /// Renders an SVG flame graph through inferno.
 pub fn render_svg(view: &View, weight: Weight, title: &str) -> Result<Vec<u8>, String> {
+    render_svg_width(view, weight, title, None)
+}
+
+/// Renders an SVG flame graph of a fixed width in pixels (`None`: fills its container).
+pub fn render_svg_width(
+    view: &View,
+    weight: Weight,
+    title: &str,
+    width: Option<usize>,
+) -> Result<Vec<u8>, String> {
     let lines = folded_lines(view, weight);
     if lines.is_empty() {
         return Err(format!(
@@ -96,6 +106,7 @@ pub fn render_svg(view: &View, weight: Weight, title: &str) -> Result<Vec<u8>, S
     options.title = title.to_owned();
     options.count_name = weight.unit().to_owned();
     options.name_type = "Site:".to_owned();
+    options.image_width = width;
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)
         .map_err(|error| format!("cannot draw the flame graph: {error}"))?;

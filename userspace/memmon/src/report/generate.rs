@@ -27,6 +27,8 @@ pub enum Format {
     Svg,
     /// Gzipped profile.proto.
     Pprof,
+    /// One self-contained HTML page.
+    Html,
 }
 
 impl Format {
@@ -38,6 +40,7 @@ impl Format {
             "folded" => Format::Folded,
             "svg" => Format::Svg,
             "pprof" => Format::Pprof,
+            "html" => Format::Html,
             _ => return None,
         })
     }
@@ -204,6 +207,9 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
                 builder.add(&base.analysis, &base.symbols, &symbol_options, &values, -1);
                 encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
             }
+            Format::Html => {
+                Ok(super::html::render_diff(&base, &new, &difference, options.top).into_bytes())
+            }
             Format::Folded | Format::Svg => Err(ReportError(
                 "--diff writes text, json or pprof (for a differential flame graph, give two folded outputs to inferno-diff-folded)".to_owned(),
             )),
@@ -221,6 +227,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         )
         .into_bytes()),
         Format::Json => json(view),
+        Format::Html => Ok(super::html::render(&prepared, options.top).into_bytes()),
         Format::Folded => Ok(render_folded(view, options.weight).into_bytes()),
         Format::Svg => {
             let title = format!(

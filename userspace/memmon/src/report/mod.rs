@@ -5,11 +5,13 @@
 //! class; [`symbols`] names the sites; the views and output formats build on the
 //! [`Analysis`].
 
+pub mod chart;
 pub mod class;
 pub mod diff;
 pub mod fasthash;
 pub mod folded;
 pub mod generate;
+pub mod html;
 pub mod maps;
 pub mod picture;
 pub mod pprof;

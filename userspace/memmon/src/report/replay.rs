@@ -14,7 +14,7 @@ use super::sites::{
 };
 use super::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use super::stats::{FaultClass, StatsTable};
-use super::timeline::{Interval, Slicing, TimelineBuilder};
+use super::timeline::{Interval, Point, Slicing, TimelineBuilder};
 use crate::capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
 use crate::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
 use crate::flags::{MmapFlags, MremapFlags};
@@ -37,6 +37,8 @@ pub enum CounterSource {
 pub struct Comparison {
     /// What moment: `end of 212 (exit)`, `mark "x" (212)`.
     pub label: String,
+    /// When the counters were taken.
+    pub time: Timestamp,
     /// The process.
     pub pid: u32,
     /// The model's totals.
@@ -108,6 +110,8 @@ pub struct Analysis {
     pub comparisons: Vec<Comparison>,
     /// The intervals of the timeline.
     pub timeline: Vec<Interval>,
+    /// Resident bytes by group over time (at most a few thousand points).
+    pub series: Vec<Point>,
     /// Events replayed.
     pub events: u64,
     /// Events the reader lost (`lost` lines).
@@ -234,6 +238,13 @@ impl Replay {
             return id;
         }
         let id = ClassId::try_from(self.classes.len()).unwrap_or(ClassId::MAX);
+        // Groups of the RSS series: heap, anonymous mmap, stacks, file, shmem.
+        let anon = match class {
+            Class::Heap => 0,
+            Class::Stack => 2,
+            _ => 1,
+        };
+        self.timeline.add_class([anon, 3, 4]);
         self.classes.push(class.clone());
         self.class_ids.insert(class, id);
         id
@@ -314,6 +325,7 @@ impl Replay {
                         let model = self.model_of(key);
                         self.compare(
                             format!("end of {}", snapshot.pid),
+                            snapshot.time,
                             key,
                             model,
                             counters,
@@ -337,6 +349,7 @@ impl Replay {
     fn compare(
         &mut self,
         label: String,
+        time: Timestamp,
         key: ProcessKey,
         model: KindBytes,
         counters: Counters,
@@ -345,6 +358,7 @@ impl Replay {
         let at_start = self.start_counters.get(&key).copied();
         self.comparisons.push(Comparison {
             label,
+            time,
             pid: key.1,
             model,
             counters,
@@ -359,6 +373,7 @@ impl Replay {
             return;
         };
         let label = format!("mark {:?}", mark.text);
+        let time = mark.time;
         let model = mark.per_process.get(&key).copied().unwrap_or_default();
         // An rss line wins over the status snapshot of the same mark.
         if let Some(existing) = self
@@ -372,7 +387,7 @@ impl Replay {
             }
             return;
         }
-        self.compare(label, key, model, counters, source);
+        self.compare(label, time, key, model, counters, source);
     }
 
     /// Applies one event.
@@ -563,6 +578,7 @@ impl Replay {
                         };
                         self.compare(
                             format!("{} of {}", at.as_str(), event.pid),
+                            event.time,
                             key,
                             model,
                             counters,
@@ -811,14 +827,16 @@ impl Replay {
 
     /// The analysis of everything replayed.
     pub fn finish(self) -> Analysis {
+        let (timeline, series) = self.timeline.finish();
         Analysis {
+            timeline,
+            series,
             sites: self.sites,
             classes: self.classes,
             stats: self.stats,
             end: self.finished,
             marks: self.marks,
             comparisons: self.comparisons,
-            timeline: self.timeline.finish(),
             events: self.events,
             lost: self.lost,
             bad_lines: self.bad_lines,

@@ -269,7 +269,8 @@ impl Space {
         self.picture
             .resident(page.site, page.kind, page.class, delta);
         ctx.stats.resident_changed(page.site, delta);
-        ctx.timeline.resident(page.site, delta);
+        ctx.timeline
+            .resident(page.site, page.kind.index(), page.class, delta);
     }
 
     /// The page at virtual page number `vpn`.

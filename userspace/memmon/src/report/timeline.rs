@@ -43,6 +43,21 @@ pub struct Interval {
     pub site_growth: FastMap<SiteId, i64>,
 }
 
+/// The groups of the RSS-over-time series.
+pub const GROUPS: [&str; 5] = ["heap", "anonymous mmap", "stacks", "file", "shmem"];
+
+/// Most points kept in the series (halved by dropping every other when exceeded).
+const MAX_POINTS: usize = 4096;
+
+/// Resident bytes by group at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Point {
+    /// When.
+    pub time: Timestamp,
+    /// Bytes by [`GROUPS`].
+    pub bytes: [u64; 5],
+}
+
 /// Builds the intervals while the capture is replayed.
 #[derive(Debug, Clone)]
 pub struct TimelineBuilder {
@@ -50,6 +65,13 @@ pub struct TimelineBuilder {
     current: Interval,
     started: bool,
     done: Vec<Interval>,
+    /// Group of each class id, per page kind (anon, file, shmem).
+    class_groups: Vec<[u8; 3]>,
+    groups: [i64; 5],
+    series: Vec<Point>,
+    step: u64,
+    last_sample: u64,
+    now: Timestamp,
 }
 
 fn nanos(time: Timestamp) -> u64 {
@@ -71,11 +93,50 @@ impl TimelineBuilder {
             current: Interval::default(),
             started: false,
             done: Vec::new(),
+            class_groups: Vec::new(),
+            groups: [0; 5],
+            series: Vec::new(),
+            step: 1_000_000,
+            last_sample: 0,
+            now: Timestamp::default(),
+        }
+    }
+
+    /// Declares the group of the next class id for each page kind.
+    pub fn add_class(&mut self, groups: [u8; 3]) {
+        self.class_groups.push(groups);
+    }
+
+    fn sample(&mut self, time: Timestamp) {
+        let bytes = self.groups.map(|pages| pages.max(0) as u64 * PAGE);
+        if let Some(last) = self.series.last_mut() {
+            if last.time == time {
+                last.bytes = bytes;
+                return;
+            }
+        }
+        self.series.push(Point { time, bytes });
+        self.last_sample = nanos(time);
+        if self.series.len() > MAX_POINTS {
+            let mut keep = false;
+            self.series.retain(|_| {
+                keep = !keep;
+                keep
+            });
+            self.step = self.step.saturating_mul(2);
         }
     }
 
     /// Moves to `time`, closing intervals that ended before it.
     pub fn advance(&mut self, time: Timestamp) {
+        if time > self.now {
+            if self.started && nanos(time) >= self.last_sample.saturating_add(self.step) {
+                // The state up to the previous event, stamped with it.
+                let previous = self.now;
+                self.sample(previous);
+            }
+            self.now = time;
+        }
         if !self.started {
             self.started = true;
             self.current.start = match self.slicing {
@@ -113,6 +174,7 @@ impl TimelineBuilder {
     /// A mark at `time`: ends the interval when slicing by marks.
     pub fn mark(&mut self, time: Timestamp, text: &str) {
         self.advance(time);
+        self.sample(time);
         if self.slicing == Slicing::Marks {
             self.close(time, Some(text.to_owned()));
         }
@@ -135,21 +197,28 @@ impl TimelineBuilder {
         }
     }
 
-    /// Resident pages of `site` changed by `delta`.
-    pub fn resident(&mut self, site: SiteId, delta: i64) {
+    /// Resident pages of `site`, of `kind` in `class`, changed by `delta`.
+    pub fn resident(&mut self, site: SiteId, kind: usize, class: u32, delta: i64) {
+        let group = self
+            .class_groups
+            .get(class as usize)
+            .map_or(1, |groups| groups[kind.min(2)]);
+        self.groups[usize::from(group).min(4)] += delta;
         self.current.resident_growth += delta * PAGE as i64;
         *self.current.site_growth.entry(site).or_insert(0) += delta;
     }
 
-    /// The intervals, the last one closed at the last event.
-    pub fn finish(mut self) -> Vec<Interval> {
+    /// The intervals, the last one closed at the last event, and the RSS series.
+    pub fn finish(mut self) -> (Vec<Interval>, Vec<Point>) {
         if self.started {
+            let now = self.now;
+            self.sample(now);
             let end = self.current.end;
             self.close(end, None);
         }
         self.done.retain(|i| {
             i.faults.iter().any(|&n| n > 0) || i.mapped > 0 || i.unmapped > 0 || i.mark.is_some()
         });
-        self.done
+        (self.done, self.series)
     }
 }

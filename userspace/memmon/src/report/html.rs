@@ -1,0 +1,320 @@
+//! `--format html`: one self-contained page (no network: styles, scripts and data
+//! inline) with the RSS-over-time chart, the flame graphs (inferno's interactive SVG in
+//! `srcdoc` frames, so their scripts do not clash), the breakdown with the reconciliation
+//! and the sortable top-sites table. With `--diff`, the change tables and a differential
+//! flame graph (red for growth, blue for shrink).
+
+use std::fmt::Write;
+
+use super::chart::{escape, rss_chart};
+use super::diff::Diff;
+use super::folded::{folded_lines, render_svg_width, Weight};
+use super::generate::Prepared;
+use super::text::size;
+use super::view::View;
+
+const STYLE: &str = r#"
+body { font-family: sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { cursor: pointer; background: #f4f4f4; user-select: none; }
+.warning { color: #a00; } .ok { color: #080; }
+iframe.flame { width: 100%; border: 1px solid #ccc; }
+.switch button { margin-right: 0.4em; } .switch button.on { font-weight: bold; }
+.muted { color: #777; }
+"#;
+
+const SCRIPT: &str = r#"
+window.memmonErrors = [];
+window.addEventListener('error', function (e) {
+  window.memmonErrors.push(String(e.message));
+  document.body.setAttribute('data-script-errors', window.memmonErrors.join(' | '));
+});
+function showFlame(weight) {
+  document.querySelectorAll('iframe.flame').forEach(function (f) {
+    f.style.display = f.id === 'flame-' + weight ? 'block' : 'none';
+  });
+  document.querySelectorAll('.switch button').forEach(function (b) {
+    b.className = b.getAttribute('data-weight') === weight ? 'on' : '';
+  });
+}
+function sortTable(th) {
+  var table = th.closest('table'), body = table.tBodies[0];
+  var index = Array.prototype.indexOf.call(th.parentNode.children, th);
+  var numeric = th.classList.contains('n');
+  var down = th.getAttribute('data-down') !== 'true';
+  th.setAttribute('data-down', down ? 'true' : 'false');
+  var rows = Array.prototype.slice.call(body.rows);
+  rows.sort(function (a, b) {
+    var x = a.cells[index], y = b.cells[index];
+    var u = numeric ? Number(x.getAttribute('data-v')) : x.textContent;
+    var v = numeric ? Number(y.getAttribute('data-v')) : y.textContent;
+    return (u < v ? -1 : u > v ? 1 : 0) * (down ? -1 : 1);
+  });
+  rows.forEach(function (r) { body.appendChild(r); });
+}
+document.addEventListener('DOMContentLoaded', function () {
+  document.querySelectorAll('th').forEach(function (th) {
+    th.addEventListener('click', function () { sortTable(th); });
+  });
+  var first = document.querySelector('.switch button');
+  if (first) { showFlame(first.getAttribute('data-weight')); }
+  document.body.setAttribute('data-ready', 'true');
+});
+"#;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body data-script-errors=\"\">\n{body}\n</body></html>\n",
+        escape(title)
+    )
+}
+
+fn number_cell(value: u64, text: &str) -> String {
+    format!("<td class=\"n\" data-v=\"{value}\">{}</td>", escape(text))
+}
+
+fn flame_section(view: &View, weights: &[Weight]) -> String {
+    let mut out = String::from("<h2>Flame graph</h2><div class=\"switch\">");
+    let mut frames = String::new();
+    for &weight in weights {
+        let title = format!("memmon: {} by site at {}", weight.name(), view.moment);
+        let Ok(svg) = render_svg_width(view, weight, &title, Some(1100)) else {
+            continue;
+        };
+        let svg = String::from_utf8_lossy(&svg);
+        let height = svg_height(&svg);
+        let _ = write!(
+            out,
+            "<button data-weight=\"{0}\" onclick=\"showFlame('{0}')\">{0}</button>",
+            weight.name()
+        );
+        let _ = write!(
+            frames,
+            "<iframe class=\"flame\" id=\"flame-{}\" title=\"flame graph: {}\" style=\"height: {height}px\" srcdoc=\"{}\"></iframe>",
+            weight.name(),
+            weight.name(),
+            escape(&svg)
+        );
+    }
+    out.push_str("</div>");
+    if frames.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing to draw.</p>");
+    }
+    out.push_str(&frames);
+    out
+}
+
+/// The height of an inferno SVG (its first `height="N"`), plus a margin.
+fn svg_height(svg: &str) -> u32 {
+    svg.split("height=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .map_or(560, |h| (h as u32).saturating_add(24).clamp(120, 4000))
+}
+
+fn breakdown(view: &View) -> String {
+    let mut out = String::from(
+        "<h2>Breakdown</h2><table id=\"breakdown\"><thead><tr><th>kind</th><th>class</th><th class=\"n\">resident</th></tr></thead><tbody>",
+    );
+    for row in &view.tree {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td>{}</tr>",
+            row.kind.as_str(),
+            escape(&row.label),
+            number_cell(row.resident, &size(row.resident))
+        );
+    }
+    out.push_str("</tbody></table><h3>Reconciliation</h3><ul id=\"reconciliation\">");
+    if view.reconciliation.is_empty() {
+        out.push_str("<li class=\"muted\">No counters to compare with.</li>");
+    }
+    for check in &view.reconciliation {
+        if check.warnings.is_empty() {
+            let _ = write!(
+                out,
+                "<li class=\"ok\">ok: {}: model {} resident, counters {}</li>",
+                escape(&check.label),
+                escape(&size(
+                    check.model.anon + check.model.file + check.model.shmem
+                )),
+                escape(&size(check.counters.resident()))
+            );
+        }
+        for warning in &check.warnings {
+            let _ = write!(
+                out,
+                "<li class=\"warning\">warning: {}</li>",
+                escape(warning)
+            );
+        }
+    }
+    out.push_str("</ul>");
+    out
+}
+
+fn sites_table(view: &View, top: usize) -> String {
+    let mut out = String::from(
+        "<h2>Top sites</h2><table id=\"sites\"><thead><tr><th>function</th><th>file:line</th><th>callers</th><th class=\"n\">resident</th><th class=\"n\">released</th><th class=\"n\">peak</th><th>lifetime</th><th class=\"n\">faults</th><th class=\"n\">first-touch</th><th class=\"n\">file</th><th class=\"n\">swap-in</th><th class=\"n\">cow</th><th class=\"n\">mapped</th></tr></thead><tbody>",
+    );
+    for row in view.sites.iter().take(top) {
+        let callers: Vec<&str> = row
+            .frames
+            .iter()
+            .skip(1)
+            .take(4)
+            .map(|f| f.function.as_str())
+            .collect();
+        let f = row.faults;
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
+            escape(row.function()),
+            escape(&row.location().unwrap_or_default()),
+            escape(&callers.join(" < ")),
+            number_cell(row.resident, &size(row.resident)),
+            number_cell(row.released, &size(row.released)),
+            number_cell(row.peak, &size(row.peak)),
+            row.lifetime.as_str(),
+            number_cell(f.total(), &f.total().to_string()),
+            number_cell(f.first_touch, &f.first_touch.to_string()),
+            number_cell(f.file, &f.file.to_string()),
+            number_cell(f.swap_in, &f.swap_in.to_string()),
+            number_cell(f.cow, &f.cow.to_string()),
+            number_cell(row.mapped, &size(row.mapped)),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+fn summary_line(view: &View) -> String {
+    let t = view.totals;
+    format!(
+        "<p>{} events, processes {}; at {}: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}; sites from {}.</p>",
+        view.events,
+        escape(&view.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+        escape(&view.moment),
+        escape(&size(t.anon + t.file + t.shmem)),
+        escape(&size(t.anon)),
+        escape(&size(t.file)),
+        escape(&size(t.shmem)),
+        escape(&size(view.mapped)),
+        if view.stacks { "call stacks" } else { "fault addresses" }
+    )
+}
+
+/// The page of a report.
+pub fn render(prepared: &Prepared, top: usize) -> String {
+    let view = &prepared.view;
+    let mut body = String::from("<h1>memmon report</h1>");
+    body.push_str(&summary_line(view));
+    body.push_str("<h2>RSS over time</h2>");
+    body.push_str(&rss_chart(&prepared.analysis, view));
+    body.push_str(&flame_section(
+        view,
+        &[
+            Weight::Resident,
+            Weight::Faults,
+            Weight::Mapped,
+            Weight::Swapin,
+        ],
+    ));
+    body.push_str(&breakdown(view));
+    body.push_str(&sites_table(view, top.max(20)));
+    page("memmon report", &body)
+}
+
+/// The page of a diff: the change tables, a differential flame graph of resident bytes,
+/// and both RSS charts.
+pub fn render_diff(base: &Prepared, new: &Prepared, diff: &Diff, top: usize) -> String {
+    let mut body = String::from("<h1>memmon report --diff</h1>");
+    let _ = write!(
+        body,
+        "<p>Resident change: <b>{}{}</b></p>",
+        if diff.total < 0 { "-" } else { "+" },
+        escape(&size(diff.total.unsigned_abs()))
+    );
+    let before = folded_lines(&base.view, Weight::Resident).join("\n");
+    let after = folded_lines(&new.view, Weight::Resident).join("\n");
+    let mut differential = Vec::new();
+    let drawn = inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        before.as_bytes(),
+        after.as_bytes(),
+        &mut differential,
+    )
+    .ok()
+    .and_then(|()| {
+        let text = String::from_utf8_lossy(&differential).into_owned();
+        let mut options = inferno::flamegraph::Options::default();
+        options.title =
+            "memmon: resident bytes, NEW against BASE (red: growth, blue: shrink)".to_owned();
+        options.count_name = "bytes".to_owned();
+        options.image_width = Some(1100);
+        let mut svg = Vec::new();
+        inferno::flamegraph::from_lines(&mut options, text.lines(), &mut svg).ok()?;
+        Some(String::from_utf8_lossy(&svg).into_owned())
+    });
+    body.push_str("<h2>Differential flame graph</h2>");
+    match drawn {
+        Some(svg) => {
+            let _ = write!(
+                body,
+                "<iframe class=\"flame\" id=\"flame-diff\" title=\"differential flame graph\" style=\"height: {}px\" srcdoc=\"{}\"></iframe>",
+                svg_height(&svg),
+                escape(&svg)
+            );
+        }
+        None => body.push_str("<p class=\"muted\">Nothing to draw.</p>"),
+    }
+    for (title, id, changes) in [
+        ("By site", "diff-sites", &diff.sites),
+        ("By class", "diff-classes", &diff.classes),
+    ] {
+        let _ = write!(
+            body,
+            "<h2>{title}</h2><table id=\"{id}\"><thead><tr><th>name</th><th class=\"n\">resident change</th><th class=\"n\">base</th><th class=\"n\">new</th><th class=\"n\">mapped change</th><th class=\"n\">faults change</th></tr></thead><tbody>"
+        );
+        for change in changes.iter().take(top.max(20)) {
+            let signed = |v: i64| {
+                format!(
+                    "{}{}",
+                    if v < 0 { "-" } else { "+" },
+                    size(v.unsigned_abs())
+                )
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td>{}{}<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{:+}</td></tr>",
+                escape(&change.name),
+                change.resident,
+                escape(&signed(change.resident)),
+                number_cell(change.base, &size(change.base)),
+                number_cell(change.new, &size(change.new)),
+                change.mapped,
+                escape(&signed(change.mapped)),
+                change.faults,
+                change.faults
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    body.push_str("<h2>RSS over time: BASE</h2>");
+    body.push_str(&rss_chart(&base.analysis, &base.view).replacen(
+        "id=\"rss-chart\"",
+        "id=\"rss-chart-base\"",
+        1,
+    ));
+    body.push_str("<h2>RSS over time: NEW</h2>");
+    body.push_str(&rss_chart(&new.analysis, &new.view).replacen(
+        "id=\"rss-chart\"",
+        "id=\"rss-chart-new\"",
+        1,
+    ));
+    page("memmon report --diff", &body)
+}
