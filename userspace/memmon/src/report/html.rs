@@ -56,6 +56,7 @@ function sortTable(th) {
   rows.forEach(function (r) { body.appendChild(r); });
 }
 document.addEventListener('DOMContentLoaded', function () {
+  document.body.setAttribute('data-dom-loaded-ms', String(Math.round(performance.now())));
   document.querySelectorAll('th').forEach(function (th) {
     th.addEventListener('click', function () { sortTable(th); });
   });
@@ -225,7 +226,7 @@ pub fn render(prepared: &Prepared, top: usize) -> String {
         ],
     ));
     body.push_str(&breakdown(view));
-    body.push_str(&sites_table(view, top.max(20)));
+    body.push_str(&sites_table(view, top.max(100)));
     page("memmon report", &body)
 }
 

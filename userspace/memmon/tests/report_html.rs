@@ -1,0 +1,183 @@
+//! `memmon report --format html` (issue 13) loaded in headless Chromium (Debian package
+//! `chromium`): the page from a fixture capture has its chart, flame graphs and tables
+//! with the fixture's names and byte counts and logged no script error; the page of a
+//! 1 M-event capture is under 5 MB and its DOM loads in under 3 s. These tests fail, with
+//! a message saying so, when Chromium is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use memmon::report::generate::{report, Format, ReportOptions};
+
+#[path = "../benches/support/generate.rs"]
+mod generate;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// The binaries of the fixtures under a sysroot, as the captures name them.
+fn sysroot() -> PathBuf {
+    use std::io::Read;
+    let root = tmp("report-html-sysroot");
+    std::fs::create_dir_all(root.join("host")).unwrap();
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(fixture("alloc_sites.gz")).unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap();
+    std::fs::write(root.join("host/alloc_sites"), bytes).unwrap();
+    root
+}
+
+fn chromium() -> &'static str {
+    for name in ["chromium", "chromium-browser"] {
+        if Command::new(name).arg("--version").output().is_ok() {
+            return name;
+        }
+    }
+    panic!("Chromium is not installed: install it (Debian package chromium) to run this test");
+}
+
+/// The DOM after load, as headless Chromium dumps it.
+fn dump_dom(page: &Path) -> String {
+    let output = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn attribute<'d>(dom: &'d str, name: &str) -> Option<&'d str> {
+    let start = dom.find(&format!("{name}=\""))? + name.len() + 2;
+    dom[start..].split('"').next()
+}
+
+#[test]
+fn html_page_in_headless_chromium() {
+    let page = tmp("report.html");
+    let bytes = report(
+        &[fixture("base.cap")],
+        &ReportOptions {
+            format: Format::Html,
+            sysroot: Some(sysroot()),
+            spike: Some(2 << 20),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap();
+    std::fs::write(&page, &bytes).unwrap();
+    let dom = dump_dom(&page);
+    assert_eq!(
+        attribute(&dom, "data-ready"),
+        Some("true"),
+        "the page's script did not run"
+    );
+    assert_eq!(
+        attribute(&dom, "data-script-errors"),
+        Some(""),
+        "script errors"
+    );
+    // The chart: stacked areas, marks, the process's counters, the spike.
+    assert!(dom.contains("id=\"rss-chart\""));
+    assert!(dom.contains("class=\"area\""));
+    assert!(dom.contains(">after-keep</text>"));
+    assert!(dom.contains("id=\"counters\""));
+    assert!(dom.contains("class=\"spike\""));
+    // Flame graphs (in srcdoc frames) with the functions.
+    let flame = dom
+        .find("id=\"flame-resident\"")
+        .expect("the resident flame graph");
+    let frame = &dom[flame
+        ..dom[flame..]
+            .find("</iframe>")
+            .map_or(dom.len(), |e| flame + e)];
+    for name in ["keep_cache", "load_table", "reheat"] {
+        assert!(frame.contains(name), "{name} not in the flame graph");
+    }
+    assert!(dom.contains("id=\"flame-faults\"") && dom.contains("id=\"flame-swapin\""));
+    // The tables, with byte counts.
+    let sites = &dom[dom.find("id=\"sites\"").expect("the sites table")..];
+    assert!(sites.contains("<td>keep_cache</td>"));
+    assert!(
+        sites.contains("data-v=\"3141632\""),
+        "keep_cache's 3 MiB - 1 page"
+    );
+    assert!(sites.contains("<td>temporary</td>"), "scratch is temporary");
+    let breakdown = &dom[dom.find("id=\"breakdown\"").expect("the breakdown")..];
+    assert!(breakdown.contains("/tmp/alloc_sites.table"));
+    assert!(breakdown.contains("data-v=\"1048576\""));
+    assert!(dom.contains("ok: exit of "));
+}
+
+#[test]
+fn html_page_of_a_million_events() {
+    let capture = tmp("million.cap");
+    std::fs::write(&capture, generate::generate_capture()).unwrap();
+    let page = tmp("million.html");
+    let bytes = report(
+        &[capture],
+        &ReportOptions {
+            format: Format::Html,
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(bytes.len() < 5_000_000, "{} bytes", bytes.len());
+    std::fs::write(&page, &bytes).unwrap();
+    let started = Instant::now();
+    let dom = dump_dom(&page);
+    let wall = started.elapsed();
+    assert_eq!(attribute(&dom, "data-script-errors"), Some(""));
+    let loaded: u64 = attribute(&dom, "data-dom-loaded-ms")
+        .and_then(|ms| ms.parse().ok())
+        .expect("the page recorded when its DOM loaded");
+    assert!(
+        loaded < 3000,
+        "DOM loaded after {loaded} ms (chromium ran {wall:?})"
+    );
+    eprintln!(
+        "1 M events: page {} bytes, DOM loaded at {loaded} ms, chromium {wall:?}",
+        bytes.len()
+    );
+}
+
+#[test]
+fn html_diff_page() {
+    let page = tmp("diff.html");
+    let bytes = report(
+        &[fixture("base.cap"), fixture("grown.cap")],
+        &ReportOptions {
+            format: Format::Html,
+            diff: true,
+            sysroot: Some(sysroot()),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap();
+    std::fs::write(&page, &bytes).unwrap();
+    let dom = dump_dom(&page);
+    assert_eq!(attribute(&dom, "data-script-errors"), Some(""));
+    assert!(dom.contains("id=\"flame-diff\""));
+    let sites = &dom[dom.find("id=\"diff-sites\"").expect("the site changes")..];
+    assert!(sites.contains("<td>keep_cache</td>"));
+    assert!(sites.contains("+2 MiB"));
+}
