@@ -12,7 +12,7 @@ use crate::watch::ByteWriter;
 use crate::Monitor;
 use core::fmt::Write;
 use kernel::{
-    alloc::KVec,
+    alloc::{KVec, VVec},
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
     new_mutex,
     prelude::*,
@@ -57,29 +57,86 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
     Ok(n)
 }
 
-/// A record fetched from a ring, decoded.
-struct Staged {
-    event: Event,
-    stack: [u64; STACK_MAX],
-    stack_len: usize,
-}
+/// Bytes of records a reader fetches from one ring at a time.
+const STAGE_BYTES: usize = 2048;
+const _: () = assert!(STAGE_BYTES >= RECORD_MAX);
 
 /// Where a reader of `/proc/memmon/events` is: kept per open file, not on the kernel stack.
 struct ReadState {
     /// Per ring: the next record to fetch.
     cursors: KVec<Cursor>,
-    /// Per ring: the record fetched from it and not yet delivered.
-    staged: KVec<Option<Staged>>,
+    /// Per ring, [`STAGE_BYTES`] each: records fetched and not yet delivered.
+    stage: VVec<u8>,
+    /// Per ring: the fetched records lie at `start..end` of its part of `stage`.
+    spans: KVec<(usize, usize)>,
     /// Records missed and not yet reported with a `lost` line.
     lost: u64,
-    record: [u8; RECORD_MAX],
+    stack: [u64; STACK_MAX],
     line: Line,
+    /// [`CHUNK_BYTES`] bytes, on the heap.
+    chunk: KVec<u8>,
+}
+
+/// Bytes of lines a reader copies out at once.
+const CHUNK_BYTES: usize = 8192;
+
+/// Lines on their way to the reader's buffer, gathered in a chunk and copied out when it is
+/// full and at the end of the read.
+struct Output<'a> {
+    user: &'a mut UserSliceWriter,
+    chunk: &'a mut [u8],
+    len: usize,
+    /// In the chunk: event lines, and the events its `lost` lines report.
+    events: u64,
+    lost: u64,
+    /// Copied out: bytes, event lines, and events reported lost.
+    written: usize,
+    delivered: u64,
+    lost_reported: u64,
+}
+
+impl Output<'_> {
+    /// Adds `line` (for `events` events, or reporting `lost` lost ones) if the reader's
+    /// buffer has room for it. `Ok(false)`: it has not.
+    fn push(&mut self, line: &Line, events: u64, lost: u64) -> Result<bool> {
+        let bytes = line.as_bytes();
+        if bytes.len() > self.user.len().saturating_sub(self.len) {
+            return Ok(false);
+        }
+        if self.len + bytes.len() > self.chunk.len() {
+            self.flush()?;
+        }
+        let Some(dst) = self.chunk.get_mut(self.len..self.len + bytes.len()) else {
+            return Ok(false);
+        };
+        dst.copy_from_slice(bytes);
+        self.len += bytes.len();
+        self.events += events;
+        self.lost += lost;
+        Ok(true)
+    }
+
+    /// Copies the chunk out.
+    fn flush(&mut self) -> Result {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.user
+            .write_slice(self.chunk.get(..self.len).unwrap_or(&[]))?;
+        self.written += self.len;
+        self.delivered += self.events;
+        self.lost_reported += self.lost;
+        self.len = 0;
+        self.events = 0;
+        self.lost = 0;
+        Ok(())
+    }
 }
 
 impl ReadState {
     /// Whether something is held back: a fetched record or a lost count.
     fn pending(&self) -> bool {
-        self.lost > 0 || self.staged.iter().any(Option::is_some)
+        self.lost > 0 || self.spans.iter().any(|(start, end)| start < end)
     }
 }
 
@@ -94,23 +151,6 @@ pub(crate) struct EventsFile {
 }
 
 impl EventsFile {
-    /// Copies `line` to `out` if it fits. `Ok(false)`: it does not fit, or copying failed after
-    /// something was written already (the caller returns what it has).
-    fn emit(out: &mut UserSliceWriter, line: &Line, written: &mut usize) -> Result<bool> {
-        let bytes = line.as_bytes();
-        if bytes.len() > out.len() {
-            return Ok(false);
-        }
-        match out.write_slice(bytes) {
-            Ok(()) => {
-                *written += bytes.len();
-                Ok(true)
-            }
-            Err(e) if *written == 0 => Err(e),
-            Err(_) => Ok(false),
-        }
-    }
-
     /// Whether this reader has something to read (see [`Ring::readiness`]). Without waiting
     /// for another reader of the same file: if one is reading, it reports ready.
     fn readiness(&self) -> Readiness {
@@ -127,64 +167,85 @@ impl EventsFile {
         let ring = &self.monitor.state.ring;
         let ReadState {
             cursors,
-            staged,
+            stage,
+            spans,
             lost,
-            record,
+            stack,
             line,
+            chunk,
         } = state;
         // Every record stamped up to now is in a ring already: merging those by time gives
         // a stream in time order. Later ones wait for the next read.
         let until = now_ns();
-        let mut written = 0;
-        let mut delivered = 0;
-        let mut lost_reported = 0;
-        loop {
-            for (cpu, (cursor, slot)) in cursors.iter_mut().zip(staged.iter_mut()).enumerate() {
-                if slot.is_none() {
-                    let fetched = ring.fetch(cpu, cursor, until, record);
+        let mut output = Output {
+            user: out,
+            chunk: chunk.as_mut_slice(),
+            len: 0,
+            events: 0,
+            lost: 0,
+            written: 0,
+            delivered: 0,
+            lost_reported: 0,
+        };
+        let result = loop {
+            let mut next: Option<(u64, usize)> = None;
+            for (cpu, (cursor, span)) in cursors.iter_mut().zip(spans.iter_mut()).enumerate() {
+                let Some(part) = stage.get_mut(cpu * STAGE_BYTES..(cpu + 1) * STAGE_BYTES) else {
+                    continue;
+                };
+                if span.0 == span.1 {
+                    let fetched = ring.fetch(cpu, cursor, until, part);
                     *lost += fetched.lost;
-                    if let Some(size) = fetched.record {
-                        let mut stack = [0; STACK_MAX];
-                        *slot = record::decode(&record[..size], &mut stack).map(
-                            |(event, stack_len)| Staged {
-                                event,
-                                stack,
-                                stack_len,
-                            },
-                        );
+                    *span = (0, fetched.bytes);
+                }
+                if span.0 < span.1 {
+                    if let Some(header) = part.get(span.0..).and_then(record::header) {
+                        if next.is_none_or(|(time, _)| header.time_ns < time) {
+                            next = Some((header.time_ns, cpu));
+                        }
                     }
                 }
             }
             if *lost > 0 {
                 format_lost(line, now_ns(), *lost);
-                if !Self::emit(out, line, &mut written)? {
-                    break;
+                match output.push(line, 0, *lost) {
+                    Ok(true) => *lost = 0,
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
-                lost_reported += *lost;
-                *lost = 0;
             }
-            let next = staged
-                .iter()
-                .enumerate()
-                .filter_map(|(cpu, slot)| slot.as_ref().map(|s| (s.event.time_ns, cpu)))
-                .min();
             let Some((_, cpu)) = next else {
-                break;
+                break Ok(());
             };
-            let Some(slot) = staged.get_mut(cpu) else {
-                break;
+            let (Some(span), Some(part)) = (
+                spans.get_mut(cpu),
+                stage.get(cpu * STAGE_BYTES..(cpu + 1) * STAGE_BYTES),
+            ) else {
+                break Ok(());
             };
-            if let Some(staged) = slot {
-                format_event(line, &staged.event, &staged.stack[..staged.stack_len]);
-                if !Self::emit(out, line, &mut written)? {
-                    break;
+            let bytes = part.get(span.0..span.1).unwrap_or(&[]);
+            let size = record::header(bytes).map_or(0, |h| usize::from(h.size));
+            match record::decode(bytes, stack) {
+                Some((event, stack_len)) => {
+                    format_event(line, &event, &stack[..stack_len]);
+                    match output.push(line, 1, 0) {
+                        Ok(true) => span.0 += size,
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    }
                 }
+                // Not a valid record (it cannot happen): drop what is staged.
+                None => span.0 = span.1,
             }
-            *slot = None;
-            delivered += 1;
+        };
+        let result = result.and_then(|()| output.flush());
+        // Lines that could not be copied out are lost to this reader, and reported so.
+        *lost += output.events + output.lost;
+        ring.consumed(output.delivered, output.lost_reported);
+        match result {
+            Err(e) if output.written == 0 => Err(e),
+            _ => Ok(output.written),
         }
-        ring.consumed(delivered, lost_reported);
-        Ok(written)
     }
 }
 
@@ -195,21 +256,27 @@ impl ProcFile for EventsFile {
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
         let ring = &monitor.state.ring;
         let mut cursors = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
-        let mut staged = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
+        let mut spans = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
         for _ in 0..ring.count() {
             cursors.push(Cursor::default(), GFP_KERNEL)?;
-            staged.push(None, GFP_KERNEL)?;
+            spans.push((0, 0), GFP_KERNEL)?;
         }
+        let mut chunk = KVec::with_capacity(CHUNK_BYTES, GFP_KERNEL)?;
+        chunk.extend_with(CHUNK_BYTES, 0, GFP_KERNEL)?;
+        let mut stage = VVec::with_capacity(ring.count() * STAGE_BYTES, GFP_KERNEL)?;
+        stage.extend_with(ring.count() * STAGE_BYTES, 0, GFP_KERNEL)?;
         ring.start_cursors(&mut cursors);
         KBox::try_pin_init(
             try_pin_init!(Self {
                 monitor: monitor.into(),
                 reading <- new_mutex!(ReadState {
                     cursors,
-                    staged,
+                    stage,
+                    spans,
                     lost: 0,
-                    record: [0; RECORD_MAX],
+                    stack: [0; STACK_MAX],
                     line: Line::new(),
+                    chunk,
                 }, "memmon_events_reading"),
             }),
             GFP_KERNEL,

@@ -159,8 +159,8 @@ pub(crate) struct Cursor {
 pub(crate) struct Fetched {
     /// Records that were overwritten before the reader got to them.
     pub(crate) lost: u64,
-    /// Size of the record copied out, if one was.
-    pub(crate) record: Option<usize>,
+    /// Bytes of the whole records copied out.
+    pub(crate) bytes: usize,
 }
 
 /// What a reader may do next.
@@ -299,20 +299,18 @@ impl Ring {
         }
     }
 
-    /// Copies the record at `cursor` in ring `cpu` into `out` and moves the cursor past it,
-    /// if it was stamped at or before `until_ns`; first moves a cursor whose records were
-    /// overwritten to the oldest record held, and says how many it missed.
+    /// Copies the records from `cursor` in ring `cpu` that were stamped at or before
+    /// `until_ns` into `out`, as many whole ones as fit, and moves the cursor past them; first
+    /// moves a cursor whose records were overwritten to the oldest record held, and says how
+    /// many it missed.
     pub(crate) fn fetch(
         &self,
         cpu: usize,
         cursor: &mut Cursor,
         until_ns: u64,
-        out: &mut [u8; RECORD_MAX],
+        out: &mut [u8],
     ) -> Fetched {
-        let mut fetched = Fetched {
-            lost: 0,
-            record: None,
-        };
+        let mut fetched = Fetched { lost: 0, bytes: 0 };
         let Some(ring) = self.cpus.get(cpu) else {
             return fetched;
         };
@@ -324,15 +322,19 @@ impl Ring {
                 pos: ring.tail,
             };
         }
-        if cursor.seq < ring.head_seq {
+        while cursor.seq < ring.head_seq {
             // CAST: record sizes are at most RECORD_MAX.
             let size = (ring.record_size(cursor.pos) as usize).min(RECORD_MAX);
-            ring.read(cursor.pos, &mut out[..size]);
-            if record::header(&out[..size]).is_some_and(|h| h.time_ns <= until_ns) {
-                cursor.seq += 1;
-                cursor.pos += size as u64;
-                fetched.record = Some(size);
+            let Some(dst) = out.get_mut(fetched.bytes..fetched.bytes + size) else {
+                break;
+            };
+            ring.read(cursor.pos, dst);
+            if !record::header(dst).is_some_and(|h| h.time_ns <= until_ns) {
+                break;
             }
+            cursor.seq += 1;
+            cursor.pos += size as u64;
+            fetched.bytes += size;
         }
         fetched
     }

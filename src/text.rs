@@ -52,6 +52,51 @@ impl Line {
         }
     }
 
+    /// Appends `value` in decimal, at least `width` digits (zero-padded).
+    fn push_dec(&mut self, value: u64, width: usize) -> fmt::Result {
+        let mut digits = [b'0'; 20];
+        let mut at = digits.len();
+        let mut rest = value;
+        loop {
+            at -= 1;
+            // CAST: a digit is below 10.
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let at = at.min(digits.len() - width.min(digits.len()));
+        self.push_bytes(&digits[at..])
+    }
+
+    /// Appends `value` as a signed decimal.
+    fn push_signed(&mut self, value: i64) -> fmt::Result {
+        if value < 0 {
+            self.push_bytes(b"-")?;
+        }
+        self.push_dec(value.unsigned_abs(), 1)
+    }
+
+    /// Appends `value` as `0x` and lowercase hex digits.
+    fn push_hex(&mut self, value: u64) -> fmt::Result {
+        let mut digits = [0u8; 18];
+        let mut at = digits.len();
+        let mut rest = value;
+        loop {
+            at -= 1;
+            digits[at] = b"0123456789abcdef"[(rest & 0xf) as usize];
+            rest >>= 4;
+            if rest == 0 {
+                break;
+            }
+        }
+        at -= 2;
+        digits[at] = b'0';
+        digits[at + 1] = b'x';
+        self.push_bytes(&digits[at..])
+    }
+
     /// Ends the line with its newline, cutting the last byte if the line is full.
     fn finish(&mut self) {
         if self.len == LINE_MAX {
@@ -248,12 +293,16 @@ fn advice_name(advice: u64) -> Option<&'static str> {
 
 /// Writes the line prefix: time, ids and kind name.
 fn write_frame(out: &mut Line, time_ns: u64, pid: i32, tid: i32, kind: &str) -> fmt::Result {
-    write!(
-        out,
-        "{}.{:09} {pid}/{tid} {kind}",
-        time_ns / 1_000_000_000,
-        time_ns % 1_000_000_000
-    )
+    // Hand-formatted: this runs for every line a reader reads.
+    out.push_dec(time_ns / 1_000_000_000, 1)?;
+    out.push_bytes(b".")?;
+    out.push_dec(time_ns % 1_000_000_000, 9)?;
+    out.push_bytes(b" ")?;
+    out.push_signed(i64::from(pid))?;
+    out.push_bytes(b"/")?;
+    out.push_signed(i64::from(tid))?;
+    out.push_bytes(b" ")?;
+    out.push_bytes(kind.as_bytes())
 }
 
 /// Formats, into `out` (emptied first), the `lost` line for `count` missed events.
@@ -276,8 +325,8 @@ pub(crate) fn format_event(out: &mut Line, event: &Event, stack: &[u64]) {
 /// Writes ` stack=0x..,0x..` for a non-empty stack.
 fn write_stack(out: &mut Line, stack: &[u64]) -> fmt::Result {
     for (i, entry) in stack.iter().enumerate() {
-        let sep = if i == 0 { " stack=" } else { "," };
-        write!(out, "{sep}{entry:#x}")?;
+        out.push_bytes(if i == 0 { b" stack=" } else { b"," })?;
+        out.push_hex(*entry)?;
     }
     Ok(())
 }
@@ -295,10 +344,14 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             } else {
                 "R"
             };
-            write!(
-                out,
-                " type={fault_type} access={access} addr={a0:#x} ip={a1:#x}"
-            )?;
+            out.push_bytes(b" type=")?;
+            out.push_bytes(fault_type.as_bytes())?;
+            out.push_bytes(b" access=")?;
+            out.push_bytes(access.as_bytes())?;
+            out.push_bytes(b" addr=")?;
+            out.push_hex(a0)?;
+            out.push_bytes(b" ip=")?;
+            out.push_hex(a1)?;
             if e.flags & fault_flags::USER == 0 {
                 out.write_str(" user=0")?;
             }
@@ -312,7 +365,8 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
                 out.write_str(" retry=1")?;
             }
             if e.fault_type.maps_pages() && a2 != 1 {
-                write!(out, " pages={a2}")?;
+                out.push_bytes(b" pages=")?;
+                out.push_dec(a2, 1)?;
             }
         }
         Kind::Mmap => {
@@ -445,7 +499,8 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
         Kind::Exit => write!(out, " code={}", e.ret)?,
     }
     if e.kind.is_syscall() {
-        write!(out, " dur={}", e.dur_ns)?;
+        out.push_bytes(b" dur=")?;
+        out.push_dec(e.dur_ns, 1)?;
     }
     Ok(())
 }

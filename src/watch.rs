@@ -31,8 +31,14 @@ const WORD_BITS: usize = 64;
 const WORDS: usize = PID_LIMIT / WORD_BITS;
 
 /// A bitmap over pids whose bits can be read and changed from any context.
+///
+/// A summary bitmap has a bit per word that may be non-zero, so that walking the set bits
+/// reads 1024 summary words and the used words rather than all 65536.
 struct PidBitmap {
     words: VVec<Atomic<u64>>,
+    /// Bit `i % 64` of word `i / 64` is set once word `i` has had a bit set (cleared only
+    /// by [`PidBitmap::clear_all`]).
+    used: VVec<Atomic<u64>>,
 }
 
 impl PidBitmap {
@@ -41,7 +47,24 @@ impl PidBitmap {
         for _ in 0..WORDS {
             words.push(Atomic::new(0), GFP_KERNEL)?;
         }
-        Ok(Self { words })
+        let mut used = VVec::with_capacity(WORDS / WORD_BITS, GFP_KERNEL)?;
+        for _ in 0..WORDS / WORD_BITS {
+            used.push(Atomic::new(0), GFP_KERNEL)?;
+        }
+        Ok(Self { words, used })
+    }
+
+    /// Notes that word `index` may have bits set.
+    fn mark_used(&self, index: usize) {
+        if let Some(summary) = self.used.get(index / WORD_BITS) {
+            let bit = 1u64 << (index % WORD_BITS);
+            if summary.load(Relaxed) & bit == 0 {
+                let mut old = summary.load(Relaxed);
+                while let Err(current) = summary.cmpxchg(old, old | bit, Full) {
+                    old = current;
+                }
+            }
+        }
     }
 
     fn word(&self, pid: i32) -> Option<(&Atomic<u64>, u64)> {
@@ -60,6 +83,10 @@ impl PidBitmap {
         let Some((word, bit)) = self.word(pid) else {
             return false;
         };
+        if set {
+            // CAST: `word` succeeded, so `pid` is a valid non-negative index.
+            self.mark_used(pid as usize / WORD_BITS);
+        }
         let mut old = word.load(Relaxed);
         loop {
             let new = if set { old | bit } else { old & !bit };
@@ -74,14 +101,34 @@ impl PidBitmap {
     }
 
     fn clear_all(&self) {
-        for word in self.words.iter() {
-            word.store(0, Relaxed);
+        self.for_each_used_word(|word| word.store(0, Relaxed));
+        for summary in self.used.iter() {
+            summary.store(0, Relaxed);
+        }
+    }
+
+    /// Calls `f` for every word that may have bits set, in increasing order, with its index.
+    fn for_each_used_word(&self, mut f: impl FnMut(&Atomic<u64>)) {
+        self.for_each_used(|_, word| f(word));
+    }
+
+    fn for_each_used(&self, mut f: impl FnMut(usize, &Atomic<u64>)) {
+        for (summary_index, summary) in self.used.iter().enumerate() {
+            let mut used = summary.load(Relaxed);
+            while used != 0 {
+                // CAST: trailing_zeros of a u64 is below 64.
+                let index = summary_index * WORD_BITS + used.trailing_zeros() as usize;
+                if let Some(word) = self.words.get(index) {
+                    f(index, word);
+                }
+                used &= used - 1;
+            }
         }
     }
 
     /// Calls `f` for every set pid, in increasing order.
     fn for_each(&self, mut f: impl FnMut(usize)) {
-        for (index, word) in self.words.iter().enumerate() {
+        self.for_each_used(|index, word| {
             let mut bits = word.load(Relaxed);
             while bits != 0 {
                 // CAST: trailing_zeros of a u64 is below 64.
@@ -89,7 +136,7 @@ impl PidBitmap {
                 f(index * WORD_BITS + bit);
                 bits &= bits - 1;
             }
-        }
+        });
     }
 }
 

@@ -12,9 +12,10 @@
 //   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
 //                 prints latency_us= (marker write to poll return)
 //   epoll         the same wake-up through epoll; prints epoll=ok
-//   wake-latency  four drained readers sleep, one in each of read, poll, select and epoll;
-//                 one marker is written; prints read_us= poll_us= select_us= epoll_us=
-//                 (marker write to each reader's return with the line)
+//   wake-latency HOW
+//                 a drained reader sleeps in HOW (read, poll, select or epoll); a marker
+//                 is written; prints HOW_us= (marker write to the reader's return with the
+//                 line) and HOW_after_stamp_us= (from the event's time stamp)
 //   slow DELAY_US OUT
 //                 read 4 KiB at a time, sleeping DELAY_US after each read, until the
 //                 file /tmp/done exists and nothing is left; writes the stream to OUT and
@@ -121,37 +122,36 @@ static void wait_one(const char *how, int out)
 	woke = now_us();
 	if (write(out, &woke, sizeof(woke)) != sizeof(woke))
 		exit(1);
+	// The event's own time stamp (seconds.nanoseconds), for the stamp-to-wake latency.
+	woke -= strtoll(buf, NULL, 10) * 1000000LL + strtoll(strchr(buf, '.') + 1, NULL, 10) / 1000;
+	if (write(out, &woke, sizeof(woke)) != sizeof(woke))
+		exit(1);
 	exit(0);
 }
 
-static int wake_latency(void)
+static int wake_latency(const char *how)
 {
-	static const char *const hows[] = { "read", "poll", "select", "epoll" };
-	int pipes[4][2];
-	long long wrote, woke;
+	int pipefd[2];
+	long long wrote, woke, after_stamp;
 	int marker;
 
-	for (int i = 0; i < 4; i++) {
-		if (pipe(pipes[i]))
-			return perror("pipe"), 1;
-		if (fork() == 0)
-			wait_one(hows[i], pipes[i][1]);
-	}
-	// Let all four open, drain and go to sleep.
-	usleep(500000);
+	if (pipe(pipefd))
+		return perror("pipe"), 1;
+	if (fork() == 0)
+		wait_one(how, pipefd[1]);
+	// Let the reader open, drain and go to sleep.
+	usleep(300000);
 	marker = open("/proc/memmon/marker", O_WRONLY);
 	if (marker < 0)
 		return perror("marker"), 1;
 	wrote = now_us();
 	if (write(marker, "wake", 4) != 4)
 		return perror("marker"), 1;
-	for (int i = 0; i < 4; i++) {
-		if (read(pipes[i][0], &woke, sizeof(woke)) != sizeof(woke))
-			return printf("%s=FAILED\n", hows[i]), 1;
-		printf("%s_us=%lld\n", hows[i], woke - wrote);
-	}
-	while (wait(NULL) > 0)
-		;
+	if (read(pipefd[0], &woke, sizeof(woke)) != sizeof(woke) ||
+	    read(pipefd[0], &after_stamp, sizeof(after_stamp)) != sizeof(after_stamp))
+		return printf("%s=FAILED\n", how), 1;
+	printf("%s_us=%lld %s_after_stamp_us=%lld\n", how, woke - wrote, how, after_stamp);
+	wait(NULL);
 	return 0;
 }
 
@@ -218,8 +218,8 @@ int main(int argc, char **argv)
 		if (read(fd, buf, 0) != 0)
 			return printf("zero=FAILED errno=%d\n", errno), 1;
 		printf("zero=ok\n");
-	} else if (!strcmp(mode, "wake-latency")) {
-		return wake_latency();
+	} else if (!strcmp(mode, "wake-latency") && argc == 3) {
+		return wake_latency(argv[2]);
 	} else if (!strcmp(mode, "poll-latency")) {
 		struct pollfd pfd = { .fd = open_drained(), .events = POLLIN };
 		int from_child = marker_later();
