@@ -329,7 +329,7 @@ impl Ring {
                 break;
             };
             ring.read(cursor.pos, dst);
-            if !record::header(dst).is_some_and(|h| h.time_ns <= until_ns) {
+            if record::header(dst).is_none_or(|h| h.time_ns > until_ns) {
                 break;
             }
             cursor.seq += 1;

@@ -82,7 +82,7 @@ const USER_LIMIT: u64 = 1 << 56;
 /// the kernel (`task_pt_regs(current)`): those of the system call it is in.
 pub(crate) fn current_user_regs() -> *const bindings::pt_regs {
     let task = kernel::task::Task::current_raw();
-    let thread_size = (bindings::PAGE_SIZE as usize) << bindings::THREAD_SIZE_ORDER;
+    let thread_size = bindings::PAGE_SIZE << bindings::THREAD_SIZE_ORDER;
     // SAFETY: `current` is valid; its `stack` is the base of its kernel stack.
     let stack = unsafe { (*task).stack } as usize;
     let top = stack + thread_size - bindings::TOP_OF_KERNEL_STACK_PADDING as usize;
