@@ -53,6 +53,23 @@ unsafe impl<H: KprobeHandler> Send for Kprobe<H> {}
 unsafe impl<H: KprobeHandler> Sync for Kprobe<H> {}
 
 impl<H: KprobeHandler> Kprobe<H> {
+    /// Hits that were not handled: the probe was hit recursively.
+    pub(crate) fn missed(&self) -> u64 {
+        // SAFETY: `raw` is valid; the counter is updated by the kprobes core and read racily,
+        // as a statistic.
+        let missed = unsafe { core::ptr::addr_of!((*self.raw.get()).nmissed).read_volatile() };
+        // CAST: an unsigned long counter fits in u64.
+        missed as u64
+    }
+
+    /// Whether the probe goes through ftrace (`KPROBE_FLAG_FTRACE`), so that its handler runs
+    /// in the probed task's context rather than from an int3 trap.
+    pub(crate) fn ftrace_based(&self) -> bool {
+        // SAFETY: `raw` is valid; the flags are set at registration.
+        let flags = unsafe { core::ptr::addr_of!((*self.raw.get()).flags).read_volatile() };
+        flags & bindings::KPROBE_FLAG_FTRACE != 0
+    }
+
     /// Probes the entry of the kernel function `symbol`.
     pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
@@ -159,6 +176,14 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         };
         // CAST: an unsigned long counter fits in u64.
         u64::try_from(no_instance).unwrap_or(0) + recursion as u64
+    }
+
+    /// Whether the probe goes through ftrace (`KPROBE_FLAG_FTRACE`), so that its handlers run
+    /// in the probed task's context rather than from an int3 trap.
+    pub(crate) fn ftrace_based(&self) -> bool {
+        // SAFETY: `raw` is valid; the flags are set at registration.
+        let flags = unsafe { core::ptr::addr_of!((*self.raw.get()).kp.flags).read_volatile() };
+        flags & bindings::KPROBE_FLAG_FTRACE != 0
     }
 
     /// The `Kretprobe` an instance belongs to, and the instance's data area.

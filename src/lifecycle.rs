@@ -148,16 +148,16 @@ impl KretprobeHandler for ExecProbe {
 
 /// The lifecycle probes, registered from initialisation until drop.
 pub(crate) struct LifecycleProbes {
-    _fork: Pin<KBox<Kprobe<ForkProbe>>>,
-    _exit: Pin<KBox<Kprobe<ExitProbe>>>,
-    _exec: Pin<KBox<Kretprobe<ExecProbe>>>,
+    fork: Pin<KBox<Kprobe<ForkProbe>>>,
+    exit: Pin<KBox<Kprobe<ExitProbe>>>,
+    exec: Pin<KBox<Kretprobe<ExecProbe>>>,
 }
 
 impl LifecycleProbes {
     /// Registers the fork, exit and exec probes.
     pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
         Ok(Self {
-            _fork: KBox::pin_init(
+            fork: KBox::pin_init(
                 Kprobe::register(
                     c"wake_up_new_task",
                     ForkProbe {
@@ -166,7 +166,7 @@ impl LifecycleProbes {
                 ),
                 GFP_KERNEL,
             )?,
-            _exit: KBox::pin_init(
+            exit: KBox::pin_init(
                 Kprobe::register(
                     c"disassociate_ctty",
                     ExitProbe {
@@ -175,7 +175,7 @@ impl LifecycleProbes {
                 ),
                 GFP_KERNEL,
             )?,
-            _exec: KBox::pin_init(
+            exec: KBox::pin_init(
                 Kretprobe::register(
                     c"begin_new_exec",
                     64,
@@ -186,5 +186,15 @@ impl LifecycleProbes {
                 GFP_KERNEL,
             )?,
         })
+    }
+
+    /// Probe hits that were not handled (recursion, or no exec instance free).
+    pub(crate) fn missed(&self) -> u64 {
+        self.fork.missed() + self.exit.missed() + self.exec.missed()
+    }
+
+    /// Whether every probe goes through ftrace.
+    pub(crate) fn ftrace_based(&self) -> bool {
+        self.fork.ftrace_based() && self.exit.ftrace_based() && self.exec.ftrace_based()
     }
 }

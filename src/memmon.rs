@@ -13,6 +13,11 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+// The ring and watch-set spinlocks are taken in kprobe and tracepoint handlers, which must
+// not sleep: on PREEMPT_RT a spinlock is a sleeping lock.
+#[cfg(CONFIG_PREEMPT_RT)]
+compile_error!("memmon does not support PREEMPT_RT kernels");
+
 mod event;
 mod fault;
 mod files;
@@ -71,13 +76,14 @@ pub(crate) struct State {
 pub(crate) struct Monitor {
     pub(crate) state: Arc<State>,
     syscalls: SyscallProbes,
-    _lifecycle: LifecycleProbes,
+    lifecycle: LifecycleProbes,
 }
 
 impl Monitor {
-    /// Probed calls missed because too many were in flight at once.
+    /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
+    /// recursively.
     pub(crate) fn probes_missed(&self) -> u64 {
-        self.syscalls.missed()
+        self.syscalls.missed() + self.lifecycle.missed()
     }
 }
 
@@ -118,10 +124,20 @@ impl kernel::Module for Memmon {
             Monitor {
                 state: state.clone(),
                 syscalls: SyscallProbes::register(&state)?,
-                _lifecycle: LifecycleProbes::register(&state)?,
+                lifecycle: LifecycleProbes::register(&state)?,
             },
             GFP_KERNEL,
         )?;
+        // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
+        // where kprobes run in the probed task's context, through ftrace, not from an int3
+        // trap (NMI-like context).
+        if !monitor.syscalls.ftrace_based() || !monitor.lifecycle.ftrace_based() {
+            pr_err!(
+                "the kprobes do not go through ftrace (int3): build the kernel with \
+                 CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"
+            );
+            return Err(EOPNOTSUPP);
+        }
         let fault_probe = FaultProbe::attach(state.clone())?;
         let exit_rss_probe = rss::ExitRssProbe::attach(state.clone())?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;

@@ -216,4 +216,9 @@ impl SyscallProbes {
     pub(crate) fn missed(&self) -> u64 {
         self.probes.iter().map(|probe| probe.missed()).sum()
     }
+
+    /// Whether every probe goes through ftrace.
+    pub(crate) fn ftrace_based(&self) -> bool {
+        self.probes.iter().all(|probe| probe.ftrace_based())
+    }
 }

@@ -6,6 +6,9 @@
 //                 EINTR
 //   pollwait      poll until readable or hung up; prints the revents (for rmmod tests)
 //   selectwait    the same with select; prints select=ok
+//   selectex, selectwr, pollpri
+//                 wait for what a reader of events never gets: select on exceptfds, on
+//                 writefds, poll for POLLPRI|POLLOUT; print MODE=ok when woken (at unload)
 //   epollhold SECONDS
 //                 register with an epoll instance and sleep without waiting on it
 //   zero          a read of 0 bytes returns 0 at once, even with nothing to read
@@ -203,6 +206,23 @@ int main(int argc, char **argv)
 		if (select(fd + 1, &rd, NULL, NULL, NULL) != 1 || !FD_ISSET(fd, &rd))
 			return perror("select"), 1;
 		printf("select=ok\n");
+	} else if (!strcmp(mode, "selectex") || !strcmp(mode, "selectwr")) {
+		fd_set set;
+
+		fd = open_drained();
+		FD_ZERO(&set);
+		FD_SET(fd, &set);
+		if (!strcmp(mode, "selectex") ? select(fd + 1, NULL, NULL, &set, NULL) != 1
+					      : select(fd + 1, NULL, &set, NULL, NULL) != 1)
+			return perror("select"), 1;
+		printf("%s=ok\n", mode);
+	} else if (!strcmp(mode, "pollpri")) {
+		struct pollfd pfd = { .events = POLLPRI | POLLOUT };
+
+		pfd.fd = open_drained();
+		if (poll(&pfd, 1, -1) != 1)
+			return perror("poll"), 1;
+		printf("pollpri=ok\n");
 	} else if (!strcmp(mode, "epollhold") && argc == 3) {
 		struct epoll_event ev = { .events = EPOLLIN };
 		int ep = epoll_create1(0);
