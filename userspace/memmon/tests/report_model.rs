@@ -114,3 +114,125 @@ fn populate_faults_before_the_call_and_a_wrong_rss_line() {
         check.warnings[0]
     );
 }
+
+mod never_panics {
+    use memmon::report::generate::{report, Format, ReportOptions};
+    use memmon::report::replay::{Replay, ReplayOptions};
+    use proptest::prelude::*;
+
+    fn address() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            (0u64..64).prop_map(|n| 0x7f00_0000_0000 + n * 0x1000),
+            (0u64..64).prop_map(|n| 0x40_0000 + n * 0x800),
+            Just(0),
+            Just(u64::MAX),
+            Just(u64::MAX - 4095),
+            any::<u64>(),
+        ]
+    }
+
+    fn length() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            (0u64..40).prop_map(|n| n * 0x1000),
+            Just(u64::MAX),
+            any::<u64>()
+        ]
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        let secs = prop_oneof![1u64..3, Just(u64::MAX / 2_000_000_000), any::<u64>()];
+        let head = (secs, 0u32..999_999_999, 1u32..4)
+            .prop_map(|(s, n, pid)| format!("{s}.{n:09} {pid}/{pid}"));
+        let kind = prop_oneof![
+            (address(), any::<u64>(), 0u8..8, 0u8..4, any::<u64>(), any::<bool>()).prop_map(
+                |(addr, ip, kind, access, pages, stack)| {
+                    let kind = ["anon", "file", "swap", "wp", "spurious", "numa", "hugetlb", "access"][kind as usize];
+                    let access = ["R", "W", "X", "R"][access as usize];
+                    let stack = if stack { format!(" stack={ip:#x},0x401000") } else { String::new() };
+                    format!("fault type={kind} access={access} addr={addr:#x} ip={ip:#x} pages={}{stack}", pages % 600)
+                }
+            ),
+            (address(), length(), any::<bool>(), any::<bool>()).prop_map(|(ret, len, file, shared)| {
+                let flags = if shared { "SHARED" } else { "PRIVATE|ANONYMOUS" };
+                let file = if file { " file=/lib/x.so" } else { "" };
+                format!("mmap addr=0x0 len={len} prot=rwx flags={flags} fd=3 off=-4096 ret={ret:#x}{file}")
+            }),
+            (address(), length()).prop_map(|(addr, len)| format!("munmap addr={addr:#x} len={len} ret=0")),
+            (address(), length(), length(), address(), 0u8..8).prop_map(|(old, old_len, new_len, new, flags)| {
+                format!("mremap old={old:#x} old_len={old_len} new_len={new_len} flags={flags:#x} new=0x0 ret={new:#x}")
+            }),
+            address().prop_map(|ret| format!("brk req=0x0 ret={ret:#x}")),
+            (address(), length(), prop_oneof![Just(4), Just(8), Just(9), Just(21)]).prop_map(
+                |(addr, len, advice)| format!("madvise addr={addr:#x} len={len} advice={advice} ret=0")
+            ),
+            Just("exec comm=x filename=/bin/x".to_owned()),
+            Just("exit code=0".to_owned()),
+            (1u32..4).prop_map(|child| format!("fork child={child} watched=1")),
+            Just("mark text=m".to_owned()),
+            (any::<u64>(), 0u8..3).prop_map(|(n, at)| {
+                let at = ["exit", "exec", "mark"][at as usize];
+                format!("rss anon={n} file={n} shmem=0 swap=0 peak={n} at={at}")
+            }),
+        ];
+        (head, kind).prop_map(|(head, kind)| format!("{head} {kind}"))
+    }
+
+    fn capture() -> impl Strategy<Value = String> {
+        proptest::collection::vec(line(), 0..60).prop_map(|lines| {
+            let mut text = String::from(
+                "# command x\n# snapshot maps 1 1.000000000 start\n\
+                 #| 00400000-00401000 r-xp 00000000 00:03 5 /bin/x\n\
+                 #| ffffffffff600000-ffffffffff601000 --xp ffffffffffff0000 00:00 0 [vsyscall]\n\
+                 # snapshot status 1 1.000000000 mark\n#| RssAnon: 99999999999999999999 kB\n",
+            );
+            for line in lines {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            text
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn replaying_any_sequence_never_panics(text in capture()) {
+            let mut replay = Replay::new(ReplayOptions::default());
+            replay.capture(text.as_bytes()).unwrap();
+            let analysis = replay.finish();
+            let symbols = memmon::report::symbols::Symbols::new(
+                &analysis.sites,
+                &memmon::report::symbols::SymbolOptions::default(),
+            );
+            let view = memmon::report::view::build(&analysis, &symbols, &Default::default()).unwrap();
+            let _ = memmon::report::text::render(&view, memmon::report::text::TextOptions { top: 5, timeline: true });
+        }
+    }
+
+    #[test]
+    fn every_format_on_a_tricky_capture() {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tricky.cap");
+        std::fs::write(
+            &dir,
+            "1.000000000 1/1 fault type=anon access=W addr=0xffffffffffffffff ip=0x1 pages=512\n\
+             1.000000001 1/1 mremap old=0xfffffffffffff000 old_len=18446744073709551615 new_len=1 flags=MAYMOVE new=0x0 ret=0x1000\n\
+             garbage line\n",
+        )
+        .unwrap();
+        for format in [
+            Format::Text,
+            Format::Json,
+            Format::Folded,
+            Format::Svg,
+            Format::Pprof,
+            Format::Html,
+        ] {
+            let options = ReportOptions {
+                format,
+                ..ReportOptions::default()
+            };
+            let _ = report(std::slice::from_ref(&dir), &options);
+        }
+    }
+}

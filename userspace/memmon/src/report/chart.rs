@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::picture::saturating_sum;
 use super::replay::Analysis;
 use super::text::size;
 use super::timeline::GROUPS;
@@ -54,7 +55,7 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
         .collect();
     let top = series
         .iter()
-        .map(|p| p.bytes.iter().sum::<u64>())
+        .map(|p| saturating_sum(p.bytes))
         .chain(counters.iter().map(|c| c.1))
         .max()
         .unwrap_or(0)
@@ -100,7 +101,7 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
         let upper: Vec<u64> = series
             .iter()
             .zip(&lower)
-            .map(|(p, low)| low + p.bytes[group])
+            .map(|(p, low)| low.saturating_add(p.bytes[group]))
             .collect();
         if upper == lower {
             continue;

@@ -36,6 +36,10 @@ pub struct Diff {
     pub sites: Vec<Change>,
 }
 
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 fn order(changes: &mut [Change]) {
     changes.sort_by(|a, b| {
         b.resident
@@ -62,17 +66,21 @@ pub fn diff(base: &View, new: &View) -> Diff {
         for row in &view.tree {
             let name = format!("{} {}", row.kind.as_str(), row.label);
             let change = classes.entry(name.clone()).or_insert_with(|| blank(&name));
-            change.resident += sign * row.resident as i64;
+            change.resident = change
+                .resident
+                .saturating_add(sign.saturating_mul(to_i64(row.resident)));
             if sign < 0 {
-                change.base += row.resident;
+                change.base = change.base.saturating_add(row.resident);
             } else {
-                change.new += row.resident;
+                change.new = change.new.saturating_add(row.resident);
             }
         }
         for row in &view.mapped_by_class {
             let name = format!("mapped {}", row.label);
             let change = classes.entry(name.clone()).or_insert_with(|| blank(&name));
-            change.mapped += sign * row.mapped as i64;
+            change.mapped = change
+                .mapped
+                .saturating_add(sign.saturating_mul(to_i64(row.mapped)));
         }
     }
     let mut sites: BTreeMap<String, Change> = BTreeMap::new();
@@ -80,17 +88,23 @@ pub fn diff(base: &View, new: &View) -> Diff {
         for row in &view.sites {
             let name = row.chain(usize::MAX);
             let change = sites.entry(name.clone()).or_insert_with(|| blank(&name));
-            change.resident += sign * row.resident as i64;
-            change.mapped += sign * row.mapped as i64;
-            change.faults += sign * row.faults.total() as i64;
+            change.resident = change
+                .resident
+                .saturating_add(sign.saturating_mul(to_i64(row.resident)));
+            change.mapped = change
+                .mapped
+                .saturating_add(sign.saturating_mul(to_i64(row.mapped)));
+            change.faults = change
+                .faults
+                .saturating_add(sign.saturating_mul(to_i64(row.faults.total())));
             if sign < 0 {
-                change.base += row.resident;
+                change.base = change.base.saturating_add(row.resident);
             } else {
-                change.new += row.resident;
+                change.new = change.new.saturating_add(row.resident);
             }
         }
     }
-    let total = |v: &View| (v.totals.anon + v.totals.file + v.totals.shmem) as i64;
+    let total = |v: &View| i64::try_from(v.totals.resident()).unwrap_or(i64::MAX);
     let mut classes: Vec<Change> = classes
         .into_values()
         .filter(|c| c.resident != 0 || c.mapped != 0)
@@ -102,7 +116,7 @@ pub fn diff(base: &View, new: &View) -> Diff {
     order(&mut classes);
     order(&mut sites);
     Diff {
-        total: total(new) - total(base),
+        total: total(new).saturating_sub(total(base)),
         classes,
         sites,
     }

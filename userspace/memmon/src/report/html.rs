@@ -140,9 +140,7 @@ fn breakdown(view: &View) -> String {
                 out,
                 "<li class=\"ok\">ok: {}: model {} resident, counters {}</li>",
                 escape(&check.label),
-                escape(&size(
-                    check.model.anon + check.model.file + check.model.shmem
-                )),
+                escape(&size(check.model.resident())),
                 escape(&size(check.counters.resident()))
             );
         }
@@ -200,7 +198,7 @@ fn summary_line(view: &View) -> String {
         view.events,
         escape(&view.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
         escape(&view.moment),
-        escape(&size(t.anon + t.file + t.shmem)),
+        escape(&size(t.resident())),
         escape(&size(t.anon)),
         escape(&size(t.file)),
         escape(&size(t.shmem)),

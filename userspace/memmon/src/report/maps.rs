@@ -76,7 +76,9 @@ pub struct Counters {
 impl Counters {
     /// Resident bytes: anon + file + shmem.
     pub fn resident(&self) -> u64 {
-        self.anon + self.file + self.shmem
+        self.anon
+            .saturating_add(self.file)
+            .saturating_add(self.shmem)
     }
 
     /// Reads `RssAnon:`, `RssFile:`, `RssShmem:`, `VmSwap:` lines (values in kB); `None`

@@ -39,6 +39,18 @@ pub struct KindBytes {
     pub swap: u64,
 }
 
+/// The sum of byte counts, saturating.
+pub fn saturating_sum(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0, u64::saturating_add)
+}
+
+impl KindBytes {
+    /// Resident bytes: anon + file + shmem.
+    pub fn resident(&self) -> u64 {
+        saturating_sum([self.anon, self.file, self.shmem])
+    }
+}
+
 /// Bytes per page (x86-64 base pages).
 pub const PAGE: u64 = 4096;
 
@@ -71,13 +83,15 @@ impl Picture {
             *self.site_resident.entry(site).or_insert(0) += pages;
         }
         for (&site, &bytes) in &other.site_mapped {
-            *self.site_mapped.entry(site).or_insert(0) += bytes;
+            let entry = self.site_mapped.entry(site).or_insert(0);
+            *entry = entry.saturating_add(bytes);
         }
         for (&key, &pages) in &other.class_resident {
             *self.class_resident.entry(key).or_insert(0) += pages;
         }
         for (&class, &bytes) in &other.class_mapped {
-            *self.class_mapped.entry(class).or_insert(0) += bytes;
+            let entry = self.class_mapped.entry(class).or_insert(0);
+            *entry = entry.saturating_add(bytes);
         }
         for (total, more) in self.kinds.iter_mut().zip(other.kinds) {
             *total += more;
@@ -87,16 +101,19 @@ impl Picture {
 
     /// Resident bytes of all kinds.
     pub fn resident_bytes(&self) -> u64 {
-        self.kinds.iter().sum::<u64>() * PAGE
+        self.kinds
+            .iter()
+            .fold(0u64, |sum, &pages| sum.saturating_add(pages))
+            .saturating_mul(PAGE)
     }
 
     /// Totals in bytes by kind.
     pub fn kind_bytes(&self) -> KindBytes {
         KindBytes {
-            anon: self.kinds[PageKind::Anon.index()] * PAGE,
-            file: self.kinds[PageKind::File.index()] * PAGE,
-            shmem: self.kinds[PageKind::Shmem.index()] * PAGE,
-            swap: self.swapped * PAGE,
+            anon: self.kinds[PageKind::Anon.index()].saturating_mul(PAGE),
+            file: self.kinds[PageKind::File.index()].saturating_mul(PAGE),
+            shmem: self.kinds[PageKind::Shmem.index()].saturating_mul(PAGE),
+            swap: self.swapped.saturating_mul(PAGE),
         }
     }
 }

@@ -182,7 +182,7 @@ impl ProfileBuilder {
                             analysis.sites.object_build_id(object),
                             options,
                         );
-                        (mapping, (mapping << OBJECT_SHIFT) + offset)
+                        (mapping, (mapping << OBJECT_SHIFT).wrapping_add(offset))
                     }
                     Frame::Address(addr) => (0, addr),
                     Frame::Label(_) => (0, 0),
@@ -209,7 +209,7 @@ impl ProfileBuilder {
             }
             self.samples.push(Sample {
                 location_id: ids,
-                value: values.iter().map(|v| v * sign).collect(),
+                value: values.iter().map(|v| v.saturating_mul(sign)).collect(),
                 label: Vec::new(),
             });
         }
@@ -263,7 +263,7 @@ pub fn site_values(analysis: &Analysis, view: &View) -> HashMap<SiteId, Values> 
         });
         values.insert(
             id,
-            [resident as i64, faults as i64, mapped as i64, swapin as i64],
+            [resident, faults, mapped, swapin].map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
         );
     }
     values

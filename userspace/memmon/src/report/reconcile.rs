@@ -28,7 +28,7 @@ pub struct Check {
 /// than one page.
 pub fn differs(model: u64, counter: u64) -> bool {
     let difference = model.abs_diff(counter);
-    difference > PAGE && difference * 100 > counter
+    difference > PAGE && u128::from(difference) * 100 > u128::from(counter)
 }
 
 fn cause(comparison: &Comparison, kind: PageKind, missing: bool, has_pages: bool) -> String {
@@ -37,7 +37,7 @@ fn cause(comparison: &Comparison, kind: PageKind, missing: bool, has_pages: bool
             .at_start
             .map(|c| match kind {
                 PageKind::Anon => c.anon,
-                _ => c.file + c.shmem,
+                _ => c.file.saturating_add(c.shmem),
             })
             .unwrap_or(0);
         if before > 0 {
@@ -76,8 +76,8 @@ pub fn reconcile(analysis: &Analysis) -> Vec<Check> {
                 (
                     PageKind::File,
                     "file+shmem",
-                    comparison.model.file + comparison.model.shmem,
-                    comparison.counters.file + comparison.counters.shmem,
+                    comparison.model.file.saturating_add(comparison.model.shmem),
+                    comparison.counters.file.saturating_add(comparison.counters.shmem),
                 ),
             ];
             for (kind, name, model, counter) in pairs {

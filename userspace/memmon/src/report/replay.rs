@@ -19,6 +19,9 @@ use crate::capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource}
 use crate::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
 use crate::flags::{MmapFlags, MremapFlags};
 
+/// The most pages one fault can map (a PUD-level mapping: 1 GiB).
+const MAX_PAGES_PER_FAULT: u64 = 262_144;
+
 /// A process of one capture: (capture index, pid).
 pub type ProcessKey = (usize, u32);
 
@@ -417,8 +420,9 @@ impl Replay {
                 if *pages != 1 {
                     self.has_pages = true;
                 }
+                // At most a PUD (1 GiB) per fault, whatever the line says.
                 let count = if *pages > 1 {
-                    *pages
+                    (*pages).min(MAX_PAGES_PER_FAULT)
                 } else if *huge {
                     512
                 } else {
@@ -740,8 +744,8 @@ impl Replay {
         self.with_space(key, |space, ctx| {
             let first = start / PAGE;
             let last = page_up(vma.end) / PAGE;
-            let early: Vec<(u64, Page)> = (first..last)
-                .filter_map(|vpn| space.page(vpn).map(|p| (vpn, *p)))
+            let early: Vec<(u64, Page)> = space
+                .pages_in(first, last)
                 .filter(|(_, p)| p.class == unknown)
                 .collect();
             space.map(ctx, start, vma);

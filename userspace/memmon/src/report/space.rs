@@ -88,6 +88,10 @@ pub struct Space {
     pub code_epoch: u64,
 }
 
+fn to_i64(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
 fn page_up(addr: u64) -> u64 {
     addr.saturating_add(PAGE - 1) & !(PAGE - 1)
 }
@@ -114,7 +118,7 @@ impl Space {
             Some((start, vma)) => match vma.object {
                 Some(object) => Frame::Code {
                     object,
-                    offset: addr - start + vma.offset,
+                    offset: (addr - start).wrapping_add(vma.offset),
                     ret,
                 },
                 None => Frame::Address(addr),
@@ -165,16 +169,16 @@ impl Space {
     fn insert_piece(&mut self, ctx: &mut Ctx, origin: u64, from: u64, to: u64, vma: Vma) {
         let piece = Vma {
             end: to,
-            offset: vma.offset + (from - origin),
+            offset: vma.offset.wrapping_add(from.saturating_sub(origin)),
             ..vma
         };
         self.insert(ctx, from, piece);
     }
 
     fn insert(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
-        let len = vma.end - start;
-        self.picture.mapped(vma.site, vma.class, len as i64);
-        ctx.timeline.mapped(len as i64);
+        let len = vma.end.saturating_sub(start);
+        self.picture.mapped(vma.site, vma.class, to_i64(len));
+        ctx.timeline.mapped(to_i64(len));
         if vma.exec {
             self.code_epoch += 1;
         }
@@ -200,14 +204,14 @@ impl Space {
                 self.vmas.insert(key, Vma { end: start, ..vma });
             }
             if vma.end > end {
-                let offset = vma.offset + (end - key);
+                let offset = vma.offset.wrapping_add(end - key);
                 self.vmas.insert(end, Vma { offset, ..vma });
             }
             let piece_start = key.max(start);
             let piece_end = vma.end.min(end);
             let len = piece_end - piece_start;
-            self.picture.mapped(vma.site, vma.class, -(len as i64));
-            ctx.timeline.mapped(-(len as i64));
+            self.picture.mapped(vma.site, vma.class, -to_i64(len));
+            ctx.timeline.mapped(-to_i64(len));
             if vma.exec {
                 self.code_epoch += 1;
             }
@@ -215,7 +219,7 @@ impl Space {
                 piece_start,
                 Vma {
                     end: piece_end,
-                    offset: vma.offset + (piece_start - key),
+                    offset: vma.offset.wrapping_add(piece_start - key),
                     ..vma
                 },
             ));
@@ -273,6 +277,13 @@ impl Space {
             .resident(page.site, page.kind.index(), page.class, delta);
     }
 
+    /// The known pages with numbers in `first..last`.
+    pub fn pages_in(&self, first: u64, last: u64) -> impl Iterator<Item = (u64, Page)> + '_ {
+        self.pages
+            .range(first..last.max(first))
+            .map(|(&vpn, &page)| (vpn, page))
+    }
+
     /// The page at virtual page number `vpn`.
     pub fn page(&self, vpn: u64) -> Option<&Page> {
         self.pages.get(&vpn)
@@ -313,18 +324,23 @@ impl Space {
     ) {
         let (old, old_len, new_len) = (page_down(old), page_up(old_len), page_up(new_len));
         if new_len < old_len {
-            self.unmap(ctx, old + new_len, old + old_len, Leave::Freed);
+            self.unmap(
+                ctx,
+                old.saturating_add(new_len),
+                old.saturating_add(old_len),
+                Leave::Freed,
+            );
         }
         let kept_len = old_len.min(new_len);
         if new != old {
-            let pieces = self.cut(ctx, old, old + kept_len);
+            let pieces = self.cut(ctx, old, old.saturating_add(kept_len));
             if keep_old {
                 for &(start, vma) in &pieces {
                     self.insert(ctx, start, vma);
                 }
             }
             let first = old / PAGE;
-            let last = (old + kept_len) / PAGE;
+            let last = old.saturating_add(kept_len) / PAGE;
             let moved: Vec<(u64, Page)> = self
                 .pages
                 .range(first..last)
@@ -333,13 +349,13 @@ impl Space {
             for (key, _) in &moved {
                 self.pages.remove(key);
             }
-            self.unmap(ctx, new, new + new_len, Leave::Freed);
+            self.unmap(ctx, new, new.saturating_add(new_len), Leave::Freed);
             for (start, vma) in pieces {
                 let shifted = Vma {
-                    end: vma.end - old + new,
+                    end: (vma.end - old).saturating_add(new),
                     ..vma
                 };
-                self.insert(ctx, start - old + new, shifted);
+                self.insert(ctx, (start - old).saturating_add(new), shifted);
             }
             let delta = (new / PAGE) as i128 - (old / PAGE) as i128;
             for (key, page) in moved {
@@ -348,12 +364,13 @@ impl Space {
             }
         }
         if new_len > old_len {
-            let tail = new + old_len;
+            let tail = new.saturating_add(old_len).max(1);
             if let Some((start, vma)) = self.find(tail - 1).map(|(s, v)| (s, *v)) {
+                let end = new.saturating_add(new_len).max(vma.end);
                 if let Some(v) = self.vmas.get_mut(&start) {
-                    v.end = new + new_len;
+                    v.end = end;
                 }
-                let grown = (new + new_len - vma.end) as i64;
+                let grown = to_i64(end - vma.end);
                 self.picture.mapped(vma.site, vma.class, grown);
                 ctx.timeline.mapped(grown);
             }
@@ -365,7 +382,7 @@ impl Space {
         self.drop_pages(ctx, 0, !(PAGE - 1), Leave::Released);
         let all: Vec<(u64, Vma)> = std::mem::take(&mut self.vmas).into_iter().collect();
         for (start, vma) in all {
-            let len = (vma.end - start) as i64;
+            let len = to_i64(vma.end.saturating_sub(start));
             self.picture.mapped(vma.site, vma.class, -len);
             ctx.timeline.mapped(-len);
         }

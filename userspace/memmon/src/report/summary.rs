@@ -36,7 +36,7 @@ pub fn summary(analysis: &Analysis) -> String {
     let _ = writeln!(
         out,
         "memmon: resident growth while watched: {} (anon {}, file {}, shmem {}), {} swapped out",
-        size(totals.anon + totals.file + totals.shmem),
+        size(totals.resident()),
         size(totals.anon),
         size(totals.file),
         size(totals.shmem),

@@ -91,7 +91,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
         } else {
             view.moment.clone()
         },
-        size(totals.anon + totals.file + totals.shmem),
+        size(totals.resident()),
         size(totals.anon),
         size(totals.file),
         size(totals.shmem),
@@ -101,7 +101,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     writeln!(out, "\nRSS tree")?;
     for kind in PageKind::ALL {
         let rows: Vec<_> = view.tree.iter().filter(|r| r.kind == kind).collect();
-        let total: u64 = rows.iter().map(|r| r.resident).sum();
+        let total = super::picture::saturating_sum(rows.iter().map(|r| r.resident));
         writeln!(out, "  {:<50} {:>10}", kind.as_str(), size(total))?;
         for row in rows {
             writeln!(out, "    {:<48} {:>10}", row.label, size(row.resident))?;

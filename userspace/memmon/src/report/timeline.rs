@@ -108,7 +108,9 @@ impl TimelineBuilder {
     }
 
     fn sample(&mut self, time: Timestamp) {
-        let bytes = self.groups.map(|pages| pages.max(0) as u64 * PAGE);
+        let bytes = self
+            .groups
+            .map(|pages| (pages.max(0) as u64).saturating_mul(PAGE));
         if let Some(last) = self.series.last_mut() {
             if last.time == time {
                 last.bytes = bytes;
@@ -149,9 +151,15 @@ impl TimelineBuilder {
         if let Slicing::Every(step) = self.slicing {
             let step = step.max(1);
             let now = nanos(time);
-            while now >= nanos(self.current.start).saturating_add(step) {
+            if now >= nanos(self.current.start).saturating_add(step) {
                 let end = nanos(self.current.start).saturating_add(step);
                 self.close(from_nanos(end), None);
+                // Skip the empty intervals of a gap at once.
+                let aligned = now / step * step;
+                if aligned > nanos(self.current.start) {
+                    self.current.start = from_nanos(aligned);
+                    self.current.end = self.current.start;
+                }
             }
         }
         if time > self.current.end {
@@ -191,9 +199,9 @@ impl TimelineBuilder {
     /// Bytes mapped (positive) or unmapped (negative).
     pub fn mapped(&mut self, delta: i64) {
         if delta >= 0 {
-            self.current.mapped += delta as u64;
+            self.current.mapped = self.current.mapped.saturating_add(delta.unsigned_abs());
         } else {
-            self.current.unmapped += delta.unsigned_abs();
+            self.current.unmapped = self.current.unmapped.saturating_add(delta.unsigned_abs());
         }
     }
 
@@ -204,7 +212,10 @@ impl TimelineBuilder {
             .get(class as usize)
             .map_or(1, |groups| groups[kind.min(2)]);
         self.groups[usize::from(group).min(4)] += delta;
-        self.current.resident_growth += delta * PAGE as i64;
+        self.current.resident_growth = self
+            .current
+            .resident_growth
+            .saturating_add(delta.saturating_mul(PAGE as i64));
         *self.current.site_growth.entry(site).or_insert(0) += delta;
     }
 

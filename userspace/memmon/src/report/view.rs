@@ -255,7 +255,7 @@ pub fn build(
                 kind,
                 label: class.label(),
                 class,
-                resident: pages * PAGE,
+                resident: pages.saturating_mul(PAGE),
             })
         })
         .collect();
@@ -290,7 +290,7 @@ pub fn build(
         stacks: analysis.has_stacks,
         pages_key: analysis.has_pages,
         totals: picture.kind_bytes(),
-        mapped: picture.class_mapped.values().sum(),
+        mapped: super::picture::saturating_sum(picture.class_mapped.values().copied()),
         tree,
         mapped_by_class,
         sites,
@@ -309,13 +309,18 @@ fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<S
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
-        let resident = picture.site_resident.get(&id).copied().unwrap_or(0) * PAGE;
+        let resident = picture
+            .site_resident
+            .get(&id)
+            .copied()
+            .unwrap_or(0)
+            .saturating_mul(PAGE);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         if resident == 0 && mapped == 0 && stats.total_faults() == 0 {
             continue;
         }
         let frames = symbols.site(&analysis.sites, id);
-        let weight = resident + stats.pages_in * PAGE;
+        let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
         let entry = rows.entry(chain_key(&frames)).or_insert_with(|| {
             (
                 SiteRow {
@@ -341,8 +346,8 @@ fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<S
             row.frames = frames;
             *best = weight;
         }
-        row.resident += resident;
-        row.mapped += mapped;
+        row.resident = row.resident.saturating_add(resident);
+        row.mapped = row.mapped.saturating_add(mapped);
         row.faults.add(&stats.faults);
         row.brought_in += stats.pages_in * PAGE;
         row.released += stats.released * PAGE;
