@@ -39,7 +39,12 @@ fn sysroot() -> PathBuf {
             )
             .read_to_end(&mut bytes)
             .unwrap();
-            std::fs::write(root.join("host").join(name), bytes).unwrap();
+            // Written aside and renamed: another test binary may be reading it.
+            let partial = root
+                .join("host")
+                .join(format!("{name}.partial-{}", std::process::id()));
+            std::fs::write(&partial, bytes).unwrap();
+            std::fs::rename(&partial, root.join("host").join(name)).unwrap();
         }
         root
     })

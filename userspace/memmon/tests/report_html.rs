@@ -26,14 +26,21 @@ fn tmp(name: &str) -> PathBuf {
 /// The binaries of the fixtures under a sysroot, as the captures name them.
 fn sysroot() -> PathBuf {
     use std::io::Read;
-    let root = tmp("report-html-sysroot");
-    std::fs::create_dir_all(root.join("host")).unwrap();
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(fixture("alloc_sites.gz")).unwrap())
-        .read_to_end(&mut bytes)
-        .unwrap();
-    std::fs::write(root.join("host/alloc_sites"), bytes).unwrap();
-    root
+    // Once per test binary: tests run in parallel and must not see a half-written file.
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let root = tmp("report-html-sysroot");
+        std::fs::create_dir_all(root.join("host")).unwrap();
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(fixture("alloc_sites.gz")).unwrap())
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let partial = root.join("host/alloc_sites.partial");
+        std::fs::write(&partial, bytes).unwrap();
+        std::fs::rename(&partial, root.join("host/alloc_sites")).unwrap();
+        root
+    })
+    .clone()
 }
 
 fn chromium() -> &'static str {
