@@ -185,6 +185,6 @@ fn html_diff_page() {
     assert_eq!(attribute(&dom, "data-script-errors"), Some(""));
     assert!(dom.contains("id=\"flame-diff\""));
     let sites = &dom[dom.find("id=\"diff-sites\"").expect("the site changes")..];
-    assert!(sites.contains("<td>keep_cache</td>"));
+    assert!(sites.contains("<td>keep_cache"));
     assert!(sites.contains("+2 MiB"));
 }
