@@ -651,9 +651,19 @@ impl Replay {
         if let Some(&site) = process.raw_sites.get(raw) {
             return site;
         }
+        // A frame-pointer walk through code without frame pointers can read data as a
+        // return address: the chain stops at the first caller that is not code.
+        let known = !process.space.is_empty();
         let frames: Vec<Frame> = raw
             .iter()
             .enumerate()
+            .take_while(|&(index, &addr)| {
+                index == 0
+                    || match process.space.is_code(addr) {
+                        Some(code) => code,
+                        None => !known,
+                    }
+            })
             .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first))
             .collect();
         let site = self.sites.intern(frames);

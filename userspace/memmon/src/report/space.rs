@@ -127,6 +127,12 @@ impl Space {
         }
     }
 
+    /// Whether `addr` can be code: `Some(true)` in an executable region, `Some(false)` in
+    /// another region, `None` in no known region.
+    pub fn is_code(&self, addr: u64) -> Option<bool> {
+        self.find(addr).map(|(_, vma)| vma.exec)
+    }
+
     /// The regions, by start address.
     pub fn regions(&self) -> impl Iterator<Item = (u64, &Vma)> {
         self.vmas.iter().map(|(&start, vma)| (start, vma))
