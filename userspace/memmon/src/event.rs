@@ -66,6 +66,8 @@ pub enum FaultType {
     Hugetlb,
     /// An access-sampling fault.
     Access,
+    /// Anything else the kernel accounts (userfaultfd write-protect, device-private PMDs).
+    Other,
 }
 
 impl FaultType {
@@ -80,6 +82,7 @@ impl FaultType {
             FaultType::Numa => "numa",
             FaultType::Hugetlb => "hugetlb",
             FaultType::Access => "access",
+            FaultType::Other => "other",
         }
     }
 
@@ -94,6 +97,7 @@ impl FaultType {
             "numa" => FaultType::Numa,
             "hugetlb" => FaultType::Hugetlb,
             "access" => FaultType::Access,
+            "other" => FaultType::Other,
             _ => return None,
         })
     }
@@ -227,7 +231,7 @@ pub enum EventKind<'a> {
         major: bool,
         /// A repeat after VM_FAULT_RETRY (`retry=1`).
         retry: bool,
-        /// Pages this fault mapped (`pages=`; 1 when absent).
+        /// Pages this fault mapped (`pages=`; 1 when absent, 0 when it mapped nothing).
         pages: u64,
     },
     /// `mmap(addr, len, prot, flags, fd, off)`.

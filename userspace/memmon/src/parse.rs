@@ -329,7 +329,7 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
         "fault" => EventKind::Fault {
             fault_type: f.typed(
                 "type",
-                "anon, file, swap, wp, spurious, numa, hugetlb or access",
+                "anon, file, swap, wp, spurious, numa, hugetlb, other or access",
                 FaultType::parse,
             )?,
             access: f.typed("access", "R, W or X", |v| match v {

@@ -54,6 +54,8 @@ const VALID: &[&str] = &[
     "5.104012014 212/212 shmdt addr=0x7f5a2c000000 ret=0",
     "5.104012015 212/212 rss anon=4096 file=8192 shmem=0 swap=0 peak=16384 at=exit",
     "5.104012016 300/300 rss anon=0 file=0 shmem=0 swap=4096 peak=4096 at=mark",
+    "12.000125009 1234/1234 fault type=other access=W addr=0x1000 ip=0x401136",
+    "12.000125010 1234/1234 fault type=anon access=R addr=0x1000 ip=0x401136 pages=0 stack=0x401136,0x401200",
 ];
 
 /// Keys that may be absent.

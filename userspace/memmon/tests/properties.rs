@@ -37,7 +37,8 @@ fn fault() -> impl Strategy<Value = EventKind<'static>> {
             Just(FaultType::Spurious),
             Just(FaultType::Numa),
             Just(FaultType::Hugetlb),
-            Just(FaultType::Access)
+            Just(FaultType::Access),
+            Just(FaultType::Other)
         ],
         prop_oneof![Just(Access::Read), Just(Access::Write), Just(Access::Exec)],
         any::<u64>(),

@@ -80,6 +80,8 @@ fn populate_faults_before_the_call_and_a_wrong_rss_line() {
 1.200000000 100/100 brk req=0x0 ret=0x1000000
 1.200000001 100/100 brk req=0x1003000 ret=0x1003000 stack=0x401200
 1.200000002 100/100 fault type=anon access=R addr=0x1000000 ip=0x401030
+1.200000002 100/100 fault type=anon access=R addr=0x1002000 ip=0x401030 pages=0
+1.200000002 100/100 fault type=other access=W addr=0x1002000 ip=0x401030
 1.200000003 100/100 fault type=wp access=W addr=0x1000000 ip=0x401040
 1.200000004 100/100 fault type=anon access=W addr=0x1001000 ip=0x401040
 1.200000005 100/100 fault type=spurious access=W addr=0x1001000 ip=0x401040

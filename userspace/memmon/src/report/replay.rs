@@ -421,7 +421,11 @@ impl Replay {
                     self.has_pages = true;
                 }
                 // At most a PUD (1 GiB) per fault, whatever the line says.
-                let count = if *pages > 1 {
+                // pages=0: the fault mapped nothing (a lost race, the zero page, a reused
+                // page on write-protect).
+                let count = if *pages == 0 {
+                    0
+                } else if *pages > 1 {
                     (*pages).min(MAX_PAGES_PER_FAULT)
                 } else if *huge {
                     512
@@ -686,10 +690,16 @@ impl Replay {
         let class = FaultClass::of(fault_type);
         self.stats.site(site).faults[class.index()] += 1;
         self.timeline.fault(class);
-        if matches!(
-            fault_type,
-            FaultType::Spurious | FaultType::Numa | FaultType::Access | FaultType::Hugetlb
-        ) {
+        if count == 0
+            || matches!(
+                fault_type,
+                FaultType::Spurious
+                    | FaultType::Numa
+                    | FaultType::Access
+                    | FaultType::Hugetlb
+                    | FaultType::Other
+            )
+        {
             return;
         }
         let unknown = self.class(Class::Unknown);

@@ -16,7 +16,7 @@ pub enum FaultClass {
     SwapIn,
     /// Copy-on-write or write-notify (`type=wp`).
     CopyOnWrite,
-    /// Spurious, NUMA, hugetlb and access-sampling faults.
+    /// Spurious, NUMA, hugetlb, access-sampling and other faults.
     Other,
 }
 
