@@ -293,11 +293,12 @@ impl Event {
     }
 }
 
-/// CLOCK_MONOTONIC now, in nanoseconds; callable in any context.
+/// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
+/// different CPUs merge in order. Callable in any context but NMI (no producer runs there).
 pub(crate) fn now_ns() -> u64 {
-    // SAFETY: `ktime_get_mono_fast_ns` has no preconditions and may be called from any
-    // context, NMI included.
-    unsafe { bindings::ktime_get_mono_fast_ns() }
+    // SAFETY: `ktime_get` has no preconditions outside NMI context.
+    let now = unsafe { bindings::ktime_get() };
+    u64::try_from(now).unwrap_or(0)
 }
 
 /// Thread-group id and thread id of the current task, in the initial pid namespace.

@@ -109,21 +109,18 @@ unsafe extern "C" fn mm_fault(
     }
     event.args[2] = u64::from(report.nr_pages);
     event.flags = bits;
-    let depth = stack::depth();
-    if depth == 0 {
+    if stack::depth() == 0 {
         state.ring.push(&event);
         return;
     }
     // A fault from user mode: the stack of the faulting code; one the kernel took for the
     // process: the stack of the system call it was in.
     let user_regs = if bits & fault_flags::USER != 0 {
-        regs.cast_const()
+        // SAFETY: For a fault from user mode the tracepoint passes the user registers, valid
+        // during the call.
+        Some(unsafe { &*regs })
     } else {
-        stack::current_user_regs()
+        None
     };
-    let mut frames = [0u64; stack::STACK_MAX];
-    // SAFETY: `user_regs` is the tracepoint's user registers, valid during the call, or the
-    // user registers saved at the top of the current task's kernel stack.
-    let count = stack::walk_user(unsafe { &*user_regs }, depth, &mut frames);
-    state.ring.push_with_stack(&event, &frames[..count]);
+    stack::push_with_user_stack(&state.ring, &event, user_regs);
 }

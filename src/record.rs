@@ -13,8 +13,11 @@ use crate::stack::STACK_MAX;
 use core::mem::size_of;
 
 /// Size of the largest record.
-pub(crate) const RECORD_MAX: usize =
-    size_of::<Header>() + size_of::<CallBody>() + TEXT_CAPACITY + 8 * STACK_MAX;
+pub(crate) const RECORD_MAX: usize = BODY_MAX + 8 * STACK_MAX;
+
+/// Size of the largest record without its stack: what a producer encodes on its stack (the
+/// stack entries are copied into the ring from where they were walked).
+pub(crate) const BODY_MAX: usize = size_of::<Header>() + size_of::<CallBody>() + TEXT_CAPACITY;
 
 /// What every record starts with.
 #[repr(C)]
@@ -59,7 +62,7 @@ const _: () = assert!(RECORD_MAX % 8 == 0 && RECORD_MAX <= u16::MAX as usize);
 /// Offset of [`Header::time_ns`], which [`stamp`] overwrites.
 const TIME_OFFSET: usize = 0;
 
-fn put<T: Copy>(out: &mut [u8; RECORD_MAX], offset: usize, value: &T) {
+fn put<T: Copy>(out: &mut [u8; BODY_MAX], offset: usize, value: &T) {
     if let Some(dst) = out.get_mut(offset..offset + size_of::<T>()) {
         // SAFETY: `dst` has room for a `T`; `T` is plain data, written unaligned.
         unsafe { dst.as_mut_ptr().cast::<T>().write_unaligned(*value) };
@@ -73,17 +76,18 @@ fn get<T: Copy>(bytes: &[u8], offset: usize) -> Option<T> {
     Some(unsafe { src.as_ptr().cast::<T>().read_unaligned() })
 }
 
-/// Writes the record of `event` with the user call stack `stack` (at most [`STACK_MAX`]
-/// entries are kept) into `out`; returns its size.
-pub(crate) fn encode(event: &Event, stack: &[u64], out: &mut [u8; RECORD_MAX]) -> usize {
+/// Writes into `out` the record of `event` but for its user call stack of `stack_len`
+/// entries (at most [`STACK_MAX`]), which follow it in the ring, 8 bytes each; returns the
+/// size written and the size of the whole record.
+pub(crate) fn encode(event: &Event, stack_len: usize, out: &mut [u8; BODY_MAX]) -> (usize, usize) {
     let text = event.text();
-    let stack = &stack[..stack.len().min(STACK_MAX)];
+    let stack_len = stack_len.min(STACK_MAX);
     let body_end = if event.kind == Kind::Fault {
         HEADER + size_of::<FaultBody>()
     } else {
         (HEADER + size_of::<CallBody>() + text.len()).next_multiple_of(8)
     };
-    let size = body_end + 8 * stack.len();
+    let size = body_end + 8 * stack_len;
     let header = Header {
         time_ns: event.time_ns,
         pid: event.pid,
@@ -95,7 +99,7 @@ pub(crate) fn encode(event: &Event, stack: &[u64], out: &mut [u8; RECORD_MAX]) -
         // CAST: event flags use the low 8 bits.
         flags: event.flags as u8,
         // CAST: at most STACK_MAX entries.
-        stack_len: stack.len() as u8,
+        stack_len: stack_len as u8,
         text_len: event.text_len,
         text_truncated: u8::from(event.text_truncated) | (u8::from(event.text_head_cut) << 1),
     };
@@ -119,14 +123,11 @@ pub(crate) fn encode(event: &Event, stack: &[u64], out: &mut [u8; RECORD_MAX]) -
             dst.copy_from_slice(text);
         }
     }
-    for (i, entry) in stack.iter().enumerate() {
-        put(out, body_end + 8 * i, entry);
-    }
-    size
+    (body_end, size)
 }
 
 /// Sets the time of the record in `record` to `time_ns`.
-pub(crate) fn stamp(record: &mut [u8; RECORD_MAX], time_ns: u64) {
+pub(crate) fn stamp(record: &mut [u8; BODY_MAX], time_ns: u64) {
     put(record, TIME_OFFSET, &time_ns);
 }
 

@@ -17,7 +17,8 @@
 use crate::event::{now_ns, Event, Kind};
 use crate::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::procfs::PollTableRef;
-use crate::record::{self, RECORD_MAX};
+use crate::record::{self, BODY_MAX, RECORD_MAX};
+use crate::stack::STACK_MAX;
 use crate::timer::{OneShotTimer, TimerHandler};
 use kernel::{
     alloc::flags::GFP_KERNEL,
@@ -130,16 +131,22 @@ impl CpuRing {
             .max(bytes.len() as u64)
     }
 
-    /// Appends `record` (at most [`RECORD_MAX`] bytes), dropping the oldest records to make room.
-    fn push(&mut self, record: &[u8], kind: Kind) {
+    /// Appends the record made of `body` and the stack entries `stack` (at most
+    /// [`RECORD_MAX`] bytes in all), dropping the oldest records to make room.
+    fn push(&mut self, body: &[u8], stack: &[u64], kind: Kind) {
         // CAST: a record is at most RECORD_MAX bytes.
-        let len = record.len() as u64;
+        let len = (body.len() + 8 * stack.len()) as u64;
         while self.head + len - self.tail > self.size() {
             self.tail += self.record_size(self.tail);
             self.tail_seq += 1;
         }
-        // INVARIANT: the oldest records were dropped until `record` fits after `head`.
-        self.write(self.head, record);
+        // INVARIANT: the oldest records were dropped until the record fits after `head`.
+        self.write(self.head, body);
+        let mut at = self.head + body.len() as u64;
+        for entry in stack {
+            self.write(at, &entry.to_ne_bytes());
+            at += 8;
+        }
         self.head += len;
         self.head_seq += 1;
         self.per_kind[kind as usize] += 1;
@@ -260,8 +267,9 @@ impl Ring {
         if self.closed.load(Relaxed) {
             return;
         }
-        let mut record = [0u8; RECORD_MAX];
-        let size = record::encode(event, stack, &mut record);
+        let stack = &stack[..stack.len().min(STACK_MAX)];
+        let mut body = [0u8; BODY_MAX];
+        let (body_size, _) = record::encode(event, stack.len(), &mut body);
         // SAFETY: No precondition; a migration after the read only means another CPU's ring
         // is used, which its lock protects.
         let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
@@ -273,8 +281,8 @@ impl Ring {
             let mut ring = ring.lock();
             // Stamped under the lock: each ring is in time order, and a reader that took
             // `now` before looking at the rings has seen every record stamped before it.
-            record::stamp(&mut record, now_ns());
-            ring.push(&record[..size], event.kind);
+            record::stamp(&mut body, now_ns());
+            ring.push(&body[..body_size], stack, event.kind);
             // Read under the lock: a reader sets `waiting` before it looks at the rings.
             (readers.waiting.load(Relaxed), ring.head - ring.tail)
         };

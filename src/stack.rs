@@ -8,6 +8,8 @@
 //! `EINVAL` and a kernel log line. The Rust `module!` parameters are set once at load, so this
 //! one is declared by hand, as `module_param_cb()` would.
 
+use crate::event::Event;
+use crate::ring::Ring;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{bindings, prelude::*};
 
@@ -79,14 +81,38 @@ static STACK_DEPTH_PARAM: kernel::module_param::KernelParam =
 const USER_LIMIT: u64 = 1 << 56;
 
 /// The user registers saved at the top of the current task's kernel stack when it entered
-/// the kernel (`task_pt_regs(current)`): those of the system call it is in.
-pub(crate) fn current_user_regs() -> *const bindings::pt_regs {
+/// the kernel (`task_pt_regs(current)`): those of the system call it is in. `None` for a
+/// kernel thread or a user worker (io_uring, vhost), which has no user context of its own.
+fn current_user_regs() -> Option<&'static bindings::pt_regs> {
     let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is valid; `flags` is only changed by the task itself.
+    let flags = unsafe { (*task).flags };
+    if flags & (bindings::PF_KTHREAD | bindings::PF_USER_WORKER) != 0 {
+        return None;
+    }
     let thread_size = bindings::PAGE_SIZE << bindings::THREAD_SIZE_ORDER;
     // SAFETY: `current` is valid; its `stack` is the base of its kernel stack.
     let stack = unsafe { (*task).stack } as usize;
     let top = stack + thread_size - bindings::TOP_OF_KERNEL_STACK_PADDING as usize;
-    (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs
+    let regs = (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs;
+    // SAFETY: A user task that entered the kernel saved its user registers there (the entry
+    // code builds `pt_regs` at the top of the kernel stack); they stay while it runs.
+    Some(unsafe { &*regs })
+}
+
+/// Pushes `event` to `ring` with the current task's user stack, at most `stack_depth`
+/// entries: walked from `regs` (a fault from user mode), else from the registers of the
+/// system call the task is in. Not inlined, so that its 512-byte buffer takes stack space
+/// only when stacks are on.
+#[inline(never)]
+pub(crate) fn push_with_user_stack(ring: &Ring, event: &Event, regs: Option<&bindings::pt_regs>) {
+    let mut frames = [0u64; STACK_MAX];
+    let regs = match regs {
+        Some(regs) => Some(regs),
+        None => current_user_regs(),
+    };
+    let count = regs.map_or(0, |regs| walk_user(regs, depth(), &mut frames));
+    ring.push_with_stack(event, &frames[..count]);
 }
 
 /// Writes into `out` the user stack of `regs`, innermost first: the instruction pointer,
@@ -94,11 +120,7 @@ pub(crate) fn current_user_regs() -> *const bindings::pt_regs {
 /// (and at most [`STACK_MAX`]). Stops early, never past a frame it cannot read or trust.
 /// Returns the number of entries. Callable in atomic context: it reads user memory with page
 /// faults disabled.
-pub(crate) fn walk_user(
-    regs: &bindings::pt_regs,
-    depth: usize,
-    out: &mut [u64; STACK_MAX],
-) -> usize {
+fn walk_user(regs: &bindings::pt_regs, depth: usize, out: &mut [u64; STACK_MAX]) -> usize {
     let depth = depth.min(STACK_MAX);
     if depth == 0 {
         return 0;
@@ -138,3 +160,13 @@ pub(crate) fn walk_user(
     }
     count
 }
+
+// What `modinfo` shows of the parameter, as `MODULE_PARM_DESC()` and `module_param()` record
+// it for a loadable module.
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static STACK_DEPTH_PARMTYPE: [u8; 26] = *b"parmtype=stack_depth:uint\0";
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static STACK_DEPTH_PARM: [u8; 73] =
+    *b"parm=stack_depth:User stack entries per fault and syscall (0-64, 0: off)\0";

@@ -88,16 +88,11 @@ impl KretprobeHandler for SyscallProbe {
         // The entry handler stamped the event when the call began; the ring stamps it again
         // now that it returns.
         event.dur_ns = now_ns().saturating_sub(event.time_ns);
-        let depth = stack::depth();
-        if depth == 0 {
+        if stack::depth() == 0 {
             self.state.ring.push(&event);
-            return;
+        } else {
+            stack::push_with_user_stack(&self.state.ring, &event, None);
         }
-        let mut frames = [0u64; stack::STACK_MAX];
-        // SAFETY: The current task is in a system call: its user registers are saved at the
-        // top of its kernel stack, valid while it runs.
-        let count = stack::walk_user(unsafe { &*stack::current_user_regs() }, depth, &mut frames);
-        self.state.ring.push_with_stack(&event, &frames[..count]);
     }
 }
 
