@@ -104,6 +104,7 @@ for script in "$top"/tests/vm/[0-9]*.sh; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
 done
 [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
+[ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
 run_item bench-quick bench_quick
 
 if [ ${#failures[@]} -gt 0 ]; then

@@ -12,7 +12,10 @@ KERNEL_DEB_VERSION="7.3.4-1~bpo13+1"
 KERNEL_DEB_SHA256="703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181ee3"
 BINDGEN_VERSION="0.73.2"
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
-          qemu-system-x86 busybox-static gcc make git xz-utils python3 file)
+          qemu-system-x86 busybox-static gcc make git xz-utils python3 file
+          golang-go chromium)
+# golang-go: `go tool pprof` reads the pprof output in the report tests; chromium: the
+# report page is loaded headless in its tests.
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"
