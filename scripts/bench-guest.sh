@@ -61,13 +61,13 @@ run() {
         out=$(sh -c 'exec "$@"' sh /progs/bench "$@") ;;
     watched)
         unload; load
-        cat /proc/memmon/events > /tmp/ev &
+        cat /proc/memmon/events > /dev/null &
         reader=$!
         out=$(/progs/watchexec /progs/bench "$@")
         wait_drained
         kill $reader
         wait $reader 2>/dev/null
-        lost=$(lost_in /tmp/ev) ;;
+        lost=$(stat_of lost_reported) ;;
     record)
         unload; load
         out=$(memmon record -o /tmp/cap -- /progs/bench "$@" 2>/dev/null)

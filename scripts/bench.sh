@@ -9,7 +9,8 @@
 #              syscalls:sys_{enter,exit}_{mmap,munmap} for the mmap+munmap pairs
 #   unwatched  memmon loaded (default buflen), the workload not watched
 #   watched    memmon loaded (default buflen), the workload watched, `cat` as the reader
-#   record     memmon loaded (default buflen), `memmon record -- WORKLOAD`
+#   record     memmon loaded (default buflen), `memmon record -- WORKLOAD`, which turns on
+#              user call stacks (stack_depth=16) for its duration
 # Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
 # throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
