@@ -5,7 +5,7 @@
 #   make module   only the module (KDIR=/path/to/your/patched/tree to use your own kernel)
 #   make run      the demo: boot the VM, load memmon, watch a workload, show its events
 #   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
-#   make bench    memmon against ftrace in one VM boot (scripts/bench.sh; about 25 minutes)
+#   make bench    memmon against ftrace in one VM boot (scripts/bench.sh; about 2 minutes)
 #   make clean    remove the module and userspace build output (keeps the kernel)
 #   make distclean  remove build/ entirely
 
