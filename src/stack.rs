@@ -147,7 +147,12 @@ fn walk_user(regs: &bindings::pt_regs, depth: usize, out: &mut [u64; STACK_MAX])
             break;
         }
         let [next, ret_addr] = words;
-        if ret_addr == 0 || ret_addr >= USER_LIMIT {
+        // A return address points into code: one that points into the stack being walked
+        // (between the stack pointer and this frame) is a frame pointer chain through code
+        // built without frame pointers, where `rbp` held something else.
+        // CAST: registers are 64 bits wide on x86_64.
+        let in_stack = (regs.sp as u64..=frame.saturating_add(4096)).contains(&ret_addr);
+        if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
             break;
         }
         out[count] = ret_addr;
