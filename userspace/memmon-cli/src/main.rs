@@ -405,7 +405,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn create_file(path: &PathBuf) -> Result<Box<dyn Write>> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    Ok(Box::new(io::BufWriter::new(file)))
+    // Large: the live loops write whole reads at once and flush after each.
+    Ok(Box::new(io::BufWriter::with_capacity(1 << 20, file)))
 }
 
 /// `tail --input`: decode a capture file or stdin.

@@ -43,7 +43,7 @@ impl Sink {
         match self {
             Sink::Print(printer) => printer.print(event),
             Sink::Capture(out) => {
-                writeln!(out, "{line}").context("cannot write the capture file")?;
+                write_line(out, line)?;
                 Ok(true)
             }
         }
@@ -67,9 +67,119 @@ impl Sink {
     }
 }
 
+/// Writes one raw event line to a capture file.
+fn write_line(out: &mut dyn Write, line: &str) -> Result<()> {
+    out.write_all(line.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .context("cannot write the capture file")
+}
+
+/// Time and pid of a `fault` line that [`parse_line`] accepts, found without building
+/// the event (no allocation); None for other kinds and for lines `parse_line` would
+/// reject or that need its full work (left to it, which also gives the warning).
+fn fault_frame(line: &str) -> Option<(Timestamp, u32)> {
+    // As `parse_line`'s `splitn(4, ' ')`, on bytes (the frame is ASCII).
+    let bytes = line.as_bytes();
+    let time_end = bytes.iter().position(|&byte| byte == b' ')?;
+    let ids_end = time_end
+        + 1
+        + bytes[time_end + 1..]
+            .iter()
+            .position(|&byte| byte == b' ')?;
+    let rest = line[ids_end + 1..].strip_prefix("fault")?;
+    let rest = match rest.as_bytes().first() {
+        None => rest,
+        Some(b' ') => &rest[1..],
+        Some(_) => return None,
+    };
+    let (pid, tid) = line[time_end + 1..ids_end].split_once('/')?;
+    parse_u32(tid)?;
+    let frame = (Timestamp::parse(&line[..time_end])?, parse_u32(pid)?);
+    fault_fields_valid(rest).then_some(frame)
+}
+
+/// Whether `parse_line` accepts these fields of a fault line: every field `key=value`,
+/// among the first 16 (the parser keeps no more; the first occurrence of a key counts)
+/// `type`, `access`, `addr` and `ip` present and well-formed, `user`/`huge`/`major`/
+/// `retry` 0 or 1, `pages` decimal and `stack` hex addresses joined by `,` when present.
+fn fault_fields_valid(rest: &str) -> bool {
+    const KEYS: [&str; 10] = [
+        "type", "access", "addr", "ip", "user", "huge", "major", "retry", "pages", "stack",
+    ];
+    let mut values: [Option<&str>; 10] = [None; 10];
+    for (index, token) in rest.split_ascii_whitespace().enumerate() {
+        let Some(equals) = token.bytes().position(|byte| byte == b'=') else {
+            return false;
+        };
+        if index < 16 {
+            let key = &token[..equals];
+            if let Some(slot) = KEYS.iter().position(|name| *name == key) {
+                values[slot].get_or_insert(&token[equals + 1..]);
+            }
+        }
+    }
+    let [fault_type, access, addr, ip, user, huge, major, retry, pages, stack] = values;
+    let switch = |value: Option<&str>| matches!(value, None | Some("0") | Some("1"));
+    fault_type.and_then(memmon::FaultType::parse).is_some()
+        && matches!(access, Some("R" | "W" | "X"))
+        && addr.is_some_and(is_hex)
+        && ip.is_some_and(is_hex)
+        && switch(user)
+        && switch(huge)
+        && switch(major)
+        && switch(retry)
+        && pages.is_none_or(|pages| parse_dec(pages).is_some())
+        && stack.is_none_or(is_stack)
+}
+
+/// `0x` and 1 to 16 hex digits (the parser's hex value).
+fn is_hex(text: &str) -> bool {
+    text.strip_prefix("0x").is_some_and(|digits| {
+        (1..=16).contains(&digits.len()) && digits.bytes().all(|byte| byte.is_ascii_hexdigit())
+    })
+}
+
+/// Empty, or hex values joined by `,` (the parser's stack), in one pass over the bytes.
+fn is_stack(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes.get(at..at + 2) != Some(b"0x") {
+            return false;
+        }
+        at += 2;
+        let digits = bytes[at..]
+            .iter()
+            .position(|&byte| !byte.is_ascii_hexdigit())
+            .unwrap_or(bytes.len() - at);
+        if !(1..=16).contains(&digits) {
+            return false;
+        }
+        at += digits;
+        match bytes.get(at) {
+            None => return true,
+            Some(b',') if at + 1 < bytes.len() => at += 1,
+            Some(_) => return false,
+        }
+    }
+    true
+}
+
+/// A decimal u64: digits only, no sign (like the parser's).
+fn parse_dec(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A decimal u32: digits only, no sign (like the parser's).
+fn parse_u32(text: &str) -> Option<u32> {
+    u32::try_from(parse_dec(text)?).ok()
+}
+
 /// Follows a set of processes on the live stream.
 struct Monitor {
-    events: LiveEvents,
     sink: Sink,
     /// Processes whose events are kept and that have not exited yet.
     followed: BTreeSet<u32>,
@@ -87,9 +197,8 @@ struct Monitor {
 }
 
 impl Monitor {
-    fn new(events: LiveEvents, sink: Sink, since: Timestamp, summary: bool) -> Monitor {
+    fn new(sink: Sink, since: Timestamp, summary: bool) -> Monitor {
         Monitor {
-            events,
             sink,
             followed: BTreeSet::new(),
             since,
@@ -129,10 +238,8 @@ impl Monitor {
     }
 
     /// Reads what is available (waiting up to the poll timeout) and handles it.
-    fn pump(&mut self) -> Result<()> {
-        for line in self.events.poll_lines(POLL_MS)? {
-            self.handle(&line)?;
-        }
+    fn pump(&mut self, events: &mut LiveEvents) -> Result<()> {
+        events.poll_lines(POLL_MS, |line| self.handle(line))?;
         if !self.sink.flush()? {
             self.output_gone = true;
         }
@@ -150,6 +257,25 @@ impl Monitor {
     }
 
     fn handle(&mut self, line: &str) -> Result<()> {
+        // Fast path for faults (most of the stream) into a capture file, which takes the
+        // raw line: faults drive no decision, so time and pid are all that is needed.
+        if self.summary.is_none() {
+            if let Sink::Capture(out) = &mut self.sink {
+                if let Some((time, pid)) = fault_frame(line) {
+                    if time < self.since {
+                        return Ok(());
+                    }
+                    if !self.followed.contains(&pid) {
+                        self.orphan(pid, line);
+                        return Ok(());
+                    }
+                    if !self.output_gone {
+                        write_line(out.as_mut(), line)?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let event = match parse_line(line) {
             Ok(event) => event,
             Err(error) => {
@@ -174,10 +300,7 @@ impl Monitor {
             _ => {}
         }
         if !self.followed.contains(&event.pid) {
-            if self.orphans.len() == ORPHAN_LIMIT {
-                self.orphans.pop_front();
-            }
-            self.orphans.push_back((event.pid, line.to_owned()));
+            self.orphan(event.pid, line);
             return Ok(());
         }
         self.emit(line, &event)?;
@@ -204,6 +327,14 @@ impl Monitor {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Keeps an event of a pid not (yet) followed.
+    fn orphan(&mut self, pid: u32, line: &str) {
+        if self.orphans.len() == ORPHAN_LIMIT {
+            self.orphans.pop_front();
+        }
+        self.orphans.push_back((pid, line.to_owned()));
     }
 
     /// Stops watching the processes still followed; says so for followed children.
@@ -270,7 +401,7 @@ fn follow_command(
     summary: bool,
 ) -> Result<ExitCode> {
     // Open the stream before the command can run, so none of its events are missed.
-    let events = LiveEvents::open(proc)?;
+    let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
     let mut child = HeldChild::spawn(command)?;
     let pid = child.pid_u32();
@@ -284,7 +415,7 @@ fn follow_command(
         child.abandon();
         return Err(error.into());
     }
-    let mut monitor = Monitor::new(events, sink, since, summary);
+    let mut monitor = Monitor::new(sink, since, summary);
     if let Some(replay) = &mut monitor.summary {
         replay.header("command", &command.join(" "));
     }
@@ -301,7 +432,7 @@ fn follow_command(
     let mut reaped_at = None;
     let mut interrupts_forwarded = 0;
     loop {
-        monitor.pump()?;
+        monitor.pump(&mut events)?;
         let interrupts = interrupt_count();
         if interrupts > interrupts_forwarded && exit_code.is_none() {
             // The terminal's Ctrl-C usually reached the command too; forward it in case
@@ -354,7 +485,7 @@ pub fn record_pids(
     let pid_list: Vec<String> = pids.iter().map(u32::to_string).collect();
     write_capture_header(&mut out, ("pids", &pid_list.join(" ")))
         .context("cannot write the capture file")?;
-    let events = LiveEvents::open(proc)?;
+    let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
     let since = monotonic_now();
     if follow {
@@ -362,13 +493,13 @@ pub fn record_pids(
     } else {
         proc.watch(pids)?;
     }
-    let mut monitor = Monitor::new(events, Sink::Capture(out), since, false);
+    let mut monitor = Monitor::new(Sink::Capture(out), since, false);
     monitor.followed.extend(pids);
     for &pid in pids {
         monitor.snapshot(pid, "start")?;
     }
     while !interrupted() && !monitor.followed.is_empty() {
-        monitor.pump()?;
+        monitor.pump(&mut events)?;
     }
     let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
     for pid in still_running {
@@ -392,23 +523,28 @@ pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> 
     let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
     let mut lost = 0u64;
-    'stream: while !interrupted() {
-        for line in events.poll_lines(POLL_MS)? {
-            let event = match parse_line(&line) {
+    let mut gone = false;
+    while !interrupted() && !gone {
+        events.poll_lines(POLL_MS, |line| {
+            if gone {
+                return Ok(());
+            }
+            let event = match parse_line(line) {
                 Ok(event) => event,
                 Err(error) => {
                     eprintln!("memmon: warning: skipping undecodable event ({error}): {line}");
-                    continue;
+                    return Ok(());
                 }
             };
             if let EventKind::Lost { count } = event.kind {
                 lost += count;
             }
             if filter.accepts(&event) && !printer.print(&event)? {
-                break 'stream;
+                gone = true;
             }
-        }
-        if !printer.flush()? {
+            Ok(())
+        })?;
+        if gone || !printer.flush()? {
             break;
         }
     }
@@ -419,4 +555,90 @@ pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> 
         eprintln!("memmon: {lost} events were lost (overwritten before memmon read them)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path takes exactly the fault lines `parse_line` accepts, with its time and pid.
+    #[test]
+    fn fault_frame_agrees_with_parse_line() {
+        let stack = "stack=0x55d000401005,0x7f12a0001000,0xffffffffffffffff";
+        let good = [
+            "5.103901002 212/213 fault type=anon access=W addr=0x7f5a2c1e4010 ip=0x401d2f",
+            "5.103901002 212/212 fault type=file access=R addr=0x400000 ip=0x0 user=0 huge=1 major=1 retry=0 pages=512",
+            "5.103901002 212/212 fault type=other access=X addr=0xABCdef ip=0x1 pages=0 stack=",
+            "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 unknown=x",
+            "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 type=bogus",
+            "5.103901002 212/212 fault   type=wp  access=W\taddr=0x1 ip=0x2",
+        ];
+        let mut lines: Vec<String> = good.iter().map(|line| line.to_string()).collect();
+        lines.extend(good.iter().map(|line| format!("{line} {stack}")));
+        let base = "7.000000001 4000/4001 fault type=swap access=R addr=0x7f0000001000 ip=0x401005";
+        for (from, to) in [
+            ("type=swap", "type=bogus"),
+            ("type=swap", "type="),
+            ("access=R", "access=r"),
+            ("access=R ", ""),
+            ("addr=0x7f0000001000", "addr=7f0000001000"),
+            ("addr=0x7f0000001000", "addr=0x"),
+            ("addr=0x7f0000001000", "addr=0x00007f00000010000"),
+            ("ip=0x401005", "ip=0xg"),
+            ("ip=0x401005", "ip"),
+            ("7.000000001", "7.00000001"),
+            ("7.000000001", "+7.000000001"),
+            ("4000/4001", "4000"),
+            ("4000/4001", "4000/+4001"),
+            ("4000/4001", "4000/4294967296"),
+            ("4000/4001", "-1/4001"),
+            (" fault", " faults"),
+            ("7.0", " 7.0"),
+        ] {
+            lines.push(base.replacen(from, to, 1));
+        }
+        for suffix in [
+            " user=2",
+            " huge=yes",
+            " major=",
+            " retry=11",
+            " pages=-1",
+            " pages=18446744073709551616",
+            " pages=18446744073709551615",
+            " stack=0x1,",
+            " stack=,0x1",
+            " stack=0x1,0x2",
+            " stack=1",
+            " stack=0x",
+            " stack=0x1,,0x2",
+            " stack=0x1,0x",
+            " stack=0x00000000000000001",
+            " stack=0x0000000000000001,0xfFfF",
+            " stack=0x1;0x2",
+            " bare",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12 user=7",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 user=7",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12 m",
+            " user=1 user=x",
+            " user=x user=1",
+        ] {
+            lines.push(format!("{base}{suffix}"));
+        }
+        for line in &lines {
+            let parsed = parse_line(line).ok().map(|event| (event.time, event.pid));
+            if line.starts_with(' ') {
+                // Left to the full parse, which trims leading spaces.
+                assert_eq!(fault_frame(line), None, "{line}");
+            } else {
+                assert_eq!(fault_frame(line), parsed, "{line}");
+            }
+        }
+        assert!(
+            lines
+                .iter()
+                .filter(|line| fault_frame(line).is_some())
+                .count()
+                > 12
+        );
+    }
 }

@@ -498,3 +498,163 @@ fn report_text_and_errors() {
     assert_eq!(code, 0, "{stderr}");
     assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
 }
+
+/// A large event stream for `record -p PID`: faults with stacks of `pid` (most of it),
+/// of other processes (dropped), of a forked child before and after its parent's `fork`
+/// line, lines older than the watch, `lost`, `mark`, `exec`, undecodable lines, and the
+/// exits that end the recording. Several MiB, so lines straddle the reader's buffer.
+fn large_stream(pid: u32, child: u32) -> String {
+    let stack: Vec<String> = (0..16)
+        .map(|depth| format!("{:#x}", 0x55d0_0040_1005_u64 + depth * 0x1000))
+        .collect();
+    let stack = stack.join(",");
+    let mut text = String::new();
+    let secs = 40_000_000; // after any CLOCK_MONOTONIC reading of the test machine
+    for index in 0..40_000u64 {
+        let time = format!("{}.{:09}", secs + index / 1000, index % 1000 * 1000 + 7);
+        let addr = 0x7f00_0000_0010 + (index % 512) * 0x1000;
+        let line = match index % 1000 {
+            10 => format!("0.000000001 {pid}/{pid} fault type=anon access=W addr={addr:#x} ip=0x401005"),
+            20 => format!("{time} {} fault type=file access=R addr={addr:#x} ip=0x401005 stack={stack}", pid + 1),
+            30 => format!("{time} 0/0 lost count=3"),
+            40 => format!("{time} {pid}/{pid} fsync fd=one ret=0"),
+            50 => format!("{time} {pid}/{} fault type=anon access=W addr={addr:#x} ip=0x401005 stack={stack}", pid + 2),
+            60 if index < 1000 => format!("{time} {pid}/{pid} exec comm=prog filename=/bin/prog"),
+            70 => format!("{time} 77/77 mark text=phase\\x20{index}"),
+            80 => format!("{time} {child}/{child} fault type=anon access=W addr={addr:#x} ip=0x401005 stack={stack} pages=1"),
+            90 if index / 1000 == 5 => format!("{time} {pid}/{pid} fork child={child} watched=1"),
+            95 if index / 1000 == 30 => format!("{time} {child}/{child} exit code=0"),
+            100 => format!("{time} {pid}/{pid} mmap addr=0x0 len=1048576 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret={addr:#x} dur=2000 stack={stack}"),
+            110 => format!("{time} {pid}/{pid} fault type=bogus access=W addr={addr:#x} ip=0x401005"),
+            120 => format!("  {time} {pid}/{pid} fault type=wp access=W addr={addr:#x} ip=0x401005 stack={stack}"),
+            _ => format!("{time} {pid}/{pid} fault type=anon access=W addr={addr:#x} ip=0x401005 stack={stack}"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if index % 997 == 0 {
+            text.push('\n'); // empty lines are skipped
+        }
+    }
+    text.push_str(&format!(
+        "{}.000000000 {pid}/{pid} exit code=0\n",
+        secs + 41
+    ));
+    text
+}
+
+/// What `record -p PID` wrote before the live reader was made faster, for `stream`: the
+/// old loop (full parse of every line), with snapshots as `# snapshot SOURCE PID REASON`.
+fn expected_capture(stream: &str, pid: u32) -> Vec<String> {
+    use std::collections::{BTreeSet, VecDeque};
+    struct Old {
+        out: Vec<String>,
+        followed: BTreeSet<u32>,
+        orphans: VecDeque<(u32, String)>,
+    }
+    fn snapshot(out: &mut Vec<String>, pid: u32, reason: &str) {
+        out.push(format!("# snapshot maps {pid} {reason}"));
+        out.push(format!("# snapshot status {pid} {reason}"));
+    }
+    fn handle(old: &mut Old, line: &str) {
+        let Ok(event) = memmon::parse_line(line) else {
+            return;
+        };
+        match event.kind {
+            memmon::EventKind::Lost { .. } => return old.out.push(line.to_owned()),
+            _ if event.time.secs < 40_000_000 => return,
+            memmon::EventKind::Mark { .. } => {
+                old.out.push(line.to_owned());
+                for pid in old.followed.clone() {
+                    snapshot(&mut old.out, pid, "mark");
+                }
+                return;
+            }
+            _ => {}
+        }
+        if !old.followed.contains(&event.pid) {
+            if old.orphans.len() == 4096 {
+                old.orphans.pop_front();
+            }
+            old.orphans.push_back((event.pid, line.to_owned()));
+            return;
+        }
+        old.out.push(line.to_owned());
+        match event.kind {
+            memmon::EventKind::Fork {
+                child,
+                watched: true,
+            } => {
+                old.followed.insert(child);
+                let (early, others): (VecDeque<_>, VecDeque<_>) =
+                    old.orphans.drain(..).partition(|(pid, _)| *pid == child);
+                old.orphans = others;
+                for (_, line) in early {
+                    handle(old, &line);
+                }
+            }
+            memmon::EventKind::Exec { .. } => snapshot(&mut old.out, event.pid, "exec"),
+            memmon::EventKind::Exit { .. } => {
+                old.followed.remove(&event.pid);
+            }
+            _ => {}
+        }
+    }
+    let mut old = Old {
+        out: Vec::new(),
+        followed: BTreeSet::from([pid]),
+        orphans: VecDeque::new(),
+    };
+    snapshot(&mut old.out, pid, "start");
+    for line in stream.lines().filter(|line| !line.is_empty()) {
+        handle(&mut old, line);
+    }
+    old.out
+}
+
+#[test]
+fn record_keeps_a_large_stream_exactly() {
+    let root = fake_proc_root("record-large");
+    let capture = root.parent().unwrap().join("capture.txt");
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    let child = pid + 1_000_000;
+    let stream = large_stream(pid, child);
+    assert!(stream.len() > 8 << 20, "{}", stream.len());
+    fs::write(root.join("events"), &stream).unwrap();
+    // The stream ends with the exits of both recorded processes: record stops by itself.
+    let output = memmon()
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["record", "-q", "-o"])
+        .arg(&capture)
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("events were lost"), "{stderr}");
+    assert!(stderr.contains("skipping undecodable event"), "{stderr}");
+    let text = fs::read_to_string(&capture).unwrap();
+    let recorded: Vec<String> = text
+        .lines()
+        .filter(|line| !line.starts_with("#|") && !line.starts_with("# buildid"))
+        .filter_map(|line| match line.strip_prefix("# ") {
+            Some(header) => {
+                let fields: Vec<&str> = header.split(' ').collect();
+                (fields[0] == "snapshot")
+                    .then(|| format!("# snapshot {} {} {}", fields[1], fields[2], fields[4]))
+            }
+            None => Some(line.to_owned()),
+        })
+        .collect();
+    let expected = expected_capture(&stream, pid);
+    assert!(expected.len() > 35_000, "{}", expected.len());
+    assert_eq!(recorded.len(), expected.len());
+    for (index, (got, want)) in recorded.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "line {index} of the normalised capture");
+    }
+    assert!(text.ends_with('\n') && text.lines().last().unwrap().starts_with("# end "));
+}
