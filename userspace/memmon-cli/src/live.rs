@@ -145,13 +145,20 @@ impl LiveEvents {
                 return Ok(());
             }
         };
-        for line in filled[..complete].split(|&byte| byte == b'\n') {
-            if line.is_empty() {
-                continue;
+        match std::str::from_utf8(&filled[..complete]) {
+            // The module writes ASCII: one check for all the lines, and a fast search for
+            // the newlines.
+            Ok(text) => {
+                for line in text.split('\n').filter(|line| !line.is_empty()) {
+                    each(line)?;
+                }
             }
-            match std::str::from_utf8(line) {
-                Ok(text) => each(text)?,
-                Err(_) => each(&String::from_utf8_lossy(line))?,
+            Err(_) => {
+                for line in filled[..complete].split(|&byte| byte == b'\n') {
+                    if !line.is_empty() {
+                        each(&String::from_utf8_lossy(line))?;
+                    }
+                }
             }
         }
         self.buffer.copy_within(complete..end, 0);

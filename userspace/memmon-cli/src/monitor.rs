@@ -103,9 +103,6 @@ fn fault_frame(line: &str) -> Option<(Timestamp, u32)> {
 /// `type`, `access`, `addr` and `ip` present and well-formed, `user`/`huge`/`major`/
 /// `retry` 0 or 1, `pages` decimal and `stack` hex addresses joined by `,` when present.
 fn fault_fields_valid(rest: &str) -> bool {
-    const KEYS: [&str; 10] = [
-        "type", "access", "addr", "ip", "user", "huge", "major", "retry", "pages", "stack",
-    ];
     let mut values: [Option<&str>; 10] = [None; 10];
     for (index, token) in rest.split_ascii_whitespace().enumerate() {
         let Some(equals) = token.bytes().position(|byte| byte == b'=') else {
@@ -113,9 +110,20 @@ fn fault_fields_valid(rest: &str) -> bool {
         };
         if index < 16 {
             let key = &token[..equals];
-            if let Some(slot) = KEYS.iter().position(|name| *name == key) {
-                values[slot].get_or_insert(&token[equals + 1..]);
-            }
+            let slot = match key {
+                "type" => 0,
+                "access" => 1,
+                "addr" => 2,
+                "ip" => 3,
+                "user" => 4,
+                "huge" => 5,
+                "major" => 6,
+                "retry" => 7,
+                "pages" => 8,
+                "stack" => 9,
+                _ => continue,
+            };
+            values[slot].get_or_insert(&token[equals + 1..]);
         }
     }
     let [fault_type, access, addr, ip, user, huge, major, retry, pages, stack] = values;
