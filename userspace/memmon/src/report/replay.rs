@@ -421,9 +421,11 @@ impl Replay {
                     self.has_pages = true;
                 }
                 // At most a PUD (1 GiB) per fault, whatever the line says.
-                // pages=0: the fault mapped nothing (a lost race, the zero page, a reused
-                // page on write-protect).
-                let count = if *pages == 0 {
+                // pages=0: the fault added nothing to RSS (a lost race, the zero page). A
+                // write-protect fault always concerns its page: a copy-on-write replaces
+                // it (pages=0, RSS unchanged) and may change its kind (a private file page
+                // becomes anonymous), so it is applied to that page.
+                let count = if *pages == 0 && *fault_type != FaultType::Wp {
                     0
                 } else if *pages > 1 {
                     (*pages).min(MAX_PAGES_PER_FAULT)
