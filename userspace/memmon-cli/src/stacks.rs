@@ -34,8 +34,31 @@ impl StackDepth {
             }
             return StackDepth { previous: None };
         }
+        warn_if_rings_small(depth);
         StackDepth {
             previous: Some(previous),
+        }
+    }
+}
+
+/// Says so when a ring holds few faults with stacks of `depth` entries (each adds 8 bytes to
+/// a 48-byte fault record), so that a burst of faults could outrun the reader.
+fn warn_if_rings_small(depth: u32) {
+    let Ok(stats) = std::fs::read_to_string("/proc/memmon/stats") else {
+        return;
+    };
+    let ring_bytes = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("ring_bytes "))
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if let Some(ring_bytes) = ring_bytes {
+        let faults = ring_bytes / (48 + 8 * u64::from(depth));
+        if depth > 0 && faults < 1000 {
+            eprintln!(
+                "memmon: warning: with {depth}-frame stacks a ring of {ring_bytes} bytes holds \
+                 about {faults} faults per CPU, and a burst of faults can outrun memmon; load \
+                 the module with a larger buflen (insmod memmon.ko buflen=4194304)"
+            );
         }
     }
 }
