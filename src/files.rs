@@ -293,8 +293,7 @@ impl ProcFile for EventsFile {
             let readiness = if nonblock {
                 self.readiness()
             } else {
-                ring.wait_readable(|_| self.readiness())?;
-                self.readiness()
+                ring.wait_readable(|| self.readiness())?
             };
             match readiness {
                 Readiness::Closed => return Ok(0),

@@ -221,8 +221,7 @@ impl Ring {
     /// Rings for every possible CPU, `buflen` bytes in all: each gets `buflen` divided by the
     /// number of CPUs, rounded down to a power of two, and at least 4096 bytes.
     pub(crate) fn new(buflen: usize) -> Result<impl PinInit<Self, Error>> {
-        // SAFETY: `nr_cpu_ids` is set during boot, before modules load, and not changed after.
-        let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
+        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
         let ring_bytes = buflen.checked_div(ncpus).ok_or(EINVAL)?;
         let ring_bytes = match ring_bytes.checked_ilog2() {
             Some(log) => (1usize << log).max(CPU_RING_MIN),
@@ -270,9 +269,9 @@ impl Ring {
         let stack = &stack[..stack.len().min(STACK_MAX)];
         let mut body = [0u8; BODY_MAX];
         let (body_size, _) = record::encode(event, stack.len(), &mut body);
-        // SAFETY: No precondition; a migration after the read only means another CPU's ring
-        // is used, which its lock protects.
-        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        // A migration after this only means another CPU's ring is used, which its lock
+        // protects.
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         let Some(ring) = self.cpus.get(cpu) else {
             return;
         };
@@ -373,13 +372,16 @@ impl Ring {
         }
     }
 
-    /// Waits until `cursors()` (see [`Ring::readiness`]) has something to read or the rings
-    /// close. Returns `ERESTARTSYS` if a signal arrived.
-    pub(crate) fn wait_readable(&self, mut state: impl FnMut(&Ring) -> Readiness) -> Result {
-        self.readers
-            .handler()
-            .queue
-            .wait_interruptible(|| !matches!(state(self), Readiness::Empty))
+    /// Waits until `state()` (see [`Ring::readiness`]) says there is something to read or
+    /// the rings closed, and returns what it said last. Returns `ERESTARTSYS` if a signal
+    /// arrived.
+    pub(crate) fn wait_readable(&self, mut state: impl FnMut() -> Readiness) -> Result<Readiness> {
+        let mut last = Readiness::Empty;
+        self.readers.handler().queue.wait_interruptible(|| {
+            last = state();
+            !matches!(last, Readiness::Empty)
+        })?;
+        Ok(last)
     }
 
     /// Records that a reader delivered `events` events and reported `lost` lost ones.

@@ -111,8 +111,7 @@ unsafe impl Sync for PathBuffers {}
 
 impl PathBuffers {
     fn new() -> Result<Self> {
-        // SAFETY: `nr_cpu_ids` is set during boot, before modules load, and not changed after.
-        let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
+        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
         let mut buffers = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         for _ in 0..ncpus {
             buffers.push(Opaque::uninit(), GFP_KERNEL)?;
@@ -124,8 +123,7 @@ impl PathBuffers {
     /// disabled may use it, and only until it returns: kprobe handlers do not nest on a CPU,
     /// so nothing else uses it meanwhile.
     fn current(&self) -> Option<*mut [u8; PATH_MAX]> {
-        // SAFETY: No precondition.
-        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
         Some(self.buffers.get(cpu)?.get())
     }
 }
