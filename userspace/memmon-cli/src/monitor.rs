@@ -101,9 +101,10 @@ fn fault_frame(line: &str) -> Option<(Timestamp, u32)> {
 /// Whether `parse_line` accepts these fields of a fault line: every field `key=value`,
 /// among the first 16 (the parser keeps no more; the first occurrence of a key counts)
 /// `type`, `access`, `addr` and `ip` present and well-formed, `user`/`huge`/`major`/
-/// `retry` 0 or 1, `pages` decimal and `stack` hex addresses joined by `,` when present.
+/// `retry` 0 or 1, `pages` and `gen` decimal and `stack` hex addresses joined by `,` when
+/// present.
 fn fault_fields_valid(rest: &str) -> bool {
-    let mut values: [Option<&str>; 10] = [None; 10];
+    let mut values: [Option<&str>; 11] = [None; 11];
     for (index, token) in rest.split_ascii_whitespace().enumerate() {
         let Some(equals) = token.bytes().position(|byte| byte == b'=') else {
             return false;
@@ -121,12 +122,13 @@ fn fault_fields_valid(rest: &str) -> bool {
                 "retry" => 7,
                 "pages" => 8,
                 "stack" => 9,
+                "gen" => 10,
                 _ => continue,
             };
             values[slot].get_or_insert(&token[equals + 1..]);
         }
     }
-    let [fault_type, access, addr, ip, user, huge, major, retry, pages, stack] = values;
+    let [fault_type, access, addr, ip, user, huge, major, retry, pages, stack, gen] = values;
     let switch = |value: Option<&str>| matches!(value, None | Some("0") | Some("1"));
     fault_type.and_then(memmon::FaultType::parse).is_some()
         && matches!(access, Some("R" | "W" | "X"))
@@ -137,6 +139,7 @@ fn fault_fields_valid(rest: &str) -> bool {
         && switch(major)
         && switch(retry)
         && pages.is_none_or(|pages| parse_dec(pages).is_some())
+        && gen.is_none_or(|gen| parse_dec(gen).is_some())
         && stack.is_none_or(is_stack)
 }
 
@@ -580,6 +583,8 @@ mod tests {
             "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 unknown=x",
             "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 type=bogus",
             "5.103901002 212/212 fault   type=wp  access=W\taddr=0x1 ip=0x2",
+            "5.103901002 212/212 fault type=access access=R addr=0x7f0000001000 ip=0x401d2f gen=3",
+            "5.103901002 212/212 fault type=access access=W addr=0x7f0000200000 ip=0x401d2f gen=18446744073709551615 huge=1",
         ];
         let mut lines: Vec<String> = good.iter().map(|line| line.to_string()).collect();
         lines.extend(good.iter().map(|line| format!("{line} {stack}")));
@@ -613,6 +618,11 @@ mod tests {
             " pages=-1",
             " pages=18446744073709551616",
             " pages=18446744073709551615",
+            " gen=",
+            " gen=-1",
+            " gen=0x3",
+            " gen=18446744073709551616",
+            " gen=7",
             " stack=0x1,",
             " stack=,0x1",
             " stack=0x1,0x2",

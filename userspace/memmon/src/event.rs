@@ -233,6 +233,10 @@ pub enum EventKind<'a> {
         retry: bool,
         /// Pages this fault mapped (`pages=`; 1 when absent, 0 when it mapped nothing).
         pages: u64,
+        /// `gen=`: the access-sampling generation of a `type=access` fault (its first
+        /// access to a page armed in generation N); `None` when absent.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gen: Option<u64>,
     },
     /// `mmap(addr, len, prot, flags, fd, off)`.
     Mmap {
@@ -496,6 +500,14 @@ pub enum EventKind<'a> {
         /// Why the counters were taken.
         at: RssAt,
     },
+    /// An access-sampling generation starts for the process: `armed` of its resident
+    /// pages now trap on their next access (`fault type=access ... gen=N`).
+    Gen {
+        /// The generation (counts from 1 per module load).
+        n: u64,
+        /// Pages armed in this process for this generation.
+        armed: u64,
+    },
     /// This reader missed `count` events that were overwritten.
     Lost {
         /// Number of events missed.
@@ -504,7 +516,7 @@ pub enum EventKind<'a> {
 }
 
 /// The kind names, in the order of docs/events.md.
-pub const KIND_NAMES: [&str; 25] = [
+pub const KIND_NAMES: [&str; 26] = [
     "fault",
     "mmap",
     "munmap",
@@ -529,6 +541,7 @@ pub const KIND_NAMES: [&str; 25] = [
     "fork",
     "exit",
     "rss",
+    "gen",
     "lost",
 ];
 
@@ -560,6 +573,7 @@ impl EventKind<'_> {
             EventKind::Fork { .. } => "fork",
             EventKind::Exit { .. } => "exit",
             EventKind::Rss { .. } => "rss",
+            EventKind::Gen { .. } => "gen",
             EventKind::Lost { .. } => "lost",
         }
     }
@@ -574,6 +588,7 @@ impl EventKind<'_> {
                 | EventKind::Fork { .. }
                 | EventKind::Exit { .. }
                 | EventKind::Rss { .. }
+                | EventKind::Gen { .. }
                 | EventKind::Lost { .. }
         )
     }
@@ -622,6 +637,7 @@ impl EventKind<'_> {
                 major,
                 retry,
                 pages,
+                gen,
             } => EventKind::Fault {
                 fault_type,
                 access,
@@ -632,6 +648,7 @@ impl EventKind<'_> {
                 major,
                 retry,
                 pages,
+                gen,
             },
             EventKind::Munmap { addr, len, ret } => EventKind::Munmap { addr, len, ret },
             EventKind::Mremap {
@@ -767,6 +784,7 @@ impl EventKind<'_> {
                 peak,
                 at,
             },
+            EventKind::Gen { n, armed } => EventKind::Gen { n, armed },
             EventKind::Lost { count } => EventKind::Lost { count },
         }
     }
@@ -852,6 +870,7 @@ impl Event<'_> {
                 major,
                 retry,
                 pages,
+                gen,
             } => {
                 write!(
                     f,
@@ -859,6 +878,9 @@ impl Event<'_> {
                     fault_type.as_str(),
                     access.as_str()
                 )?;
+                if let Some(gen) = gen {
+                    write!(f, " gen={gen}")?;
+                }
                 for (present, text) in [
                     (!user, " user=0"),
                     (*huge, " huge=1"),
@@ -1019,6 +1041,7 @@ impl Event<'_> {
                 write!(f, " child={child} watched={}", u8::from(*watched))
             }
             EventKind::Exit { code } => write!(f, " code={code}"),
+            EventKind::Gen { n, armed } => write!(f, " n={n} armed={armed}"),
             EventKind::Lost { count } => write!(f, " count={count}"),
         }
     }

@@ -106,6 +106,7 @@ fn write_what(f: &mut fmt::Formatter<'_>, kind: &EventKind<'_>) -> fmt::Result {
                 major,
                 retry,
                 pages,
+                gen,
             } => {
                 write!(
                     f,
@@ -125,6 +126,9 @@ fn write_what(f: &mut fmt::Formatter<'_>, kind: &EventKind<'_>) -> fmt::Result {
                 }
                 if *pages != 1 {
                     write!(f, " [{pages} pages]")?;
+                }
+                if let Some(gen) = gen {
+                    write!(f, " [generation {gen}]")?;
                 }
                 Ok(())
             }
@@ -259,6 +263,9 @@ fn write_what(f: &mut fmt::Formatter<'_>, kind: &EventKind<'_>) -> fmt::Result {
                 write!(f, "fork -> {child}{note}")
             }
             EventKind::Exit { code } => write!(f, "exit: {}", describe_wait_status(*code)),
+            EventKind::Gen { n, armed } => {
+                write!(f, "generation {n}: {armed} pages armed for access sampling")
+            }
             EventKind::Lost { .. } => Ok(()),
         }
     }

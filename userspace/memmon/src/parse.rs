@@ -348,6 +348,10 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
                 Some(_) => f.dec("pages")?,
                 None => 1,
             },
+            gen: match f.optional("gen") {
+                Some(_) => Some(f.dec("gen")?),
+                None => None,
+            },
         },
         "mmap" => EventKind::Mmap {
             addr: f.hex("addr")?,
@@ -488,6 +492,10 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
             code: f.typed("code", "a wait(2) status", |v| {
                 parse_signed_dec(v).and_then(|n| i32::try_from(n).ok())
             })?,
+        },
+        "gen" => EventKind::Gen {
+            n: f.dec("n")?,
+            armed: f.dec("armed")?,
         },
         "lost" => EventKind::Lost {
             count: f.dec("count")?,

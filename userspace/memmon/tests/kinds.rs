@@ -56,11 +56,15 @@ const VALID: &[&str] = &[
     "5.104012016 300/300 rss anon=0 file=0 shmem=0 swap=4096 peak=4096 at=mark",
     "12.000125009 1234/1234 fault type=other access=W addr=0x1000 ip=0x401136",
     "12.000125010 1234/1234 fault type=anon access=R addr=0x1000 ip=0x401136 pages=0 stack=0x401136,0x401200",
+    // Access sampling (issue 15): the gen line and type=access with gen=.
+    "20.100000000 4242/4242 gen n=3 armed=4096",
+    "20.100000100 4242/4243 fault type=access access=R addr=0x7f0000003010 ip=0x401136 gen=3",
+    "20.100000200 4242/4242 fault type=access access=W addr=0x7f0000200000 ip=0x401136 gen=3 huge=1 stack=0x401136,0x401200",
 ];
 
 /// Keys that may be absent.
 const OPTIONAL_KEYS: &[&str] = &[
-    "file", "user", "huge", "major", "retry", "pages", "dur", "stack",
+    "file", "user", "huge", "major", "retry", "pages", "gen", "dur", "stack",
 ];
 
 #[test]
@@ -336,7 +340,8 @@ fn fault_fields() {
             huge: false,
             major: false,
             retry: false,
-            pages: 1
+            pages: 1,
+            gen: None,
         }
     );
     assert!(matches!(
@@ -633,4 +638,76 @@ fn stream_additions_json_and_human() {
         parse_line("1.000000000 1/1 fault type=anon access=W addr=0x1 ip=0x2 stack=0x1,zz")
             .is_err()
     );
+}
+
+#[test]
+fn access_sampling_lines() {
+    let gen = parse(VALID[47]);
+    assert_eq!((gen.pid, gen.tid), (4242, 4242));
+    assert_eq!(gen.kind, EventKind::Gen { n: 3, armed: 4096 });
+    assert_eq!(gen.stack, None);
+    let access = parse(VALID[48]);
+    assert_eq!(
+        access.kind,
+        EventKind::Fault {
+            fault_type: FaultType::Access,
+            access: Access::Read,
+            addr: 0x7f0000003010,
+            ip: 0x401136,
+            user: true,
+            huge: false,
+            major: false,
+            retry: false,
+            pages: 1,
+            gen: Some(3),
+        }
+    );
+    let huge = parse(VALID[49]);
+    assert!(matches!(
+        huge.kind,
+        EventKind::Fault {
+            fault_type: FaultType::Access,
+            access: Access::Write,
+            huge: true,
+            gen: Some(3),
+            ..
+        }
+    ));
+    assert_eq!(huge.stack.as_ref().map(|s| s.0.len()), Some(2));
+    // gen= is written after ip= and before huge=, stack= last, as the module writes it.
+    assert_eq!(huge.to_string(), VALID[49]);
+
+    let json = |line: &str| serde_json::to_value(parse(line)).unwrap();
+    assert_eq!(
+        json(VALID[47]),
+        serde_json::json!({"time": "20.100000000", "pid": 4242, "tid": 4242,
+                           "kind": "gen", "n": 3, "armed": 4096})
+    );
+    let fault = json(VALID[49]);
+    assert_eq!(fault["type"], "access");
+    assert_eq!(fault["gen"], 3);
+    assert_eq!(fault["huge"], true);
+    // Absent gen= stays absent in JSON.
+    assert!(json(VALID[0]).get("gen").is_none());
+
+    assert_eq!(
+        gen.human().to_string(),
+        "4242: generation 3: 4096 pages armed for access sampling"
+    );
+    assert_eq!(
+        access.human().to_string(),
+        "4242/4243: access page @0x7f0000003010 (R) [generation 3]"
+    );
+    assert_eq!(
+        huge.human_with_time().to_string(),
+        "20.100000200 4242: access page @0x7f0000200000 (W) [huge] [generation 3]"
+    );
+    for bad in [
+        "20.1 4242/4242 gen n=3",
+        "20.100000000 4242/4242 gen armed=1",
+        "20.100000000 4242/4242 gen n=-1 armed=1",
+        "20.100000000 4242/4242 fault type=access access=R addr=0x1 ip=0x2 gen=0x3",
+    ] {
+        assert!(parse_line(bad).is_err(), "{bad}");
+    }
 }

@@ -45,18 +45,22 @@ fn fault() -> impl Strategy<Value = EventKind<'static>> {
         any::<u64>(),
         any::<[bool; 4]>(),
         prop_oneof![Just(1u64), any::<u64>()],
+        proptest::option::of(any::<u64>()),
     )
         .prop_map(
-            |(fault_type, access, addr, ip, [user, huge, major, retry], pages)| EventKind::Fault {
-                fault_type,
-                access,
-                addr,
-                ip,
-                user,
-                huge,
-                major,
-                retry,
-                pages,
+            |(fault_type, access, addr, ip, [user, huge, major, retry], pages, gen)| {
+                EventKind::Fault {
+                    fault_type,
+                    access,
+                    addr,
+                    ip,
+                    user,
+                    huge,
+                    major,
+                    retry,
+                    pages,
+                    gen,
+                }
             },
         )
 }
@@ -217,6 +221,7 @@ fn lifecycle() -> impl Strategy<Value = EventKind<'static>> {
             .prop_map(|(child, watched)| EventKind::Fork { child, watched }),
         any::<i32>().prop_map(|code| EventKind::Exit { code }),
         any::<u64>().prop_map(|count| EventKind::Lost { count }),
+        (any::<u64>(), any::<u64>()).prop_map(|(n, armed)| EventKind::Gen { n, armed }),
         (
             any::<[u64; 5]>(),
             prop_oneof![Just(RssAt::Exit), Just(RssAt::Exec), Just(RssAt::Mark)]
