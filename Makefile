@@ -6,6 +6,9 @@
 #   make run      the demo: boot the VM, load memmon, watch a workload, show its events
 #   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
 #   make bench    memmon against ftrace in one VM boot (scripts/bench.sh; about 2 minutes)
+#   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
+#                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
+#   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
 #   make clean    remove the module and userspace build output (keeps the kernel)
 #   make distclean  remove build/ entirely
 
@@ -32,7 +35,8 @@ PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
 .PHONY: all deps kernel module userspace progs run check check-userspace check-module \
-	check-vm bench clean distclean
+	check-vm bench clean distclean check-debug check-stress kernel-debug kernel-noftrace \
+	module-debug module-noftrace
 
 all: kernel module userspace progs
 
@@ -96,6 +100,55 @@ check: deps all
 
 bench: deps all
 	@$(TOP)/scripts/bench.sh
+
+# --- debug and no-ftrace kernels (make check-debug) -----------------------------------------
+# build/linux-VARIANT: the same source and patches as build/linux, configured as tinyconfig +
+# scripts/kernel.config + scripts/kernel-VARIANT.config, built at low priority; the module
+# against it in build/module-VARIANT.
+NICE ?= nice -n 10
+DEBUG_BZIMAGE := $(BUILD)/linux-debug/arch/x86/boot/bzImage
+DEBUG_MODULE := $(BUILD)/module-debug/memmon.ko
+NOFTRACE_BZIMAGE := $(BUILD)/linux-noftrace/arch/x86/boot/bzImage
+NOFTRACE_MODULE := $(BUILD)/module-noftrace/memmon.ko
+
+define kernel_variant
+$(BUILD)/linux-$(1)/.memmon-patched: $(TARBALL) $(wildcard $(TOP)/patches/*.patch) $(TOP)/scripts/kernel-prepare.sh
+	@$(TOP)/scripts/kernel-prepare.sh $(BUILD)/linux-$(1)
+	@touch $$@
+
+$(BUILD)/linux-$(1)/.config: $(BUILD)/linux-$(1)/.memmon-patched $(TOP)/scripts/kernel.config \
+		$(TOP)/scripts/kernel-$(1).config
+	@echo "kernel-$(1): configuring (tinyconfig + scripts/kernel.config + scripts/kernel-$(1).config)"
+	@$(MAKE) -C $(BUILD)/linux-$(1) LLVM=$(LLVM) -s tinyconfig >/dev/null
+	@cd $(BUILD)/linux-$(1) && scripts/kconfig/merge_config.sh -m -O $(BUILD)/linux-$(1) .config \
+		$(TOP)/scripts/kernel.config $(TOP)/scripts/kernel-$(1).config >/dev/null
+	@$(MAKE) -C $(BUILD)/linux-$(1) LLVM=$(LLVM) -s olddefconfig >/dev/null
+	@$(TOP)/scripts/check-config.sh $(TOP)/scripts/kernel.config $(TOP)/scripts/kernel-$(1).config $$@ \
+		|| { mv $$@ $$@.rejected; echo "kernel-$(1): see $$@.rejected"; exit 1; }
+
+$(BUILD)/linux-$(1)/.memmon-built: $(BUILD)/linux-$(1)/.config $(BUILD)/linux-$(1)/.memmon-patched
+	@echo "kernel-$(1): building bzImage and modules (nice; see make check-debug in README for times)"
+	@$(NICE) $(MAKE) -C $(BUILD)/linux-$(1) LLVM=$(LLVM) -j$(JOBS) -s bzImage modules
+	@touch $$@
+
+kernel-$(1): $(BUILD)/linux-$(1)/.memmon-built
+
+$(BUILD)/module-$(1)/memmon.ko: $(MODULE_SRCS) $(BUILD)/linux-$(1)/.memmon-built
+	@mkdir -p $(BUILD)/module-$(1)
+	$(NICE) $(MAKE) -C $(BUILD)/linux-$(1) LLVM=$(LLVM) M=$(TOP) MO=$(BUILD)/module-$(1) modules
+
+module-$(1): $(BUILD)/module-$(1)/memmon.ko
+endef
+$(eval $(call kernel_variant,debug))
+$(eval $(call kernel_variant,noftrace))
+
+check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
+	@$(TOP)/scripts/check-debug.sh
+
+# DEBUG=1: the same on the debug kernel (MEMMON_KERNEL/MEMMON_MODULE are read by scripts/vm-run)
+check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
+	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1) \
+		$(TOP)/scripts/check-stress.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target

@@ -7,12 +7,47 @@
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace
 # Ends with one line: "N passed, N failed".
 # Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
+# Environment (scripts/check-debug.sh sets these; unset, the suite is the one above):
+#   MEMMON_KERNEL, MEMMON_MODULE, MEMMON_VM_TIMEOUT  read by scripts/vm-run
+#   MEMMON_CHECK_RESULTS=DIR      logs there instead of build/check
+#   MEMMON_CHECK_VM_ONLY=1        only the VM scenarios (no userspace, lint, record, bench)
+#   MEMMON_CHECK_SCENARIOS="F..." these scenario files instead of tests/vm/[0-9]*.sh
+#   MEMMON_CHECK_VM_OPTS="..."    more scripts/vm-run options (e.g. --mem 2048)
+#   MEMMON_CHECK_DEBUG=1          a debug kernel: also fail a scenario on lockdep, KASAN,
+#                                 UBSAN, ODEBUG and kmemleak reports in the guest's log
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
 linux="$top/build/linux"
-results="$top/build/check"
+results="${MEMMON_CHECK_RESULTS:-$top/build/check}"
 filter=${1:-}
+vm_only=${MEMMON_CHECK_VM_ONLY:-}
+read -r -a vm_opts <<< "${MEMMON_CHECK_VM_OPTS:-}"
+if [ -n "${MEMMON_CHECK_SCENARIOS:-}" ]; then
+    read -r -a scenarios <<< "$MEMMON_CHECK_SCENARIOS"
+else
+    scenarios=("$top"/tests/vm/[0-9]*.sh)
+fi
+# What fails a scenario in the guest's kernel log. On the debug kernel also: lockdep's
+# reports (they start with "WARNING:" or "BUG:" too, but not all of them, e.g. "INFO:"),
+# KASAN/UBSAN/ODEBUG reports, list corruption, RCU stalls, and the guest init's kmemleak
+# count after the command (scripts/guest/init) when it is not 0 (its baseline scan's
+# count, of boot-time objects, is not). Lockdep's and ODEBUG's boot banners are not reports.
+splats='BUG:|WARNING:|Oops|Call Trace|KASAN|kernel BUG'
+if [ -n "${MEMMON_CHECK_DEBUG:-}" ]; then
+    splats="$splats|possible circular locking|inconsistent lock state|possible recursive locking"
+    splats="$splats|suspicious RCU usage|lockdep|sleeping function called from invalid context"
+    splats="$splats|INFO: possible|INFO: trying to register non-static key|hardirqs last|softirqs last"
+    splats="$splats|UBSAN|ODEBUG|list_add corruption|list_del corruption|stall|kmemleak|Unable to handle"
+    splats="$splats|general protection fault|panic"
+    not_splats='memmon-check: kmemleak: (baseline before the command: [0-9]+ boot|0 unreferenced objects after)'
+    not_splats="$not_splats|new suspected memory leaks \(see /sys/kernel/debug/kmemleak\)"
+    not_splats="$not_splats|kmemleak: Kernel memory leak detector initialized"
+    not_splats="$not_splats|Lock dependency validator|MAX_LOCKDEP|LOCKDEP_|lock dependency info"
+    not_splats="$not_splats|per task-struct memory footprint|ODEBUG: selftest passed|panic=-1"
+else
+    not_splats='^$'
+fi
 mkdir -p "$results"
 passed=0 failed=0 failures=()
 
@@ -54,10 +89,10 @@ vm_scenario() {
     local script=$1 name klog
     name=$(basename "$script" .sh)
     klog="$results/vm-$name.kernel.log"
-    "$top/scripts/vm-run" --log "$klog" --add "$top/tests/vm/lib.sh:/host/lib.sh" \
-        --add "$script:/host/test.sh" -- sh /host/test.sh
+    "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" --log "$klog" \
+        --add "$top/tests/vm/lib.sh:/host/lib.sh" --add "$script:/host/test.sh" -- sh /host/test.sh
     local status=$?
-    if grep -En 'BUG:|WARNING:|Oops|Call Trace|KASAN|kernel BUG' "$klog"; then
+    if grep -En "$splats" "$klog" | grep -Ev "$not_splats"; then
         echo "the guest kernel log has a splat (see $klog)"
         return 1
     fi
@@ -93,19 +128,23 @@ bench_quick() {
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results"
 }
 
-if [ -f "$top/userspace/Cargo.toml" ]; then
-    run_item userspace-cargo-test userspace_tests
-    run_item userspace-fmt-clippy userspace_lint
+if [ -z "$vm_only" ]; then
+    if [ -f "$top/userspace/Cargo.toml" ]; then
+        run_item userspace-cargo-test userspace_tests
+        run_item userspace-fmt-clippy userspace_lint
+    fi
+    run_item module-rustfmt module_rustfmt
+    run_item module-clippy module_clippy
+    run_item patches-checkpatch patches_checkpatch
 fi
-run_item module-rustfmt module_rustfmt
-run_item module-clippy module_clippy
-run_item patches-checkpatch patches_checkpatch
-for script in "$top"/tests/vm/[0-9]*.sh; do
+for script in "${scenarios[@]}"; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
 done
-[ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
-[ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
-run_item bench-quick bench_quick
+if [ -z "$vm_only" ]; then
+    [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
+    [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
+    run_item bench-quick bench_quick
+fi
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Make build/linux the pristine 7.3 source with patches/*.patch applied, touching as few
-# files as possible: a changed patch set is switched by reverting the previously applied
-# patches (kept in build/linux/.memmon-patches/) and applying the new ones, so that the
-# kernel's own incremental build only recompiles what the patches touch.
+# Make TREE (default build/linux) the pristine 7.3 source with patches/*.patch applied,
+# touching as few files as possible: a changed patch set is switched by reverting the
+# previously applied patches (kept in TREE/.memmon-patches/) and applying the new ones, so
+# that the kernel's own incremental build only recompiles what the patches touch.
+# Usage: scripts/kernel-prepare.sh [TREE]   (build/linux-debug, build/linux-noftrace: make check-debug)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-tree="$top/build/linux"
+tree=$(realpath -m "${1:-$top/build/linux}")
 tarball="$top/build/dl/linux-source-7.3.tar.xz"
 applied="$tree/.memmon-patches"
 
 unpack() {
-    echo "kernel: unpacking $tarball"
+    echo "kernel: unpacking $tarball into ${tree#$top/}"
     rm -rf "$tree" "$tree.tmp"
     mkdir -p "$tree.tmp"
     tar -xf "$tarball" -C "$tree.tmp" --strip-components=1
@@ -31,7 +32,7 @@ if [ -n "$(ls "$applied")" ]; then
     done
 fi
 for p in "$top"/patches/*.patch; do
-    echo "kernel: applying $(basename "$p")"
+    echo "kernel: applying $(basename "$p") to ${tree#$top/}"
     patch -d "$tree" -p1 -s -N --no-backup-if-mismatch < "$p"
     cp "$p" "$applied/"
 done
