@@ -145,10 +145,11 @@ $(eval $(call kernel_variant,noftrace))
 check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
 	@$(TOP)/scripts/check-debug.sh
 
-# DEBUG=1: the same on the debug kernel (MEMMON_KERNEL/MEMMON_MODULE are read by scripts/vm-run)
+# DEBUG=1: on the debug kernel (MEMMON_KERNEL/MEMMON_MODULE/MEMMON_VM_TIMEOUT are read by
+# scripts/vm-run; the guest's init scans for kmemleak leaks after the command there)
 check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
-	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1) \
-		$(TOP)/scripts/check-stress.sh
+	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1 \
+		MEMMON_VM_TIMEOUT=$${MEMMON_VM_TIMEOUT:-900}) $(TOP)/scripts/check-stress.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target
