@@ -5,6 +5,7 @@ mod child;
 mod live;
 mod monitor;
 mod output;
+mod sample;
 mod stacks;
 mod sysinfo;
 
@@ -74,6 +75,8 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 0,
               value_parser = clap::value_parser!(u32).range(0..=64))]
         stacks: u32,
+        #[command(flatten)]
+        sample: SampleArgs,
         /// The command and its arguments.
         #[arg(required = true, last = true, value_name = "CMD")]
         command: Vec<String>,
@@ -143,6 +146,8 @@ enum Command {
         #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(0..=64))]
         stacks: Option<u32>,
+        #[command(flatten)]
+        sample: SampleArgs,
         /// Record these running processes (repeat or separate with commas).
         #[arg(
             short = 'p',
@@ -213,6 +218,16 @@ struct ReportArgs {
     /// Compare two captures: BASE NEW.
     #[arg(long)]
     diff: bool,
+    /// Access sampling (captures recorded with --sample): per generation the pages
+    /// touched, hot and cold, and the sites that touch cold pages (text or json).
+    #[arg(long)]
+    access: bool,
+    /// With --access: an access is cold when the page had gone K whole generations
+    /// without being accessed or brought in.
+    #[arg(long, value_name = "K", default_value_t = memmon::report::access_view::DEFAULT_COLD,
+          requires = "access",
+          value_parser = clap::value_parser!(u64).range(1..=memmon::report::access_view::MAX_COLD))]
+    cold: u64,
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -251,6 +266,8 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
         },
         sysroot: args.sysroot,
         diff: args.diff,
+        access: args.access,
+        cold: args.cold,
     };
     let bytes = memmon::report::report(&args.captures, &options)?;
     match &args.output {
@@ -264,6 +281,16 @@ fn report(args: ReportArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--sample MS` of `run` and `record`.
+#[derive(Debug, Args)]
+struct SampleArgs {
+    /// Access sampling every MS milliseconds (10 to 60000; module parameter sample_ms,
+    /// restored afterwards): each generation's first access to every resident page, for
+    /// `memmon report --access`.
+    #[arg(long, value_name = "MS", value_parser = sample::parse_period)]
+    sample: Option<u32>,
 }
 
 /// How decoded events are printed.
@@ -307,9 +334,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             format,
             quiet,
             stacks,
+            sample,
             command,
         } => {
             let _stacks = stacks::StackDepth::set(stacks, stacks > 0);
+            let _sample = sample::SamplePeriod::set(sample.sample, &cli.proc_root)?;
             let printer = match output {
                 Some(path) => Printer::new(create_file(&path)?, Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
@@ -360,16 +389,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             follow,
             quiet,
             stacks,
+            sample,
             pids,
             command,
         } => {
             let file = create_file(&output)?;
             let stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
+            let sample = sample::SamplePeriod::set(sample.sample, &cli.proc_root)?;
             let code = if command.is_empty() {
                 monitor::record_pids(&proc, &pids, follow, file)
             } else {
                 monitor::record_command(&proc, &command, follow, file)
             }?;
+            drop(sample);
             drop(stacks);
             if !quiet {
                 // From the file, after recording: the summary costs the recording nothing.

@@ -33,6 +33,14 @@ pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Res
     if let Some(buflen) = buflen {
         write_header(out, "buflen", &buflen)?;
     }
+    // Access sampling (issue 15): the period and the per-generation page budget, so the
+    // report can tell generations that hit the budget.
+    let params = crate::sample::params_dir();
+    for (key, name) in [("sample-ms", "sample_ms"), ("sample-pages", "sample_pages")] {
+        if let Some(value) = params.join(name).to_str().and_then(read_trimmed) {
+            write_header(out, key, &value)?;
+        }
+    }
     write_header(out, "start", &monotonic_now().to_string())?;
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -102,6 +102,10 @@ pub struct ReportOptions {
     pub sysroot: Option<PathBuf>,
     /// The two captures are BASE and NEW.
     pub diff: bool,
+    /// The access-sampling report (`--access`) instead of the memory report.
+    pub access: bool,
+    /// `--cold K`: an access is cold when the page went untouched for K generations.
+    pub cold: u64,
 }
 
 impl Default for ReportOptions {
@@ -116,6 +120,8 @@ impl Default for ReportOptions {
             spike: None,
             sysroot: None,
             diff: false,
+            access: false,
+            cold: super::access_view::DEFAULT_COLD,
         }
     }
 }
@@ -186,6 +192,9 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
     let symbol_options = SymbolOptions {
         sysroot: options.sysroot.clone(),
     };
+    if options.access {
+        return access_report(paths, options);
+    }
     if options.diff {
         let [base_path, new_path] = paths else {
             return Err(ReportError(format!(
@@ -249,5 +258,32 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
             );
             encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
         }
+    }
+}
+
+/// `--access`: the access-sampling report (text or JSON).
+fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, ReportError> {
+    if options.diff {
+        return Err(ReportError(
+            "--access does not compare captures (no --diff)".to_owned(),
+        ));
+    }
+    if options.at.is_some() {
+        return Err(ReportError(
+            "--access covers all the generations of the capture (no --at)".to_owned(),
+        ));
+    }
+    let analysis = analyze(paths, options.slicing)?;
+    let symbols = Symbols::new(
+        &analysis.sites,
+        &SymbolOptions {
+            sysroot: options.sysroot.clone(),
+        },
+    );
+    let view = super::access_view::build(&analysis, &symbols, options.cold);
+    match options.format {
+        Format::Text => Ok(super::access_view::render(&view, options.top).into_bytes()),
+        Format::Json => json(&view),
+        _ => Err(ReportError("--access writes text or json".to_owned())),
     }
 }

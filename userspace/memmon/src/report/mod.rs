@@ -5,6 +5,8 @@
 //! class; [`symbols`] names the sites; the views and output formats build on the
 //! [`Analysis`].
 
+pub mod access;
+pub mod access_view;
 pub mod chart;
 pub mod class;
 pub mod diff;

@@ -5,6 +5,7 @@ use std::io::BufRead;
 
 use serde::Serialize;
 
+use super::access::AccessLog;
 use super::class::{Class, PageKind};
 use super::fasthash::FastMap;
 use super::maps::{Counters, MapsLine};
@@ -131,6 +132,8 @@ pub struct Analysis {
     pub pids: Vec<u32>,
     /// Paths of mapped files by object id, as the capture names them.
     pub commands: Vec<String>,
+    /// Access sampling: generations and sampled accesses.
+    pub access: AccessLog,
 }
 
 /// Replays one or more captures.
@@ -156,6 +159,7 @@ pub struct Replay {
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
     commands: Vec<String>,
+    access: AccessLog,
 }
 
 fn page_up(addr: u64) -> u64 {
@@ -187,6 +191,7 @@ impl Replay {
             has_pages: false,
             span: None,
             commands: Vec::new(),
+            access: AccessLog::default(),
         }
     }
 
@@ -223,6 +228,9 @@ impl Replay {
         }
         if key == "command" || key == "pids" {
             self.commands.push(value.to_owned());
+        }
+        if key == "sample-pages" {
+            self.access.budget = value.trim().parse().ok();
         }
         if key == "buildid" {
             if let Some((id, path)) = value.split_once(' ') {
@@ -415,6 +423,7 @@ impl Replay {
                 user,
                 huge,
                 pages,
+                gen,
                 ..
             } => {
                 if *pages != 1 {
@@ -437,6 +446,28 @@ impl Replay {
                 let ip = if *user { *ip } else { 0 };
                 let site = self.site(key, ip, event.stack.as_ref(), LABEL_KERNEL);
                 self.fault(key, *fault_type, *access, *addr, count, site, event.time);
+                if *fault_type == FaultType::Access {
+                    // A sampled first access: nothing enters RSS (count is ignored above).
+                    let (first, pages) = if *huge {
+                        ((addr / PAGE) & !511, 512)
+                    } else {
+                        (addr / PAGE, 1)
+                    };
+                    self.access.touch(key, *gen, first, pages, site);
+                }
+            }
+            EventKind::Gen { n, armed } => {
+                let stack = self.class_ids.get(&Class::Stack).copied();
+                let process = self.processes.entry(key).or_default();
+                let resident = process
+                    .space
+                    .pages_in(0, u64::MAX)
+                    .filter(|(_, page)| {
+                        page.state == PageState::Resident && Some(page.class) != stack
+                    })
+                    .map(|(vpn, _)| vpn);
+                self.access
+                    .generation(key, *n, *armed, event.time, resident);
             }
             EventKind::Mmap {
                 len,
@@ -513,6 +544,7 @@ impl Replay {
                 });
             }
             EventKind::Exec { .. } => {
+                self.access.exec(key);
                 self.release(key, RssAt::Exec);
                 if let Some(process) = self.processes.get_mut(&key) {
                     process.exited = false;
@@ -539,6 +571,7 @@ impl Replay {
                     if !self.order.contains(&child_key) {
                         self.order.push(child_key);
                     }
+                    self.access.fork(key, child_key);
                 }
             }
             EventKind::Mark { text } => {
@@ -747,6 +780,7 @@ impl Replay {
             };
             if space.set_page(&mut ctx, vpn, page) {
                 brought += 1;
+                self.access.resident(key, vpn);
             }
         }
         let stats = self.stats.site(site);
@@ -875,6 +909,7 @@ impl Replay {
                 pids
             },
             commands: self.commands,
+            access: self.access,
         }
     }
 }

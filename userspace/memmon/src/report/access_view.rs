@@ -1,0 +1,465 @@
+//! `memmon report --access [--cold K]`: the hot/cold picture of access sampling, per
+//! generation and per site, from the [`AccessLog`](super::access::AccessLog) of the
+//! replay. A sampled access is *hot* when the page was used in the previous generation
+//! too (idle 0), *cold* when it had gone untouched for at least K whole generations
+//! (idle ≥ K), *warm* in between; see [`super::access`] for idle.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::access::IDLE_BUCKETS;
+use super::replay::{Analysis, ProcessKey};
+use super::sites::SiteId;
+use super::symbols::{FrameInfo, Symbols};
+use crate::event::Timestamp;
+
+/// The default of `--cold`.
+pub const DEFAULT_COLD: u64 = 3;
+
+/// The largest `--cold` (the resident histograms stop there).
+pub const MAX_COLD: u64 = IDLE_BUCKETS as u64 - 1;
+
+/// Pages one site touched in one generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GenerationSite {
+    /// The site's functions, innermost first, joined by ` < ` (at most 2).
+    pub site: String,
+    /// Pages it touched first in the generation.
+    pub pages: u64,
+    /// Of which cold.
+    pub cold: u64,
+}
+
+/// One generation, all sampled processes together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GenerationRow {
+    /// The generation number (`gen n=`).
+    pub n: u64,
+    /// Its first `gen` line, if the capture has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<Timestamp>,
+    /// Pages armed (`armed=`, summed over the processes).
+    pub armed: u64,
+    /// Pages the model held resident when the generation started (stacks excepted).
+    pub resident: u64,
+    /// Of which cold (untouched for K generations or more).
+    pub resident_cold: u64,
+    /// Distinct pages touched (first accesses sampled).
+    pub touched: u64,
+    /// Touched pages used in the previous generation too.
+    pub hot: u64,
+    /// Touched pages idle for 1 to K−1 generations.
+    pub warm: u64,
+    /// Touched pages idle for K generations or more.
+    pub cold: u64,
+    /// A process's `armed=` reached the module's page budget (`sample_pages`): pages
+    /// beyond it were not armed, their accesses not seen.
+    pub budget_reached: bool,
+    /// The sites that touched pages in it, by pages.
+    pub sites: Vec<GenerationSite>,
+}
+
+/// One site (sites with the same function chain merged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessSiteRow {
+    /// The frames, innermost first.
+    pub frames: Vec<FrameInfo>,
+    /// Distinct pages it touched over the capture.
+    pub pages: u64,
+    /// Distinct pages it touched while they were cold.
+    pub cold_pages: u64,
+    /// Sampled accesses (a page touched in three generations counts three times).
+    pub accesses: u64,
+    /// Of which cold.
+    pub cold_accesses: u64,
+    /// The generations in which it touched pages.
+    pub generations: Vec<u64>,
+}
+
+impl AccessSiteRow {
+    /// Functions innermost first, joined by ` < `, at most `depth`.
+    pub fn chain(&self, depth: usize) -> String {
+        chain(&self.frames, depth)
+    }
+
+    /// `chain (file:line)` of the innermost frame with a location.
+    pub fn name(&self) -> String {
+        let chain = self.chain(4);
+        match self.frames.first().and_then(FrameInfo::location) {
+            Some(location) => format!("{chain} ({location})"),
+            None => chain,
+        }
+    }
+}
+
+fn chain(frames: &[FrameInfo], depth: usize) -> String {
+    let names: Vec<&str> = frames
+        .iter()
+        .take(depth)
+        .map(|f| f.function.as_str())
+        .collect();
+    let more = if frames.len() > depth { " < ..." } else { "" };
+    format!("{}{more}", names.join(" < "))
+}
+
+/// The access report.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccessView {
+    /// K: a touch is cold when the page went untouched for K generations or more.
+    pub cold_after: u64,
+    /// `fault type=access` lines.
+    pub access_faults: u64,
+    /// Sampled page accesses (a huge-page access counts its 512 pages).
+    pub accesses: u64,
+    /// Processes with sampling.
+    pub pids: Vec<u32>,
+    /// Whether the accesses had stacks (else sites are instruction addresses).
+    pub stacks: bool,
+    /// Events lost by the reader (accesses may be missing).
+    pub lost: u64,
+    /// Binaries not found or not the capture's build.
+    pub symbol_warnings: Vec<String>,
+    /// The module's per-generation page budget, when the capture says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u64>,
+    /// Per generation.
+    pub generations: Vec<GenerationRow>,
+    /// Per site: those touching cold pages first (by cold pages), then by pages.
+    pub sites: Vec<AccessSiteRow>,
+}
+
+#[derive(Default)]
+struct GenAcc {
+    start: Option<Timestamp>,
+    armed: u64,
+    resident: u64,
+    resident_cold: u64,
+    seen: HashSet<(ProcessKey, u64)>,
+    hot: u64,
+    warm: u64,
+    cold: u64,
+    budget_reached: bool,
+    sites: HashMap<usize, (u64, u64)>,
+}
+
+#[derive(Default)]
+struct SiteAcc {
+    frames: Vec<FrameInfo>,
+    pages: HashSet<(ProcessKey, u64)>,
+    cold_pages: HashSet<(ProcessKey, u64)>,
+    accesses: u64,
+    cold_accesses: u64,
+    generations: BTreeSet<u64>,
+}
+
+/// Builds the access report with `cold_after` = K (at least 1).
+pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessView {
+    let k = cold_after.clamp(1, MAX_COLD);
+    let log = &analysis.access;
+    let mut generations: BTreeMap<u64, GenAcc> = BTreeMap::new();
+    let mut pids: BTreeSet<u32> = BTreeSet::new();
+    for line in &log.generations {
+        pids.insert(line.key.1);
+        let row = generations.entry(line.n).or_default();
+        row.start = Some(row.start.map_or(line.time, |t| t.min(line.time)));
+        row.armed += line.armed;
+        row.budget_reached |= log.budget.is_some_and(|budget| line.armed >= budget);
+        row.resident += line.resident_idle.iter().sum::<u64>();
+        row.resident_cold += line.resident_idle[k as usize..].iter().sum::<u64>();
+    }
+    // Sites merged by function chain.
+    let mut site_index: HashMap<SiteId, usize> = HashMap::new();
+    let mut chain_index: HashMap<Vec<String>, usize> = HashMap::new();
+    let mut sites: Vec<SiteAcc> = Vec::new();
+    for touch in &log.touches {
+        pids.insert(touch.key.1);
+        let index = *site_index.entry(touch.site).or_insert_with(|| {
+            let frames = symbols.site(&analysis.sites, touch.site);
+            let key: Vec<String> = frames.iter().map(|f| f.function.clone()).collect();
+            *chain_index.entry(key).or_insert_with(|| {
+                sites.push(SiteAcc {
+                    frames,
+                    ..SiteAcc::default()
+                });
+                sites.len() - 1
+            })
+        });
+        let row = generations.entry(touch.gen).or_default();
+        let page = (touch.key, touch.vpn);
+        if !row.seen.insert(page) {
+            continue; // the page's first access in the generation was counted
+        }
+        let cold = touch.idle >= k;
+        match touch.idle {
+            0 => row.hot += 1,
+            _ if cold => row.cold += 1,
+            _ => row.warm += 1,
+        }
+        let per_site = row.sites.entry(index).or_default();
+        per_site.0 += 1;
+        per_site.1 += u64::from(cold);
+        let site = &mut sites[index];
+        site.pages.insert(page);
+        site.accesses += 1;
+        site.generations.insert(touch.gen);
+        if cold {
+            site.cold_pages.insert(page);
+            site.cold_accesses += 1;
+        }
+    }
+    let generations = generations
+        .into_iter()
+        .map(|(n, row)| {
+            let mut per_site: Vec<GenerationSite> = row
+                .sites
+                .iter()
+                .map(|(&index, &(pages, cold))| GenerationSite {
+                    site: sites[index]
+                        .frames
+                        .iter()
+                        .take(2)
+                        .map(|f| f.function.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" < "),
+                    pages,
+                    cold,
+                })
+                .collect();
+            per_site.sort_by(|a, b| {
+                (b.pages, b.cold)
+                    .cmp(&(a.pages, a.cold))
+                    .then(a.site.cmp(&b.site))
+            });
+            GenerationRow {
+                n,
+                start: row.start,
+                armed: row.armed,
+                resident: row.resident,
+                resident_cold: row.resident_cold,
+                touched: row.seen.len() as u64,
+                hot: row.hot,
+                warm: row.warm,
+                cold: row.cold,
+                budget_reached: row.budget_reached,
+                sites: per_site,
+            }
+        })
+        .collect();
+    let mut sites: Vec<AccessSiteRow> = sites
+        .into_iter()
+        .map(|site| AccessSiteRow {
+            frames: site.frames,
+            pages: site.pages.len() as u64,
+            cold_pages: site.cold_pages.len() as u64,
+            accesses: site.accesses,
+            cold_accesses: site.cold_accesses,
+            generations: site.generations.into_iter().collect(),
+        })
+        .collect();
+    sites.sort_by(|a, b| {
+        (b.cold_pages, b.pages, b.accesses)
+            .cmp(&(a.cold_pages, a.pages, a.accesses))
+            .then_with(|| a.chain(64).cmp(&b.chain(64)))
+    });
+    AccessView {
+        cold_after: k,
+        access_faults: log.access_faults,
+        accesses: log.touches.len() as u64,
+        pids: pids.into_iter().collect(),
+        stacks: analysis.has_stacks,
+        lost: analysis.lost,
+        symbol_warnings: symbols.warnings.clone(),
+        budget: log.budget,
+        generations,
+        sites,
+    }
+}
+
+/// `3 generations` / `1 generation`.
+fn plural(count: u64, word: &str) -> String {
+    let suffix = match (count, word.ends_with('s')) {
+        (1, _) => "",
+        (_, true) => "es",
+        (_, false) => "s",
+    };
+    format!("{count} {word}{suffix}")
+}
+
+/// Renders the access report as text, `top` rows per site table.
+pub fn render(view: &AccessView, top: usize) -> String {
+    let mut out = String::new();
+    let _ = write_text(&mut out, view, top);
+    out
+}
+
+fn write_text(out: &mut String, view: &AccessView, top: usize) -> std::fmt::Result {
+    let pids: Vec<String> = view.pids.iter().map(u32::to_string).collect();
+    let range = match (view.generations.first(), view.generations.last()) {
+        (Some(first), Some(last)) if first.n != last.n => format!(" ({} to {})", first.n, last.n),
+        (Some(first), Some(_)) => format!(" ({})", first.n),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "memmon report --access: {} sampled in {}{range}, process{} {}; sites from {}{}",
+        plural(view.accesses, "page access"),
+        plural(view.generations.len() as u64, "generation"),
+        if pids.len() == 1 { "" } else { "es" },
+        pids.join(", "),
+        if view.stacks {
+            "call stacks"
+        } else {
+            "fault addresses (no stacks in the capture)"
+        },
+        if view.lost > 0 {
+            format!("; {} EVENTS LOST (accesses may be missing)", view.lost)
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        out,
+        "cold: the page had gone {} without being accessed or brought in (--cold {}); hot: used in the previous generation too",
+        plural(view.cold_after, "whole generation"),
+        view.cold_after
+    )?;
+    for warning in &view.symbol_warnings {
+        writeln!(out, "note: {warning}")?;
+    }
+    if view.generations.is_empty() {
+        writeln!(
+            out,
+            "\nNo access sampling in the capture (record with --sample MS and a module with sample_ms)"
+        )?;
+        return Ok(());
+    }
+    let capped: Vec<String> = view
+        .generations
+        .iter()
+        .filter(|g| g.budget_reached)
+        .map(|g| g.n.to_string())
+        .collect();
+    if let (false, Some(budget)) = (capped.is_empty(), view.budget) {
+        writeln!(
+            out,
+            "warning: generation{} {} armed the module's budget of {budget} pages (sample_pages): pages beyond it were not armed, so their accesses are missing and they may look cold",
+            if capped.len() == 1 { "" } else { "s" },
+            capped.join(", ")
+        )?;
+    }
+    writeln!(out, "\nSites that touch cold pages")?;
+    let cold_sites: Vec<&AccessSiteRow> = view.sites.iter().filter(|s| s.cold_pages > 0).collect();
+    if cold_sites.is_empty() {
+        writeln!(out, "  none")?;
+    } else {
+        write_sites(out, cold_sites.into_iter().take(top))?;
+    }
+    writeln!(out, "\nGenerations")?;
+    writeln!(
+        out,
+        "  {:>6} {:>20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  sites (pages touched, cold)",
+        "gen", "start", "armed", "resident", "res-cold", "touched", "hot", "warm", "cold"
+    )?;
+    for row in &view.generations {
+        let sites: Vec<String> = row
+            .sites
+            .iter()
+            .take(3)
+            .map(|s| {
+                if s.cold > 0 {
+                    format!("{} {} ({} cold)", s.site, s.pages, s.cold)
+                } else {
+                    format!("{} {}", s.site, s.pages)
+                }
+            })
+            .collect();
+        let more = if row.sites.len() > 3 {
+            format!(", {} more", row.sites.len() - 3)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  {:>6} {:>20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}{more}",
+            row.n,
+            row.start
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into()),
+            row.armed,
+            row.resident,
+            row.resident_cold,
+            row.touched,
+            row.hot,
+            row.warm,
+            row.cold,
+            sites.join(", ")
+        )?;
+    }
+    writeln!(out, "\nSites by pages touched")?;
+    let mut rows: Vec<&AccessSiteRow> = view.sites.iter().collect();
+    rows.sort_by(|a, b| {
+        (b.pages, b.accesses)
+            .cmp(&(a.pages, a.accesses))
+            .then_with(|| a.chain(64).cmp(&b.chain(64)))
+    });
+    write_sites(out, rows.into_iter().take(top))?;
+    Ok(())
+}
+
+fn write_sites<'a>(
+    out: &mut String,
+    rows: impl Iterator<Item = &'a AccessSiteRow>,
+) -> std::fmt::Result {
+    writeln!(
+        out,
+        "  {:>8} {:>8} {:>9} {:>6}  {:<12} site",
+        "pages", "cold", "accesses", "gens", "generations"
+    )?;
+    for row in rows {
+        writeln!(
+            out,
+            "  {:>8} {:>8} {:>9} {:>6}  {:<12} {}",
+            row.pages,
+            row.cold_pages,
+            row.accesses,
+            row.generations.len(),
+            generation_ranges(&row.generations),
+            row.name()
+        )?;
+    }
+    Ok(())
+}
+
+/// `1-5`, `3`, `1-2,4`.
+fn generation_ranges(generations: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut index = 0;
+    while index < generations.len() {
+        let first = generations[index];
+        let mut last = first;
+        while index + 1 < generations.len() && generations[index + 1] == last + 1 {
+            index += 1;
+            last = generations[index];
+        }
+        parts.push(if first == last {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        });
+        index += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::generation_ranges;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(generation_ranges(&[1, 2, 3, 5, 7, 8]), "1-3,5,7-8");
+        assert_eq!(generation_ranges(&[]), "");
+    }
+}
