@@ -658,3 +658,92 @@ fn record_keeps_a_large_stream_exactly() {
     }
     assert!(text.ends_with('\n') && text.lines().last().unwrap().starts_with("# end "));
 }
+
+#[test]
+fn record_sample_sets_and_restores_sample_ms() {
+    let root = fake_proc_root("sample");
+    let params = root.parent().unwrap().join("parameters");
+    fs::create_dir_all(&params).unwrap();
+    let capture = root.parent().unwrap().join("capture.txt");
+    let record = |sample: &str| {
+        run(memmon()
+            .env("MEMMON_PARAMS_DIR", &params)
+            .arg("--proc-root")
+            .arg(&root)
+            .args(["record", "-q", "--stacks", "0", "--sample", sample, "-o"])
+            .arg(&capture)
+            .args(["--", "sh", "-c", "exit 0"]))
+    };
+    // Out of range: a usage error that says the range, before anything is touched.
+    for bad in ["5", "60001", "0", "fast"] {
+        let (code, _, stderr) = record(bad);
+        assert_eq!(code, 2, "{bad}: {stderr}");
+        assert!(stderr.contains("from 10 to 60000"), "{bad}: {stderr}");
+    }
+    // A module without access sampling: one clear error.
+    let (code, stdout, stderr) = record("100");
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(
+        stderr.starts_with("memmon: error: --sample: the memmon module has no access sampling ("),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // With the parameter: set for the capture (its header says so), restored after.
+    fs::write(params.join("sample_ms"), "0\n").unwrap();
+    fs::write(params.join("sample_pages"), "65536\n").unwrap();
+    let (code, _, stderr) = record("250");
+    assert_eq!(code, 0, "{stderr}");
+    let headers = read_capture(&capture).0;
+    assert!(
+        headers.contains(&("sample-ms".to_owned(), "250".to_owned())),
+        "{headers:?}"
+    );
+    assert!(headers.contains(&("sample-pages".to_owned(), "65536".to_owned())));
+    assert_eq!(fs::read_to_string(params.join("sample_ms")).unwrap(), "0");
+    // Restored when the recording fails too (the command cannot start).
+    let (code, _, stderr) = run(memmon()
+        .env("MEMMON_PARAMS_DIR", &params)
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["run", "-q", "--sample", "100", "--", "/nonexistent/cmd"]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot run"), "{stderr}");
+    assert_eq!(fs::read_to_string(params.join("sample_ms")).unwrap(), "0");
+    // Without the module: the usual error, not one about the parameter.
+    let (code, _, stderr) = run(memmon()
+        .env("MEMMON_PARAMS_DIR", &params)
+        .args(["--proc-root", "/nonexistent/memmon"])
+        .args(["record", "--sample", "100", "-o"])
+        .arg(&capture)
+        .args(["--", "true"]));
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr,
+        "memmon: error: memmon module not loaded (/nonexistent/memmon does not exist)\n"
+    );
+}
+
+#[test]
+fn report_access_options() {
+    let (code, _, stderr) = run(memmon()
+        .args(["report", "--cold", "2"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 2, "--cold needs --access: {stderr}");
+    let (code, _, stderr) = run(memmon()
+        .args(["report", "--access", "--cold", "0"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 2, "{stderr}");
+    let (code, stdout, stderr) = run(memmon()
+        .args(["report", "--access", "--cold", "2"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("No access sampling in the capture"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run(memmon()
+        .args(["report", "--access", "--format", "folded"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 1);
+    assert_eq!(stderr, "memmon: error: --access writes text or json\n");
+}
