@@ -10,13 +10,13 @@
 
 use crate::event::{fault_flags, Event, FaultType, Kind};
 use crate::stack;
-use crate::tracepoint::TracepointProbe;
+use crate::tracepoint::{Detached, TracepointProbe};
 use crate::State;
 use kernel::{bindings, prelude::*, sync::Arc};
 
 /// The probe on `mm:mm_fault`, attached from initialisation until drop.
 pub(crate) struct FaultProbe {
-    _probe: TracepointProbe<State>,
+    probe: TracepointProbe<State>,
 }
 
 impl FaultProbe {
@@ -38,7 +38,12 @@ impl FaultProbe {
                 e.to_errno()
             );
         })?;
-        Ok(Self { _probe: probe })
+        Ok(Self { probe })
+    }
+
+    /// Detaches the probe; `batch` waits for its calls in flight.
+    pub(crate) fn detach_into(self, batch: &mut Detached) {
+        self.probe.detach_into(batch);
     }
 }
 

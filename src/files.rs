@@ -3,6 +3,7 @@
 //! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats` and `marker`.
 
 use crate::event::{now_ns, Event, Kind};
+use crate::killable::lock_killable;
 use crate::procfs::{PollTableRef, ProcFile};
 use crate::record::{self, RECORD_MAX};
 use crate::ring::{poll_mask, Cursor, Readiness};
@@ -16,7 +17,7 @@ use kernel::{
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
     new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex},
+    sync::{atomic::Relaxed, Arc, ArcBorrow, Mutex},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
@@ -140,10 +141,34 @@ impl ReadState {
     }
 }
 
+/// Bytes an open `events` file holds, for `rings` rings, whatever is read through it.
+pub(crate) fn reader_bytes(rings: usize) -> usize {
+    size_of::<EventsFile>()
+        + rings * (STAGE_BYTES + size_of::<Cursor>() + size_of::<(usize, usize)>())
+        + CHUNK_BYTES
+}
+
+/// Counts an open `events` file in [`Monitor::readers`] while it lives.
+struct OpenReader(Arc<Monitor>);
+
+impl OpenReader {
+    fn new(monitor: Arc<Monitor>) -> Self {
+        monitor.readers.fetch_add(1, Relaxed);
+        Self(monitor)
+    }
+}
+
+impl Drop for OpenReader {
+    fn drop(&mut self) {
+        self.0.readers.fetch_sub(1, Relaxed);
+    }
+}
+
 /// An open `/proc/memmon/events`: a reader with its own position in the stream.
 #[pin_data]
 pub(crate) struct EventsFile {
     monitor: Arc<Monitor>,
+    _open: OpenReader,
     /// Serialises read(2) on this open file. Never held while waiting for events, so a
     /// signal always interrupts a waiting reader.
     #[pin]
@@ -266,9 +291,11 @@ impl ProcFile for EventsFile {
         let mut stage = VVec::with_capacity(ring.count() * STAGE_BYTES, GFP_KERNEL)?;
         stage.extend_with(ring.count() * STAGE_BYTES, 0, GFP_KERNEL)?;
         ring.start_cursors(&mut cursors);
+        let open = OpenReader::new(monitor.into());
         KBox::try_pin_init(
             try_pin_init!(Self {
                 monitor: monitor.into(),
+                _open: open,
                 reading <- new_mutex!(ReadState {
                     cursors,
                     stage,
@@ -304,7 +331,7 @@ impl ProcFile for EventsFile {
             let mut state = if nonblock {
                 self.reading.try_lock().ok_or(EAGAIN)?
             } else {
-                self.reading.lock()
+                lock_killable(&self.reading)?
             };
             let written = self.fill(&mut state, &mut out)?;
             if written > 0 {
@@ -373,6 +400,13 @@ impl StatsFile {
             writeln!(out, "rings {}", stats.rings)?;
             writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
             writeln!(out, "buflen {}", state.buflen)?;
+            let memory = self.monitor.memory();
+            writeln!(out, "readers {}", memory.readers)?;
+            writeln!(out, "memory_rings {}", memory.rings)?;
+            writeln!(out, "memory_watch {}", memory.watch)?;
+            writeln!(out, "memory_paths {}", memory.paths)?;
+            writeln!(out, "memory_per_reader {}", memory.per_reader)?;
+            writeln!(out, "memory_total {}", memory.total())?;
             for kind in Kind::ALL {
                 writeln!(out, "{} {}", kind.name(), stats.per_kind[kind as usize])?;
             }

@@ -5,9 +5,13 @@
 //! A [`Kprobe`] or [`Kretprobe`] is registered when initialised in place and unregistered when
 //! dropped; the kernel structure is pinned inside it and the handler is found from it with
 //! `container_of`. Handlers run in atomic context: they must not sleep.
+//!
+//! Unregistering waits for a grace period, so that no handler runs any more; an
+//! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
+//! `unregister_kretprobes()`) instead of one each.
 
-use core::mem::size_of;
-use kernel::{bindings, error::to_result, prelude::*, str::CStr, types::Opaque};
+use core::{marker::PhantomData, mem::size_of};
+use kernel::{alloc::KVec, bindings, error::to_result, prelude::*, str::CStr, types::Opaque};
 
 /// What a [`Kprobe`] does when the probed function is entered.
 pub(crate) trait KprobeHandler: Send + Sync {
@@ -38,10 +42,13 @@ fn registered(symbol: &CStr, ret: c_int) -> Result {
 ///
 /// # Invariants
 ///
-/// `raw` is registered with the kprobes core from initialisation until drop.
+/// `raw` is registered with the kprobes core from initialisation until drop, or until it is
+/// handed to an [`Unregistration`] (then `handed_over` is set, and the `Unregistration`
+/// outlives the borrow of the probe).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kprobe<H: KprobeHandler> {
     handler: H,
+    handed_over: bool,
     #[pin]
     raw: Opaque<bindings::kprobe>,
 }
@@ -74,6 +81,7 @@ impl<H: KprobeHandler> Kprobe<H> {
     pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
+            handed_over: false,
             raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kprobe| {
                 // SAFETY: `slot` is valid for writes; an all-zero kprobe is a valid, unset one.
                 unsafe {
@@ -108,6 +116,10 @@ impl<H: KprobeHandler> Kprobe<H> {
 #[pinned_drop]
 impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
     fn drop(self: Pin<&mut Self>) {
+        if self.handed_over {
+            // The `Unregistration` it was handed to has unregistered it.
+            return;
+        }
         // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
         // handler runs any more.
         unsafe { bindings::unregister_kprobe(self.raw.get()) };
@@ -118,11 +130,13 @@ impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
 ///
 /// # Invariants
 ///
-/// `raw` is registered with the kprobes core from initialisation until drop, with
+/// `raw` is registered with the kprobes core from initialisation until drop, or until it is
+/// handed to an [`Unregistration`] (as for [`Kprobe`]), with
 /// `data_size == size_of::<H::Data>()`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kretprobe<H: KretprobeHandler> {
     handler: H,
+    handed_over: bool,
     #[pin]
     raw: Opaque<bindings::kretprobe>,
 }
@@ -144,6 +158,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
+            handed_over: false,
             raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kretprobe| {
                 // SAFETY: `slot` is valid for writes; an all-zero kretprobe is a valid, unset
                 // one.
@@ -249,8 +264,73 @@ impl<H: KretprobeHandler> Kretprobe<H> {
 #[pinned_drop]
 impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
     fn drop(self: Pin<&mut Self>) {
+        if self.handed_over {
+            // The `Unregistration` it was handed to has unregistered it.
+            return;
+        }
         // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
         // handler runs any more.
         unsafe { bindings::unregister_kretprobe(self.raw.get()) };
+    }
+}
+
+/// Probes to unregister together: dropping it unregisters them all, waiting for one grace
+/// period for the kprobes and one for the kretprobes.
+///
+/// # Invariants
+///
+/// Every pointer is the `raw` field of a registered probe handed over (`handed_over` set) and
+/// borrowed for `'a`, so it stays pinned and alive until this is dropped.
+pub(crate) struct Unregistration<'a> {
+    kprobes: KVec<*mut bindings::kprobe>,
+    kretprobes: KVec<*mut bindings::kretprobe>,
+    _probes: PhantomData<&'a mut ()>,
+}
+
+impl<'a> Unregistration<'a> {
+    /// An empty batch.
+    pub(crate) fn new() -> Self {
+        // INVARIANT: no pointers.
+        Self {
+            kprobes: KVec::new(),
+            kretprobes: KVec::new(),
+            _probes: PhantomData,
+        }
+    }
+
+    /// Adds `probe` to the batch. If there is no memory for it, it stays registered and is
+    /// unregistered on its own when dropped.
+    pub(crate) fn add_kprobe<H: KprobeHandler>(&mut self, probe: Pin<&'a mut Kprobe<H>>) {
+        let raw = probe.raw.get();
+        if self.kprobes.push(raw, GFP_KERNEL).is_ok() {
+            // INVARIANT: `raw` is registered (the probe's invariants) and borrowed for `'a`.
+            *probe.project().handed_over = true;
+        }
+    }
+
+    /// Adds `probe` to the batch, as [`Unregistration::add_kprobe`] does.
+    pub(crate) fn add_kretprobe<H: KretprobeHandler>(&mut self, probe: Pin<&'a mut Kretprobe<H>>) {
+        let raw = probe.raw.get();
+        if self.kretprobes.push(raw, GFP_KERNEL).is_ok() {
+            // INVARIANT: `raw` is registered (the probe's invariants) and borrowed for `'a`.
+            *probe.project().handed_over = true;
+        }
+    }
+}
+
+impl Drop for Unregistration<'_> {
+    fn drop(&mut self) {
+        // CAST: at most a few dozen probes.
+        let (kprobes, kretprobes) = (self.kprobes.len() as c_int, self.kretprobes.len() as c_int);
+        // SAFETY: By the type invariants every pointer is a registered, pinned probe that no
+        // one else unregisters; each call returns once no handler of its probes runs any more.
+        unsafe {
+            if kprobes > 0 {
+                bindings::unregister_kprobes(self.kprobes.as_mut_ptr(), kprobes);
+            }
+            if kretprobes > 0 {
+                bindings::unregister_kretprobes(self.kretprobes.as_mut_ptr(), kretprobes);
+            }
+        }
     }
 }

@@ -2,9 +2,11 @@
 
 //! Process lifecycle events of watched processes: `fork`, `exec`, `exit`.
 //!
-//! - fork: a kprobe on `wake_up_new_task(p)`, which runs once per new task before it first
-//!   runs; a new process of a followed parent is added to the watch set there, so it is
-//!   watched from its first instruction.
+//! - fork: the `sched_process_fork` tracepoint, which `kernel_clone()` fires in the parent
+//!   once per new task before the task first runs. A new process of a followed parent is
+//!   added to the watch set there, so it is watched from its first instruction; any other new
+//!   process is taken out of it, so that a pid number left in the set (an exit the exit probe
+//!   missed) never watches the process that reuses it. A tracepoint probe is never missed.
 //! - exec: a kretprobe on `begin_new_exec(bprm)`, the point of no return of execve; on
 //!   success the task has its new mm and comm.
 //! - exit: a kprobe on `disassociate_ctty(on_exit)`, which `do_exit()` calls with 1 only for
@@ -12,39 +14,71 @@
 //!   set there, so that a reused pid is never watched by accident.
 
 use crate::event::{current_ids, Event, Kind};
-use crate::kprobe::{Kprobe, KprobeHandler, Kretprobe, KretprobeHandler};
+use crate::kprobe::{Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration};
+use crate::tracepoint::{find_kernel_tracepoint, Detached, TracepointProbe};
 use crate::State;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-/// Handler of the fork probe.
-pub(crate) struct ForkProbe {
-    state: Arc<State>,
+/// The probe on `sched_process_fork`: `TP_PROTO(struct task_struct *parent, struct
+/// task_struct *child)`, fired in the parent (current) after `copy_process()`.
+///
+/// # Safety
+///
+/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`] and
+/// a valid, fully set up new task `child`.
+unsafe extern "C" fn process_fork(
+    data: *mut c_void,
+    _parent: *mut bindings::task_struct,
+    child: *mut bindings::task_struct,
+) {
+    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
+    let state = unsafe { &*data.cast::<State>() };
+    // SAFETY: The tracepoint passes the valid new task.
+    let (child_pid, child_tgid) = unsafe { ((*child).pid, (*child).tgid) };
+    if child_pid != child_tgid {
+        // A new thread, not a new process.
+        return;
+    }
+    let parent = current_ids().0;
+    if !state.watch.contains(parent) {
+        // A number still in the set belongs to a process that is gone.
+        state.watch.remove(child_tgid);
+        return;
+    }
+    let follow = state.watch.follows(parent);
+    if follow {
+        state.watch.add(child_tgid, true);
+    } else {
+        state.watch.remove(child_tgid);
+    }
+    let mut event = Event::new(Kind::Fork);
+    event.ret = i64::from(child_tgid);
+    event.args[0] = u64::from(follow);
+    state.ring.push(&event);
 }
 
-impl KprobeHandler for ForkProbe {
-    fn hit(&self, regs: &bindings::pt_regs) {
-        let child = regs.di as *const bindings::task_struct;
-        if child.is_null() {
-            return;
-        }
-        // SAFETY: `wake_up_new_task` is called with a valid, fully set up new task.
-        let (child_pid, child_tgid) = unsafe { ((*child).pid, (*child).tgid) };
-        if child_pid != child_tgid {
-            // A new thread, not a new process.
-            return;
-        }
-        let parent = current_ids().0;
-        if !self.state.watch.contains(parent) {
-            return;
-        }
-        let follow = self.state.watch.follows(parent);
-        if follow {
-            self.state.watch.add(child_tgid, true);
-        }
-        let mut event = Event::new(Kind::Fork);
-        event.ret = i64::from(child_tgid);
-        event.args[0] = u64::from(follow);
-        self.state.ring.push(&event);
+/// The probe on `sched_process_fork`, attached from initialisation until drop.
+pub(crate) struct ForkProbe {
+    probe: TracepointProbe<State>,
+}
+
+impl ForkProbe {
+    /// Attaches the probe.
+    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
+        let Some(tracepoint) = find_kernel_tracepoint(c"sched_process_fork") else {
+            pr_err!("cannot find the sched_process_fork tracepoint\n");
+            return Err(ENOENT);
+        };
+        // SAFETY: `tracepoint` is a core kernel tracepoint, which outlives the module;
+        // `process_fork` has its probe signature and reads `data` as `*const State`.
+        let probe =
+            unsafe { TracepointProbe::attach(tracepoint, process_fork as *mut c_void, state) }?;
+        Ok(Self { probe })
+    }
+
+    /// Detaches the probe; `batch` waits for its calls in flight.
+    pub(crate) fn detach_into(self, batch: &mut Detached) {
+        self.probe.detach_into(batch);
     }
 }
 
@@ -148,24 +182,14 @@ impl KretprobeHandler for ExecProbe {
 
 /// The lifecycle probes, registered from initialisation until drop.
 pub(crate) struct LifecycleProbes {
-    fork: Pin<KBox<Kprobe<ForkProbe>>>,
     exit: Pin<KBox<Kprobe<ExitProbe>>>,
     exec: Pin<KBox<Kretprobe<ExecProbe>>>,
 }
 
 impl LifecycleProbes {
-    /// Registers the fork, exit and exec probes.
+    /// Registers the exit and exec probes.
     pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
         Ok(Self {
-            fork: KBox::pin_init(
-                Kprobe::register(
-                    c"wake_up_new_task",
-                    ForkProbe {
-                        state: state.clone(),
-                    },
-                ),
-                GFP_KERNEL,
-            )?,
             exit: KBox::pin_init(
                 Kprobe::register(
                     c"disassociate_ctty",
@@ -188,13 +212,19 @@ impl LifecycleProbes {
         })
     }
 
-    /// Probe hits that were not handled (recursion, or no exec instance free).
-    pub(crate) fn missed(&self) -> u64 {
-        self.fork.missed() + self.exit.missed() + self.exec.missed()
+    /// Hands the probes to `batch`, which unregisters them together.
+    pub(crate) fn unregister_into<'a>(&'a mut self, batch: &mut Unregistration<'a>) {
+        batch.add_kprobe(self.exit.as_mut());
+        batch.add_kretprobe(self.exec.as_mut());
     }
 
-    /// Whether every probe goes through ftrace.
+    /// Probe hits that were not handled (recursion, or no exec instance free).
+    pub(crate) fn missed(&self) -> u64 {
+        self.exit.missed() + self.exec.missed()
+    }
+
+    /// Whether every kprobe goes through ftrace.
     pub(crate) fn ftrace_based(&self) -> bool {
-        self.fork.ftrace_based() && self.exit.ftrace_based() && self.exec.ftrace_based()
+        self.exit.ftrace_based() && self.exec.ftrace_based()
     }
 }

@@ -11,7 +11,13 @@
 //! - [`watch`]: the watched processes; [`files`]: the `/proc/memmon` files, served through
 //!   the safe procfs wrappers of [`procfs`] and [`pollqueue`].
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
 
 // The ring and watch-set spinlocks are taken in kprobe and tracepoint handlers, which must
 // not sleep: on PREEMPT_RT a spinlock is a sleeping lock.
@@ -21,6 +27,7 @@ compile_error!("memmon does not support PREEMPT_RT kernels");
 mod event;
 mod fault;
 mod files;
+mod killable;
 mod kprobe;
 mod lifecycle;
 mod pollqueue;
@@ -36,10 +43,12 @@ mod tracepoint;
 mod watch;
 
 use fault::FaultProbe;
-use lifecycle::LifecycleProbes;
+use kprobe::Unregistration;
+use lifecycle::{ForkProbe, LifecycleProbes};
 use procfs::ProcDir;
 use ring::Ring;
 use syscalls::SyscallProbes;
+use tracepoint::Detached;
 use watch::WatchSet;
 
 module! {
@@ -77,9 +86,49 @@ pub(crate) struct Monitor {
     pub(crate) state: Arc<State>,
     syscalls: SyscallProbes,
     lifecycle: LifecycleProbes,
+    /// Open `events` files.
+    pub(crate) readers: Atomic<u64>,
+}
+
+/// What the module holds in memory, in bytes, as `stats` reports it: nothing grows with the
+/// events recorded, and only a bounded buffer per open `events` file with the readers.
+pub(crate) struct Memory {
+    pub(crate) rings: usize,
+    pub(crate) watch: usize,
+    pub(crate) paths: usize,
+    pub(crate) per_reader: usize,
+    pub(crate) readers: u64,
+}
+
+impl Memory {
+    pub(crate) fn total(&self) -> u64 {
+        // CAST: byte counts of allocations fit in u64.
+        (self.rings + self.watch + self.paths) as u64 + self.readers * self.per_reader as u64
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        // One wait for all the kprobes' handlers in flight, not one per probe.
+        let mut batch = Unregistration::new();
+        self.syscalls.unregister_into(&mut batch);
+        self.lifecycle.unregister_into(&mut batch);
+    }
 }
 
 impl Monitor {
+    /// The module's memory, now.
+    pub(crate) fn memory(&self) -> Memory {
+        let ring = self.state.ring.stats();
+        Memory {
+            rings: ring.rings * ring.ring_bytes,
+            watch: self.state.watch.bytes(),
+            paths: self.syscalls.path_bytes(),
+            per_reader: files::reader_bytes(ring.rings),
+            readers: self.readers.load(Relaxed),
+        }
+    }
+
     /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
     /// recursively.
     pub(crate) fn probes_missed(&self) -> u64 {
@@ -95,6 +144,8 @@ struct Memmon {
     fault_probe: Option<FaultProbe>,
     /// `None` only during drop.
     exit_rss_probe: Option<rss::ExitRssProbe>,
+    /// `None` only during drop.
+    fork_probe: Option<ForkProbe>,
 }
 
 impl kernel::Module for Memmon {
@@ -125,6 +176,7 @@ impl kernel::Module for Memmon {
                 state: state.clone(),
                 syscalls: SyscallProbes::register(&state)?,
                 lifecycle: LifecycleProbes::register(&state)?,
+                readers: Atomic::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -140,6 +192,7 @@ impl kernel::Module for Memmon {
         }
         let fault_probe = FaultProbe::attach(state.clone())?;
         let exit_rss_probe = rss::ExitRssProbe::attach(state.clone())?;
+        let fork_probe = ForkProbe::attach(state.clone())?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
@@ -159,6 +212,7 @@ impl kernel::Module for Memmon {
             proc_dir: Some(proc_dir),
             fault_probe: Some(fault_probe),
             exit_rss_probe: Some(exit_rss_probe),
+            fork_probe: Some(fork_probe),
         })
     }
 }
@@ -168,10 +222,20 @@ impl Drop for Memmon {
         // Readers blocked in read() or poll() wake up and see end of file, so that removing
         // the files (which waits for callbacks in flight) cannot hang.
         self.state.ring.close();
-        // Removes the files, releases those still open, then unregisters the probes.
+        // Removes the files, releases those still open, then unregisters the kprobes.
         drop(self.proc_dir.take());
-        drop(self.fault_probe.take());
-        drop(self.exit_rss_probe.take());
+        // One wait for all the tracepoint probes' calls in flight.
+        let mut detached = Detached::new();
+        if let Some(probe) = self.fault_probe.take() {
+            probe.detach_into(&mut detached);
+        }
+        if let Some(probe) = self.exit_rss_probe.take() {
+            probe.detach_into(&mut detached);
+        }
+        if let Some(probe) = self.fork_probe.take() {
+            probe.detach_into(&mut detached);
+        }
+        drop(detached);
         let stats = self.state.ring.stats();
         pr_info!(
             "unloaded: {} events produced, {} overwritten\n",

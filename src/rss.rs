@@ -10,7 +10,7 @@
 //! replaces the old one.
 
 use crate::event::{current_ids, Event, Kind};
-use crate::tracepoint::{find_kernel_tracepoint, TracepointProbe};
+use crate::tracepoint::{find_kernel_tracepoint, Detached, TracepointProbe};
 use crate::State;
 use kernel::{bindings, prelude::*, sync::Arc};
 
@@ -97,7 +97,7 @@ pub(crate) fn mark_all(state: &State) {
 
 /// The probe on `sched_process_exit`, attached from initialisation until drop.
 pub(crate) struct ExitRssProbe {
-    _probe: TracepointProbe<State>,
+    probe: TracepointProbe<State>,
 }
 
 impl ExitRssProbe {
@@ -111,7 +111,12 @@ impl ExitRssProbe {
         // `process_exit` has its probe signature and reads `data` as `*const State`.
         let probe =
             unsafe { TracepointProbe::attach(tracepoint, process_exit as *mut c_void, state) }?;
-        Ok(Self { _probe: probe })
+        Ok(Self { probe })
+    }
+
+    /// Detaches the probe; `batch` waits for its calls in flight.
+    pub(crate) fn detach_into(self, batch: &mut Detached) {
+        self.probe.detach_into(batch);
     }
 }
 

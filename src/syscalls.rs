@@ -8,7 +8,7 @@
 //! call therefore come before the call's line, in time as in the stream.
 
 use crate::event::{now_ns, Event, Kind};
-use crate::kprobe::{Kretprobe, KretprobeHandler};
+use crate::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
 use crate::stack;
 use crate::State;
 use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc, types::Opaque};
@@ -184,6 +184,7 @@ unsafe fn capture_file_path(event: &mut Event, fd: i32, paths: &PathBuffers) {
 /// The kretprobes of all mm syscalls.
 pub(crate) struct SyscallProbes {
     probes: KVec<Pin<KBox<Kretprobe<SyscallProbe>>>>,
+    paths: Arc<PathBuffers>,
 }
 
 impl SyscallProbes {
@@ -202,12 +203,24 @@ impl SyscallProbes {
                 GFP_KERNEL,
             )?;
         }
-        Ok(Self { probes })
+        Ok(Self { probes, paths })
     }
 
     /// Calls missed because too many were in flight at once.
     pub(crate) fn missed(&self) -> u64 {
         self.probes.iter().map(|probe| probe.missed()).sum()
+    }
+
+    /// Hands every probe to `batch`, which unregisters them together.
+    pub(crate) fn unregister_into<'a>(&'a mut self, batch: &mut Unregistration<'a>) {
+        for probe in self.probes.iter_mut() {
+            batch.add_kretprobe(probe.as_mut());
+        }
+    }
+
+    /// Bytes of the per-CPU path buffers.
+    pub(crate) fn path_bytes(&self) -> usize {
+        self.paths.buffers.len() * PATH_MAX
     }
 
     /// Whether every probe goes through ftrace.

@@ -4,9 +4,10 @@
 //!
 //! A [`TracepointProbe`] is attached when created and detached when dropped; dropping it
 //! waits (`tracepoint_synchronize_unregister()`) until no CPU runs the probe any more, so the
-//! data the probe was given may be freed right after.
+//! data the probe was given may be freed right after. Several probes detached into one
+//! [`Detached`] share that wait instead.
 
-use kernel::{bindings, error::to_result, prelude::*, str::CStr, sync::Arc};
+use kernel::{alloc::KVec, bindings, error::to_result, prelude::*, str::CStr, sync::Arc};
 
 /// A probe function attached to one tracepoint, with the data passed to it as first argument.
 ///
@@ -60,8 +61,14 @@ impl<T: Send + Sync> TracepointProbe<T> {
     }
 }
 
-impl<T: Send + Sync> Drop for TracepointProbe<T> {
-    fn drop(&mut self) {
+impl<T: Send + Sync> TracepointProbe<T> {
+    /// Unregisters the probe without waiting for the calls in flight.
+    ///
+    /// # Safety
+    ///
+    /// Called once, from [`Drop::drop`] or [`TracepointProbe::detach_into`], which then wait
+    /// for the calls in flight before releasing `data`.
+    unsafe fn unregister(&self) {
         // SAFETY: By the type invariants the probe is registered with these arguments.
         let ret = unsafe {
             bindings::tracepoint_probe_unregister(
@@ -73,11 +80,87 @@ impl<T: Send + Sync> Drop for TracepointProbe<T> {
         if ret != 0 {
             pr_warn!("tracepoint probe unregistration failed: error {}\n", ret);
         }
+    }
+
+    /// Releases the reference `data` holds on the probe's `T`.
+    ///
+    /// # Safety
+    ///
+    /// `data` must come from `Arc::<T>::into_raw` and no probe call may use it any more.
+    unsafe fn release(data: *const c_void) {
+        // SAFETY: As the function's safety requirements say.
+        drop(unsafe { Arc::from_raw(data.cast::<T>()) });
+    }
+
+    /// Detaches the probe now and leaves the wait for its calls in flight, and the release of
+    /// its data, to `batch`.
+    pub(crate) fn detach_into(self, batch: &mut Detached) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Called once: `this` is not dropped. The wait is done by `batch`, or below.
+        unsafe { this.unregister() };
+        let entry = (
+            Self::release as unsafe fn(*const c_void),
+            this.data.cast::<c_void>(),
+        );
+        if batch.released.push(entry, GFP_KERNEL).is_err() {
+            // No room to defer it: wait now.
+            // SAFETY: Sleeping is allowed here (process context).
+            unsafe { bindings::tracepoint_synchronize_unregister() };
+            // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
+            unsafe { Self::release(this.data.cast::<c_void>()) };
+        }
+    }
+}
+
+impl<T: Send + Sync> Drop for TracepointProbe<T> {
+    fn drop(&mut self) {
+        // SAFETY: Called once, from drop; the wait follows.
+        unsafe { self.unregister() };
         // SAFETY: Sleeping is allowed in drop (process context); it returns once no CPU runs
         // the probe any more.
         unsafe { bindings::tracepoint_synchronize_unregister() };
         // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
-        drop(unsafe { Arc::from_raw(self.data) });
+        unsafe { Self::release(self.data.cast::<c_void>()) };
+    }
+}
+
+/// How to release a detached probe's data, and the data.
+type Release = (unsafe fn(*const c_void), *const c_void);
+
+/// Probes detached with [`TracepointProbe::detach_into`]: dropping it waits once until no
+/// CPU runs any of them any more, then releases their data.
+///
+/// # Invariants
+///
+/// Every entry is a probe's release function with its data: the probe is unregistered, and
+/// the data is still held for it.
+pub(crate) struct Detached {
+    released: KVec<Release>,
+}
+
+impl Detached {
+    /// An empty batch.
+    pub(crate) fn new() -> Self {
+        // INVARIANT: no entries.
+        Self {
+            released: KVec::new(),
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if self.released.is_empty() {
+            return;
+        }
+        // SAFETY: Sleeping is allowed in drop (process context); it returns once no CPU runs
+        // any of the unregistered probes any more.
+        unsafe { bindings::tracepoint_synchronize_unregister() };
+        for &(release, data) in self.released.iter() {
+            // SAFETY: By the type invariants `data` is still held for an unregistered probe,
+            // which no CPU runs any more; `release` is that probe's.
+            unsafe { release(data) };
+        }
     }
 }
 

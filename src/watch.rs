@@ -11,7 +11,7 @@
 //! nothing; exits and forks update single bits atomically from probe context.
 
 use crate::event::current_ids;
-use core::fmt::Write;
+use core::{fmt::Write, ptr::NonNull};
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
@@ -141,14 +141,77 @@ impl PidBitmap {
 }
 
 /// One parsed request of a `watch-pids` write.
-#[derive(Clone, Copy)]
 enum Request {
-    /// `N` (follow = false) or `+N` (follow = true), N already resolved to a global tgid.
-    Add { tgid: i32, follow: bool },
+    /// `N` (follow = false) or `+N` (follow = true), N resolved to the process it names.
+    Add { process: Process, follow: bool },
     /// `-N`, N resolved to a global tgid; `None` when there is nothing to remove.
     Remove { tgid: Option<i32> },
     /// `0`.
     Clear,
+}
+
+/// A process named in a `watch-pids` write: its global thread-group id, and a reference to
+/// its thread-group `struct pid`, which is its identity: a later process that is given the
+/// same number has another one.
+///
+/// # Invariants
+///
+/// `group` holds a reference to a `struct pid`, dropped with `put_pid()` in `drop`.
+struct Process {
+    tgid: i32,
+    group: NonNull<bindings::pid>,
+}
+
+impl Process {
+    /// The process that task `nr` of the caller's pid namespace belongs to, if it has a live
+    /// thread; `ESRCH` otherwise.
+    fn resolve(nr: i32) -> Result<Self> {
+        // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
+        let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
+        let _rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is
+        // the current task's namespace.
+        let task = unsafe {
+            let pid = bindings::find_pid_ns(nr, ns);
+            if pid.is_null() {
+                return Err(ESRCH);
+            }
+            bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
+        };
+        // SAFETY: `task` is null or valid while the RCU read lock is held.
+        if !unsafe { group_alive(task) } {
+            return Err(ESRCH);
+        }
+        // SAFETY: `task` is valid under the RCU read lock (and not null: its group is alive);
+        // `get_task_pid` returns its thread-group pid with a reference taken, or null.
+        let (tgid, group) = unsafe {
+            (
+                (*task).tgid,
+                bindings::get_task_pid(task, bindings::pid_type_PIDTYPE_TGID),
+            )
+        };
+        let group = NonNull::new(group).ok_or(ESRCH)?;
+        // INVARIANT: `get_task_pid` took a reference on `group`.
+        Ok(Self { tgid, group })
+    }
+
+    /// Whether this very process (not a later one with its number) still has a live thread.
+    fn alive(&self) -> bool {
+        let _rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: `group` is referenced (type invariants); `pid_task` needs the RCU read lock,
+        // held by `_rcu`, and returns null once the group's leader is released.
+        let task =
+            unsafe { bindings::pid_task(self.group.as_ptr(), bindings::pid_type_PIDTYPE_TGID) };
+        // SAFETY: `task` is null or valid while the RCU read lock is held.
+        unsafe { group_alive(task) }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // SAFETY: `group` holds a reference (type invariants), dropped once, here.
+        unsafe { bindings::put_pid(self.group.as_ptr()) };
+    }
 }
 
 /// The watched processes.
@@ -209,6 +272,11 @@ impl WatchSet {
         });
     }
 
+    /// Bytes of the two bitmaps (fixed: allocated at load for every possible pid).
+    pub(crate) fn bytes(&self) -> usize {
+        2 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>()
+    }
+
     /// Number of watched processes.
     pub(crate) fn count(&self) -> usize {
         let mut count = 0;
@@ -222,6 +290,9 @@ impl WatchSet {
     /// text that is not such a list or a pid out of range, `ESRCH` for a process that does not
     /// exist.
     pub(crate) fn apply(&self, input: &[u8]) -> Result {
+        // Held from resolving the numbers to applying them, so that each write applies as a
+        // whole and in the order writes were made.
+        let _guard = self.update.lock();
         let mut requests = KVec::new();
         for token in input
             .split(|b| b.is_ascii_whitespace())
@@ -246,21 +317,22 @@ impl WatchSet {
             pr_info!("watch-pids: rejected an empty write\n");
             return Err(EINVAL);
         }
-        let _guard = self.update.lock();
         for request in requests.iter() {
-            match *request {
-                Request::Add { tgid, follow } => {
-                    self.add(tgid, follow);
-                    // The process may have passed the exit probe since it was looked up: then
-                    // nothing would ever clear its bit. The bit is set with a full barrier, the
+            match request {
+                Request::Add { process, follow } => {
+                    self.add(process.tgid, *follow);
+                    // The process may have exited since it was looked up, and its number may
+                    // even name a newer process by now: then nothing would ever clear the bit,
+                    // or it would watch a stranger. The bit is set with a full barrier, the
                     // exit decrements `signal->live` with one: either the exit probe sees the
-                    // bit or this sees the group dead.
-                    if !process_alive(tgid) {
-                        self.remove(tgid);
+                    // bit or this sees the group dead (through its own `struct pid`, not its
+                    // number). A newer process clears the bit itself when it is forked.
+                    if !process.alive() {
+                        self.remove(process.tgid);
                     }
                 }
                 Request::Remove { tgid: Some(tgid) } => {
-                    self.remove(tgid);
+                    self.remove(*tgid);
                 }
                 Request::Remove { tgid: None } => {}
                 Request::Clear => {
@@ -345,7 +417,7 @@ fn parse_request(token: &[u8]) -> Result<Request> {
                 return Err(EINVAL);
             }
             Ok(Request::Add {
-                tgid: resolve_tgid(nr)?,
+                process: Process::resolve(nr)?,
                 follow: true,
             })
         }
@@ -356,8 +428,8 @@ fn parse_request(token: &[u8]) -> Result<Request> {
             }
             // A process that is gone has left the set already. Its number still names a watched
             // pid only when the writer sees global pids; from a child namespace it names none.
-            let tgid = match resolve_tgid(nr) {
-                Ok(tgid) => Some(tgid),
+            let tgid = match Process::resolve(nr) {
+                Ok(process) => Some(process.tgid),
                 Err(_) if writer_sees_global_pids() => Some(nr),
                 Err(_) => None,
             };
@@ -366,7 +438,7 @@ fn parse_request(token: &[u8]) -> Result<Request> {
         digits => match parse_decimal(digits)? {
             0 => Ok(Request::Clear),
             nr => Ok(Request::Add {
-                tgid: resolve_tgid(nr)?,
+                process: Process::resolve(nr)?,
                 follow: false,
             }),
         },
@@ -381,40 +453,6 @@ fn writer_sees_global_pids() -> bool {
         bindings::task_active_pid_ns(kernel::task::Task::current_raw())
             == &raw mut bindings::init_pid_ns
     }
-}
-
-/// The global thread-group id of the process with (thread) id `nr` in the caller's pid
-/// namespace, or `ESRCH` if there is none or it is exiting.
-fn resolve_tgid(nr: i32) -> Result<i32> {
-    // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
-    let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
-    live_tgid(nr, ns).ok_or(ESRCH)
-}
-
-/// Whether the process (global thread-group id) `tgid` still has a live thread.
-fn process_alive(tgid: i32) -> bool {
-    live_tgid(tgid, &raw mut bindings::init_pid_ns).is_some()
-}
-
-/// The global thread-group id of the process that task `nr` of pid namespace `ns` belongs
-/// to, if that process still has a live thread.
-fn live_tgid(nr: i32, ns: *mut bindings::pid_namespace) -> Option<i32> {
-    let _rcu = kernel::sync::rcu::read_lock();
-    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is the
-    // current task's namespace or the static initial one.
-    let task = unsafe {
-        let pid = bindings::find_pid_ns(nr, ns);
-        if pid.is_null() {
-            return None;
-        }
-        bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
-    };
-    // SAFETY: `task` is null or valid while the RCU read lock is held.
-    if !unsafe { group_alive(task) } {
-        return None;
-    }
-    // SAFETY: As above; `tgid` does not change while the group lives.
-    Some(unsafe { (*task).tgid })
 }
 
 /// Whether `task`'s thread group has a live thread: `signal->live`, which `do_exit()`

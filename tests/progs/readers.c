@@ -19,10 +19,15 @@
 //                 a drained reader sleeps in HOW (read, poll, select or epoll); a marker
 //                 is written; prints HOW_us= (marker write to the reader's return with the
 //                 line) and HOW_after_stamp_us= (from the event's time stamp)
+//   until-end HOW
+//                 read until the module goes away, waiting in HOW (read, poll, select or
+//                 epoll) whenever there is nothing to read; ends at end of file or EIO (the
+//                 file was removed), printing HOW: events=N lost=M end=eof|eio
 //   slow DELAY_US OUT
 //                 read 4 KiB at a time, sleeping DELAY_US after each read, until the
 //                 file /tmp/done exists and nothing is left; writes the stream to OUT and
 //                 prints events=N lost=M (the sum of lost count=)
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -130,6 +135,84 @@ static void wait_one(const char *how, int out)
 	if (write(out, &woke, sizeof(woke)) != sizeof(woke))
 		exit(1);
 	exit(0);
+}
+
+// Counts the events and the lost count= of a chunk of whole lines.
+static void count_lines(const char *buf, ssize_t n, long *nevents, long *lost)
+{
+	for (const char *p = buf; p < buf + n;) {
+		const char *end = memchr(p, '\n', buf + n - p);
+
+		if (!end)
+			break;
+		if (end - p > 16 && memmem(p, end - p, " lost count=", 12))
+			*lost += atol((const char *)memmem(p, end - p, "count=", 6) + 6);
+		else
+			(*nevents)++;
+		p = end + 1;
+	}
+}
+
+static int until_end(const char *how)
+{
+	static char buf[65536];
+	long nevents = 0, lost = 0;
+	int fd = open(events, O_RDONLY | O_NONBLOCK), ep = -1;
+	const char *end;
+
+	if (fd < 0)
+		return perror(events), 1;
+	if (!strcmp(how, "read")) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	} else if (!strcmp(how, "epoll")) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		ep = epoll_create1(0);
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return perror("epoll"), 1;
+	} else if (strcmp(how, "poll") && strcmp(how, "select")) {
+		return fprintf(stderr, "readers: until-end read|poll|select|epoll\n"), 2;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (!strcmp(how, "poll")) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, -1) < 0)
+				return perror("poll"), 1;
+		} else if (!strcmp(how, "select")) {
+			fd_set rd;
+
+			FD_ZERO(&rd);
+			FD_SET(fd, &rd);
+			if (select(fd + 1, &rd, NULL, NULL, NULL) < 0)
+				return perror("select"), 1;
+		} else if (ep >= 0) {
+			struct epoll_event ev;
+
+			if (epoll_wait(ep, &ev, 1, -1) < 0)
+				return perror("epoll_wait"), 1;
+		}
+		n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			count_lines(buf, n, &nevents, &lost);
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		if (n == 0) {
+			end = "eof";
+		} else if (errno == EIO) {
+			end = "eio";
+		} else {
+			perror("read");
+			return 1;
+		}
+		break;
+	}
+	printf("%s: events=%ld lost=%ld end=%s\n", how, nevents, lost, end);
+	return 0;
 }
 
 static int wake_latency(const char *how)
@@ -264,6 +347,8 @@ int main(int argc, char **argv)
 			return printf("epoll=FAILED\n"), 1;
 		wait(NULL);
 		printf("epoll=ok\n");
+	} else if (!strcmp(mode, "until-end") && argc == 3) {
+		return until_end(argv[2]);
 	} else if (!strcmp(mode, "slow") && argc == 4) {
 		long delay = strtol(argv[2], NULL, 10), nevents = 0, lost = 0;
 		FILE *out = fopen(argv[3], "w");
