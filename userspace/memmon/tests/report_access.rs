@@ -353,3 +353,30 @@ fn a_capture_without_sampling_says_so() {
             .unwrap();
     assert!(text.contains("No access sampling in the capture"), "{text}");
 }
+
+#[test]
+fn html_page_has_the_access_section() {
+    let options = ReportOptions {
+        format: Format::Html,
+        cold: 2,
+        sysroot: Some(sysroot()),
+        ..ReportOptions::default()
+    };
+    let html = String::from_utf8(report(&[capture()], &options).unwrap()).unwrap();
+    let section = html
+        .split("<h2>Access sampling</h2>")
+        .nth(1)
+        .expect("access section");
+    let sites = section.split("<table id=\"access-sites\">").nth(1).unwrap();
+    let first_row = sites.split("<tr>").nth(2).unwrap();
+    assert!(first_row.starts_with("<td>scan_once</td>"), "{first_row}");
+    assert!(first_row.contains("data-v=\"1024\""), "{first_row}");
+    assert!(section.contains("<td class=\"n\" data-v=\"1280\">1280</td>"));
+    // Captures without sampling have no such section.
+    let plain = ReportOptions {
+        format: Format::Html,
+        ..ReportOptions::default()
+    };
+    let html = String::from_utf8(report(&[fixture("late.cap")], &plain).unwrap()).unwrap();
+    assert!(!html.contains("Access sampling"));
+}

@@ -236,7 +236,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         )
         .into_bytes()),
         Format::Json => json(view),
-        Format::Html => Ok(super::html::render(&prepared, options.top).into_bytes()),
+        Format::Html => Ok(super::html::render(&prepared, options.top, options.cold).into_bytes()),
         Format::Folded => Ok(render_folded(view, options.weight).into_bytes()),
         Format::Svg => {
             let title = format!(

@@ -208,7 +208,10 @@ fn summary_line(view: &View) -> String {
 }
 
 /// The page of a report.
-pub fn render(prepared: &Prepared, top: usize) -> String {
+///
+/// With access sampling in the captures, an "Access sampling" section (cold after `cold`
+/// generations) follows the top sites.
+pub fn render(prepared: &Prepared, top: usize, cold: u64) -> String {
     let view = &prepared.view;
     let mut body = String::from("<h1>memmon report</h1>");
     body.push_str(&summary_line(view));
@@ -225,6 +228,10 @@ pub fn render(prepared: &Prepared, top: usize) -> String {
     ));
     body.push_str(&breakdown(view));
     body.push_str(&sites_table(view, top.max(100)));
+    if !prepared.analysis.access.is_empty() {
+        let access = super::access_view::build(&prepared.analysis, &prepared.symbols, cold);
+        body.push_str(&super::access_html::section(&access, top.max(100)));
+    }
     page("memmon report", &body)
 }
 

@@ -6,6 +6,7 @@
 //! [`Analysis`].
 
 pub mod access;
+pub mod access_html;
 pub mod access_view;
 pub mod chart;
 pub mod class;

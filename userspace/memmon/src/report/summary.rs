@@ -63,6 +63,17 @@ pub fn summary(analysis: &Analysis) -> String {
             row.chain(3)
         );
     }
+    let access = &analysis.access;
+    if !access.is_empty() {
+        let generations: std::collections::BTreeSet<u64> =
+            access.generations.iter().map(|g| g.n).collect();
+        let _ = writeln!(
+            out,
+            "memmon: access sampling: {} generations, {} page accesses sampled (memmon report --access)",
+            generations.len(),
+            access.touches.len()
+        );
+    }
     for check in &view.reconciliation {
         for warning in &check.warnings {
             let _ = writeln!(out, "memmon: warning: {warning}");
