@@ -222,10 +222,9 @@ struct ReportArgs {
     /// touched, hot and cold, and the sites that touch cold pages (text or json).
     #[arg(long)]
     access: bool,
-    /// With --access: an access is cold when the page had gone K whole generations
-    /// without being accessed or brought in.
+    /// With --access (and in the HTML page's access section): an access is cold when
+    /// the page had gone K whole generations without being accessed or brought in.
     #[arg(long, value_name = "K", default_value_t = memmon::report::access_view::DEFAULT_COLD,
-          requires = "access",
           value_parser = clap::value_parser!(u64).range(1..=memmon::report::access_view::MAX_COLD))]
     cold: u64,
     /// Write to FILE instead of standard output.

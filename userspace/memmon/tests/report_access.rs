@@ -380,3 +380,35 @@ fn html_page_has_the_access_section() {
     let html = String::from_utf8(report(&[fixture("late.cap")], &plain).unwrap()).unwrap();
     assert!(!html.contains("Access sampling"));
 }
+
+#[test]
+fn huge_and_unknown_pages() {
+    use memmon::report::replay::{Replay, ReplayOptions};
+    // A process recorded with -p: its pages were resident before watching began. A huge
+    // access touches its 2 MiB page (512 pages); a page first touched in generation 9
+    // of a process first armed in generation 7 has been idle for 2 generations.
+    let text = "\
+1.000000000 7/7 gen n=7 armed=1000
+1.000000001 7/7 fault type=access access=W addr=0x7f0000201000 ip=0x401000 gen=7 huge=1
+2.000000000 7/7 gen n=8 armed=1000
+3.000000000 7/7 gen n=9 armed=1000
+3.000000001 7/8 fault type=access access=R addr=0x7f0000000000 ip=0x401000 gen=9
+3.000000002 7/8 fault type=access access=R addr=0x7f0000200000 ip=0x401000 gen=9
+";
+    let mut replay = Replay::new(ReplayOptions::default());
+    replay.capture(text.as_bytes()).unwrap();
+    let analysis = replay.finish();
+    let view = build(&analysis, &Symbols::default(), 2);
+    let rows: Vec<(u64, u64, u64, u64, u64)> = view
+        .generations
+        .iter()
+        .map(|g| (g.n, g.touched, g.hot, g.warm, g.cold))
+        .collect();
+    assert_eq!(
+        rows,
+        [(7, 512, 512, 0, 0), (8, 0, 0, 0, 0), (9, 2, 0, 1, 1)]
+    );
+    assert_eq!(view.sites.len(), 1);
+    assert_eq!((view.sites[0].pages, view.sites[0].cold_pages), (513, 1));
+    assert_eq!(view.access_faults, 3);
+}
