@@ -18,8 +18,14 @@ pub(crate) fn lock_killable<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
     let raw = core::ptr::from_ref(mutex)
         .cast_mut()
         .cast::<bindings::mutex>();
-    // SAFETY: `raw` is the initialised `struct mutex` of `mutex`, alive for this call.
-    if unsafe { bindings::mutex_lock_killable(raw) } != 0 {
+    // SAFETY: `raw` is the initialised `struct mutex` of `mutex`, alive for this call. With
+    // lockdep's lock tracking `mutex_lock_killable()` is a macro for this call.
+    #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+    let ret = unsafe { bindings::_mutex_lock_killable(raw, 0, core::ptr::null_mut()) };
+    // SAFETY: As above.
+    #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+    let ret = unsafe { bindings::mutex_lock_killable(raw) };
+    if ret != 0 {
         return Err(EINTR);
     }
     // SAFETY: The lock was just acquired, and the guard releases it with `mutex_unlock()`, as

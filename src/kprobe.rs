@@ -10,8 +10,16 @@
 //! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
 //! `unregister_kretprobes()`) instead of one each.
 
-use core::{marker::PhantomData, mem::size_of};
-use kernel::{alloc::KVec, bindings, error::to_result, prelude::*, str::CStr, types::Opaque};
+use core::mem::size_of;
+use kernel::{
+    alloc::KVec,
+    bindings,
+    error::to_result,
+    prelude::*,
+    str::CStr,
+    sync::atomic::{Acquire, Atomic, Release},
+    types::Opaque,
+};
 
 /// What a [`Kprobe`] does when the probed function is entered.
 pub(crate) trait KprobeHandler: Send + Sync {
@@ -42,13 +50,12 @@ fn registered(symbol: &CStr, ret: c_int) -> Result {
 ///
 /// # Invariants
 ///
-/// `raw` is registered with the kprobes core from initialisation until drop, or until it is
-/// handed to an [`Unregistration`] (then `handed_over` is set, and the `Unregistration`
-/// outlives the borrow of the probe).
+/// `raw` is registered with the kprobes core from initialisation until drop, or until an
+/// [`Unregistration`] it was added to unregisters it (and then sets `unregistered`).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kprobe<H: KprobeHandler> {
     handler: H,
-    handed_over: bool,
+    unregistered: Atomic<bool>,
     #[pin]
     raw: Opaque<bindings::kprobe>,
 }
@@ -81,7 +88,7 @@ impl<H: KprobeHandler> Kprobe<H> {
     pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
-            handed_over: false,
+            unregistered: Atomic::new(false),
             raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kprobe| {
                 // SAFETY: `slot` is valid for writes; an all-zero kprobe is a valid, unset one.
                 unsafe {
@@ -116,8 +123,8 @@ impl<H: KprobeHandler> Kprobe<H> {
 #[pinned_drop]
 impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
     fn drop(self: Pin<&mut Self>) {
-        if self.handed_over {
-            // The `Unregistration` it was handed to has unregistered it.
+        if self.unregistered.load(Acquire) {
+            // An `Unregistration` has unregistered it.
             return;
         }
         // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
@@ -130,13 +137,13 @@ impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
 ///
 /// # Invariants
 ///
-/// `raw` is registered with the kprobes core from initialisation until drop, or until it is
-/// handed to an [`Unregistration`] (as for [`Kprobe`]), with
+/// `raw` is registered with the kprobes core from initialisation until drop, or until an
+/// [`Unregistration`] it was added to unregisters it (as for [`Kprobe`]), with
 /// `data_size == size_of::<H::Data>()`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kretprobe<H: KretprobeHandler> {
     handler: H,
-    handed_over: bool,
+    unregistered: Atomic<bool>,
     #[pin]
     raw: Opaque<bindings::kretprobe>,
 }
@@ -158,7 +165,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
-            handed_over: false,
+            unregistered: Atomic::new(false),
             raw <- Opaque::try_ffi_init(move |slot: *mut bindings::kretprobe| {
                 // SAFETY: `slot` is valid for writes; an all-zero kretprobe is a valid, unset
                 // one.
@@ -264,8 +271,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
 #[pinned_drop]
 impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
     fn drop(self: Pin<&mut Self>) {
-        if self.handed_over {
-            // The `Unregistration` it was handed to has unregistered it.
+        if self.unregistered.load(Acquire) {
+            // An `Unregistration` has unregistered it.
             return;
         }
         // SAFETY: `raw` is registered by the type invariants; unregistering waits until no
@@ -275,45 +282,53 @@ impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
 }
 
 /// Probes to unregister together: dropping it unregisters them all, waiting for one grace
-/// period for the kprobes and one for the kretprobes.
+/// period for the kprobes and one for the kretprobes, then marks them unregistered. Until
+/// then (and if it is leaked) each probe is still registered and unregisters itself when
+/// dropped.
 ///
 /// # Invariants
 ///
-/// Every pointer is the `raw` field of a registered probe handed over (`handed_over` set) and
-/// borrowed for `'a`, so it stays pinned and alive until this is dropped.
+/// `kprobes` and `kretprobes` hold the `raw` fields of registered probes borrowed for `'a`
+/// (so pinned and alive until this is dropped), and `flags` their `unregistered` flags.
 pub(crate) struct Unregistration<'a> {
     kprobes: KVec<*mut bindings::kprobe>,
     kretprobes: KVec<*mut bindings::kretprobe>,
-    _probes: PhantomData<&'a mut ()>,
+    flags: KVec<&'a Atomic<bool>>,
 }
 
 impl<'a> Unregistration<'a> {
     /// An empty batch.
     pub(crate) fn new() -> Self {
-        // INVARIANT: no pointers.
+        // INVARIANT: no probes.
         Self {
             kprobes: KVec::new(),
             kretprobes: KVec::new(),
-            _probes: PhantomData,
+            flags: KVec::new(),
         }
     }
 
-    /// Adds `probe` to the batch. If there is no memory for it, it stays registered and is
-    /// unregistered on its own when dropped.
-    pub(crate) fn add_kprobe<H: KprobeHandler>(&mut self, probe: Pin<&'a mut Kprobe<H>>) {
-        let raw = probe.raw.get();
-        if self.kprobes.push(raw, GFP_KERNEL).is_ok() {
-            // INVARIANT: `raw` is registered (the probe's invariants) and borrowed for `'a`.
-            *probe.project().handed_over = true;
+    /// Room for one more probe in `probes` and in `flags`.
+    fn reserve<T>(probes: &mut KVec<T>, flags: &mut KVec<&'a Atomic<bool>>) -> bool {
+        probes.reserve(1, GFP_KERNEL).is_ok() && flags.reserve(1, GFP_KERNEL).is_ok()
+    }
+
+    /// Adds `probe` to the batch. If there is no memory for it, it stays out of the batch
+    /// and unregisters itself when dropped.
+    pub(crate) fn add_kprobe<H: KprobeHandler>(&mut self, probe: &'a Kprobe<H>) {
+        if Self::reserve(&mut self.kprobes, &mut self.flags) {
+            // INVARIANT: `raw` is registered (the probe's invariants) and borrowed for `'a`;
+            // both pushes fit in the room just reserved.
+            let _ = self.kprobes.push(probe.raw.get(), GFP_KERNEL);
+            let _ = self.flags.push(&probe.unregistered, GFP_KERNEL);
         }
     }
 
     /// Adds `probe` to the batch, as [`Unregistration::add_kprobe`] does.
-    pub(crate) fn add_kretprobe<H: KretprobeHandler>(&mut self, probe: Pin<&'a mut Kretprobe<H>>) {
-        let raw = probe.raw.get();
-        if self.kretprobes.push(raw, GFP_KERNEL).is_ok() {
-            // INVARIANT: `raw` is registered (the probe's invariants) and borrowed for `'a`.
-            *probe.project().handed_over = true;
+    pub(crate) fn add_kretprobe<H: KretprobeHandler>(&mut self, probe: &'a Kretprobe<H>) {
+        if Self::reserve(&mut self.kretprobes, &mut self.flags) {
+            // INVARIANT: As above.
+            let _ = self.kretprobes.push(probe.raw.get(), GFP_KERNEL);
+            let _ = self.flags.push(&probe.unregistered, GFP_KERNEL);
         }
     }
 }
@@ -322,8 +337,9 @@ impl Drop for Unregistration<'_> {
     fn drop(&mut self) {
         // CAST: at most a few dozen probes.
         let (kprobes, kretprobes) = (self.kprobes.len() as c_int, self.kretprobes.len() as c_int);
-        // SAFETY: By the type invariants every pointer is a registered, pinned probe that no
-        // one else unregisters; each call returns once no handler of its probes runs any more.
+        // SAFETY: By the type invariants every pointer is a registered, pinned probe, which
+        // its own drop does not unregister before its flag is set below; each call returns
+        // once no handler of its probes runs any more.
         unsafe {
             if kprobes > 0 {
                 bindings::unregister_kprobes(self.kprobes.as_mut_ptr(), kprobes);
@@ -331,6 +347,9 @@ impl Drop for Unregistration<'_> {
             if kretprobes > 0 {
                 bindings::unregister_kretprobes(self.kretprobes.as_mut_ptr(), kretprobes);
             }
+        }
+        for flag in self.flags.iter() {
+            flag.store(true, Release);
         }
     }
 }

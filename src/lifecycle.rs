@@ -4,9 +4,10 @@
 //!
 //! - fork: the `sched_process_fork` tracepoint, which `kernel_clone()` fires in the parent
 //!   once per new task before the task first runs. A new process of a followed parent is
-//!   added to the watch set there, so it is watched from its first instruction; any other new
-//!   process is taken out of it, so that a pid number left in the set (an exit the exit probe
-//!   missed) never watches the process that reuses it. A tracepoint probe is never missed.
+//!   added to the watch set there, so it is watched from its first instruction. A number left
+//!   in the set by a watched process whose exit probe was missed (marked at its
+//!   `sched_process_exit`, see `rss.rs`) is taken out there, so that it never watches the
+//!   process that reuses it. A tracepoint probe is never missed.
 //! - exec: a kretprobe on `begin_new_exec(bprm)`, the point of no return of execve; on
 //!   success the task has its new mm and comm.
 //! - exit: a kprobe on `disassociate_ctty(on_exit)`, which `do_exit()` calls with 1 only for
@@ -39,17 +40,14 @@ unsafe extern "C" fn process_fork(
         // A new thread, not a new process.
         return;
     }
+    state.watch.new_process(child_tgid);
     let parent = current_ids().0;
     if !state.watch.contains(parent) {
-        // A number still in the set belongs to a process that is gone.
-        state.watch.remove(child_tgid);
         return;
     }
     let follow = state.watch.follows(parent);
     if follow {
         state.watch.add(child_tgid, true);
-    } else {
-        state.watch.remove(child_tgid);
     }
     let mut event = Event::new(Kind::Fork);
     event.ret = i64::from(child_tgid);
@@ -213,9 +211,9 @@ impl LifecycleProbes {
     }
 
     /// Hands the probes to `batch`, which unregisters them together.
-    pub(crate) fn unregister_into<'a>(&'a mut self, batch: &mut Unregistration<'a>) {
-        batch.add_kprobe(self.exit.as_mut());
-        batch.add_kretprobe(self.exec.as_mut());
+    pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
+        batch.add_kprobe(&self.exit);
+        batch.add_kretprobe(&self.exec);
     }
 
     /// Probe hits that were not handled (recursion, or no exec instance free).

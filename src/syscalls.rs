@@ -212,9 +212,9 @@ impl SyscallProbes {
     }
 
     /// Hands every probe to `batch`, which unregisters them together.
-    pub(crate) fn unregister_into<'a>(&'a mut self, batch: &mut Unregistration<'a>) {
-        for probe in self.probes.iter_mut() {
-            batch.add_kretprobe(probe.as_mut());
+    pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
+        for probe in self.probes.iter() {
+            batch.add_kretprobe(probe);
         }
     }
 

@@ -19,7 +19,7 @@ use kernel::{
     prelude::*,
     str::BStr,
     sync::{
-        atomic::{Atomic, Full, Relaxed},
+        atomic::{Atomic, Full, Relaxed, Release},
         Mutex,
     },
 };
@@ -83,33 +83,39 @@ impl PidBitmap {
         let Some((word, bit)) = self.word(pid) else {
             return false;
         };
+        let mut old = word.load(Relaxed);
+        let was_set = loop {
+            let new = if set { old | bit } else { old & !bit };
+            if new == old {
+                break old & bit != 0;
+            }
+            match word.cmpxchg(old, new, Full) {
+                Ok(_) => break old & bit != 0,
+                Err(current) => old = current,
+            }
+        };
+        // After the bit: a `clear_all` in between (which clears the summary first) leaves the
+        // summary set, never a set bit under a clear summary.
         if set {
             // CAST: `word` succeeded, so `pid` is a valid non-negative index.
             self.mark_used(pid as usize / WORD_BITS);
         }
-        let mut old = word.load(Relaxed);
-        loop {
-            let new = if set { old | bit } else { old & !bit };
-            if new == old {
-                return old & bit != 0;
-            }
-            match word.cmpxchg(old, new, Full) {
-                Ok(_) => return old & bit != 0,
-                Err(current) => old = current,
-            }
-        }
+        was_set
     }
 
+    /// Clears every bit. Updates of single bits may run meanwhile (from probes): the
+    /// summaries are cleared before the words, and `update` marks a word used after setting
+    /// its bit, so a bit set meanwhile is always found by `for_each`. Walks every word (the
+    /// summaries are gone by then): a rare request, under the writers' mutex.
     fn clear_all(&self) {
-        self.for_each_used_word(|word| word.store(0, Relaxed));
         for summary in self.used.iter() {
-            summary.store(0, Relaxed);
+            summary.store(0, Release);
         }
-    }
-
-    /// Calls `f` for every word that may have bits set, in increasing order, with its index.
-    fn for_each_used_word(&self, mut f: impl FnMut(&Atomic<u64>)) {
-        self.for_each_used(|_, word| f(word));
+        for word in self.words.iter() {
+            if word.load(Relaxed) != 0 {
+                word.store(0, Release);
+            }
+        }
     }
 
     fn for_each_used(&self, mut f: impl FnMut(usize, &Atomic<u64>)) {
@@ -219,6 +225,10 @@ impl Drop for Process {
 pub(crate) struct WatchSet {
     watched: PidBitmap,
     follow: PidBitmap,
+    /// Watched processes whose last thread has started to exit (`sched_process_exit`), until
+    /// the exit probe takes them out of the set. A bit still set when a new process is given
+    /// the number means that probe was missed: the number is not the new process's.
+    exited: PidBitmap,
     /// Serialises writers so that each write applies as a whole.
     #[pin]
     update: Mutex<()>,
@@ -229,9 +239,11 @@ impl WatchSet {
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let watched = PidBitmap::new()?;
         let follow = PidBitmap::new()?;
+        let exited = PidBitmap::new()?;
         Ok(try_pin_init!(Self {
             watched,
             follow,
+            exited,
             update <- new_mutex!(()),
         }))
     }
@@ -253,6 +265,7 @@ impl WatchSet {
 
     /// Watches `tgid`, following its children if `follow`.
     pub(crate) fn add(&self, tgid: i32, follow: bool) {
+        self.exited.update(tgid, false);
         self.follow.update(tgid, follow);
         self.watched.update(tgid, true);
     }
@@ -260,7 +273,24 @@ impl WatchSet {
     /// Stops watching `tgid`; returns whether it was watched.
     pub(crate) fn remove(&self, tgid: i32) -> bool {
         self.follow.update(tgid, false);
-        self.watched.update(tgid, false)
+        let was_watched = self.watched.update(tgid, false);
+        self.exited.update(tgid, false);
+        was_watched
+    }
+
+    /// Notes that the last thread of watched process `tgid` has started to exit.
+    pub(crate) fn exiting(&self, tgid: i32) {
+        self.exited.update(tgid, true);
+    }
+
+    /// A new process was given the number `tgid`: if a process that had it exited watched
+    /// and its exit probe was missed, its bit is stale; take it out so that the new process
+    /// is not watched by accident. A `watch-pids` write naming the new process already
+    /// (between its creation and this call) cleared the mark when it set the bit.
+    pub(crate) fn new_process(&self, tgid: i32) {
+        if self.exited.contains(tgid) {
+            self.remove(tgid);
+        }
     }
 
     /// Calls `f` with every watched process, in increasing order.
@@ -272,9 +302,9 @@ impl WatchSet {
         });
     }
 
-    /// Bytes of the two bitmaps (fixed: allocated at load for every possible pid).
+    /// Bytes of the three bitmaps (fixed: allocated at load for every possible pid).
     pub(crate) fn bytes(&self) -> usize {
-        2 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>()
+        3 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>()
     }
 
     /// Number of watched processes.
@@ -324,9 +354,9 @@ impl WatchSet {
                     // The process may have exited since it was looked up, and its number may
                     // even name a newer process by now: then nothing would ever clear the bit,
                     // or it would watch a stranger. The bit is set with a full barrier, the
-                    // exit decrements `signal->live` with one: either the exit probe sees the
+                    // exit decrements `signal->live` with one: either the exit probes see the
                     // bit or this sees the group dead (through its own `struct pid`, not its
-                    // number). A newer process clears the bit itself when it is forked.
+                    // number).
                     if !process.alive() {
                         self.remove(process.tgid);
                     }
@@ -338,6 +368,7 @@ impl WatchSet {
                 Request::Clear => {
                     self.watched.clear_all();
                     self.follow.clear_all();
+                    self.exited.clear_all();
                 }
             }
         }
