@@ -45,6 +45,7 @@ if [ -n "${MEMMON_CHECK_DEBUG:-}" ]; then
     not_splats="$not_splats|kmemleak: Kernel memory leak detector initialized"
     not_splats="$not_splats|Lock dependency validator|MAX_LOCKDEP|LOCKDEP_|lock dependency info"
     not_splats="$not_splats|per task-struct memory footprint|ODEBUG: selftest passed|panic=-1"
+    not_splats="$not_splats|RCU lockdep checking is enabled"
 else
     not_splats='^$'
 fi
