@@ -64,6 +64,12 @@ pub(crate) fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+/// `-EBUSY` as `mm_access_sample_arm()` returns it.
+fn ebusy() -> c_long {
+    // CAST: an errno fits any signed integer type.
+    EBUSY.to_errno() as c_long
+}
+
 /// The arming helper's answer for an address space that has nothing past `start`: whether
 /// arming is possible at all (not while NUMA balancing is on). Process context.
 fn arming_allowed() -> bool {
@@ -77,7 +83,7 @@ fn arming_allowed() -> bool {
     // SAFETY: `mm` is the current task's address space, alive while it runs; starting at the
     // highest address finds no VMA, so nothing is armed: the call only checks whether it may.
     let ret = unsafe { bindings::mm_access_sample_arm(mm, c_ulong::MAX, 0, 0, &mut next) };
-    ret != -c_long::from(bindings::EBUSY)
+    ret != ebusy()
 }
 
 /// `kernel_param_ops.set` of `sample_ms`: at load and on writes to sysfs.
@@ -189,7 +195,7 @@ impl Sampler {
                 stop <- new_mutex!(false),
                 wake <- new_condvar!(),
                 state,
-                budget: c_ulong::from(budget),
+                budget: c_ulong::try_from(budget).unwrap_or(c_ulong::MAX),
             }),
             GFP_KERNEL,
         )?;
@@ -202,7 +208,7 @@ impl Sampler {
                 Some(thread_main),
                 data,
                 bindings::NUMA_NO_NODE,
-                c"memmon-sample".as_ptr().cast(),
+                c"memmon-sample".as_char_ptr(),
             )
         };
         if kernel::error::from_err_ptr(task).is_err() || task.is_null() {
@@ -371,7 +377,7 @@ fn arm_process(shared: &Shared, pid: i32, cursors: &mut KVec<(i32, c_ulong)>) ->
             bindings::mm_access_sample_arm(mm, start, shared.budget - armed, SCAN_CHUNK, &mut next)
         };
         if ret < 0 {
-            refused = ret == -c_long::from(bindings::EBUSY);
+            refused = ret == ebusy();
             break;
         }
         // CAST: `ret` is a non-negative page count.

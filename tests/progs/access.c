@@ -3,7 +3,8 @@
 //
 // Both modes map 4096 anonymous pages (no THP) and write each page's index into it.
 //
-// gens N: then, between the markers fsync(1001) and fsync(1002), for N generations: waits until
+// gens N: then waits for a generation to end (one whose arming began after the writes), then,
+// between the markers fsync(1001) and fsync(1002), for N generations: waits until
 // the module starts a new one (the "generations" counter of /proc/memmon/stats moves on; it
 // polls every millisecond, so the touching starts right after the arming), then hot_loop()
 // writes the same 256 pages (0..255) and, in the third generation only, scan_once() reads
@@ -127,6 +128,10 @@ int main(int argc, char **argv)
 	       (void *)hot_loop, (void *)scan_once, (void *)scan_once, (void *)loop_all,
 	       (void *)loop_all, (void *)main);
 	last = generations();
+	// A generation whose arming was under way while the pages were written may have missed
+	// some: start after the next one, whose arming began once they all were.
+	if (gens_mode && last >= 0)
+		last = next_generation(last);
 	getrusage(RUSAGE_SELF, &before);
 	fsync(1001);
 	if (gens_mode) {

@@ -80,7 +80,9 @@ while [ $i -le 5 ]; do
     gen_line=$(grep " $pid/$pid gen n=$g " /tmp/ev)
     expect_match "generation $i (gen $g): its gen line" "$gen_line" "gen n=$g armed=[0-9]+$"
     armed=$(echo "$gen_line" | field armed)
-    if [ $i -eq 1 ]; then want_armed=$NPAGES; else want_armed=256; fi
+    # hot_loop's pages were restored in the generation before (and scan_once's before the
+    # 4th), so they are armed again; the first one may find everything armed already.
+    case $i in 1) want_armed=0 ;; 4) want_armed=1280 ;; *) want_armed=256 ;; esac
     [ "$armed" -ge $want_armed ] || fail "generation $i: armed=$armed, want at least $want_armed"
     # the gen line comes before the generation's accesses
     first_access=$(grep -nE " $pid/[0-9]+ fault type=access .* gen=$g( |$)" /tmp/ev | head -n 1 | cut -d: -f1)
