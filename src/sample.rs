@@ -260,7 +260,7 @@ unsafe extern "C" fn thread_main(data: *mut c_void) -> c_int {
     let shared = unsafe { &*data.cast::<Shared>() };
     // Where each process's arming continues (pid, address), for those that used their budget.
     let mut cursors: KVec<(i32, c_ulong)> = KVec::new();
-    loop {
+    while !should_stop(shared) {
         let ms = SAMPLE_MS.load(Ordering::Relaxed);
         if ms == 0 {
             if sleep(shared, POLL_MS) {

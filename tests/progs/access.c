@@ -132,6 +132,11 @@ int main(int argc, char **argv)
 	// some: start after the next one, whose arming began once they all were.
 	if (gens_mode && last >= 0)
 		last = next_generation(last);
+	// The fault lines between the markers must be the faults between the getrusage calls:
+	// nothing may fault between a getrusage and its marker, so their code (on pages sampling
+	// arms) runs once just before, and the sequence takes microseconds.
+	getrusage(RUSAGE_SELF, &after);
+	fsync(1000);
 	getrusage(RUSAGE_SELF, &before);
 	fsync(1001);
 	if (gens_mode) {
@@ -156,6 +161,8 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			loop_all(p);
 	}
+	getrusage(RUSAGE_SELF, &after);
+	fsync(1000);
 	fsync(1002);
 	getrusage(RUSAGE_SELF, &after);
 	printf("straddled=%d\n", straddled);
