@@ -103,7 +103,7 @@ unsafe extern "C" fn set_sample_ms(
         let text = unsafe { kernel::str::CStr::from_char_ptr(val) };
         pr_err!(
             "sample_ms={} is not valid: it must be 0 (off) or {} to {} milliseconds\n",
-            text.to_str().unwrap_or("?"),
+            text.to_str().unwrap_or("?").trim_end(),
             SAMPLE_MS_MIN,
             SAMPLE_MS_MAX
         );
