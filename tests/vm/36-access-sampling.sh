@@ -61,17 +61,24 @@ w=$(window /tmp/ev "$pid")
 crosscheck "$w" /tmp/out
 base=$(($(value_of base "$out")))
 range() { value_of "$1" "$out"; }
-# access_pages G: "PAGE FIRST-STACK-ENTRY" of the access faults of generation G in the buffer
+# access_pages G BAD: the pages (index in the buffer) of the access faults of generation G, one a
+# line; in file BAD, those whose stack does not start in the function that touches them
+# (hot_loop for pages below 256, scan_once for the others). busybox awk reads 0x... strings
+# as hex numbers.
 access_pages() {
     printf '%s\n' "$w" | grep -E " fault type=access .* gen=$1( |$)" |
-        sed -n 's/.* addr=\(0x[0-9a-f]*\) .*stack=\(0x[0-9a-f]*\).*/\1 \2/p; t; s/.* addr=\(0x[0-9a-f]*\) .*/\1 -/p' |
-        while read -r a top; do
-            off=$(($a - base))
-            [ $off -ge 0 ] && [ $off -lt $((NPAGES * 4096)) ] && echo "$((off / 4096)) $top"
-        done
+        awk -v base="$base" -v np=$NPAGES -v hot="$(range hot_loop)" -v scan="$(range scan_once)" -v bad="$2" '
+            function inside(x, r,   b) { split(r, b, "-"); return x + 0 >= b[1] + 0 && x + 0 < b[2] + 0 }
+            { addr = ""; top = ""
+              for (i = 4; i <= NF; i++) {
+                  if (index($i, "addr=") == 1) addr = substr($i, 6)
+                  if (index($i, "stack=") == 1) { top = substr($i, 7); sub(/,.*/, "", top) }
+              }
+              off = addr - base; page = int(off / 4096)
+              if (off < 0 || page >= np) next
+              print page
+              if (top == "" || !inside(top, page < 256 ? hot : scan)) print page, top > bad }'
 }
-# in_range ADDR LO-HI
-in_range() { [ $(($1)) -ge $((${2%-*})) ] && [ $(($1)) -lt $((${2#*-})) ]; }
 total=0
 i=1
 while [ $i -le 5 ]; do
@@ -88,25 +95,21 @@ while [ $i -le 5 ]; do
     first_access=$(grep -nE " $pid/[0-9]+ fault type=access .* gen=$g( |$)" /tmp/ev | head -n 1 | cut -d: -f1)
     gen_at=$(grep -n " $pid/$pid gen n=$g " /tmp/ev | cut -d: -f1)
     [ "$gen_at" -lt "$first_access" ] || fail "generation $i: gen line at $gen_at after its first access at $first_access"
-    access_pages "$g" > /tmp/got.$i
-    awk '{ print $1 }' /tmp/got.$i | sort -n > /tmp/pages.$i
+    : > /tmp/bad.$i
+    access_pages "$g" /tmp/bad.$i | sort -n > /tmp/pages.$i
     { seq 0 255; [ $i -eq 3 ] && seq 1024 2047; } > /tmp/want.$i
     cmp -s /tmp/pages.$i /tmp/want.$i ||
         { diff /tmp/want.$i /tmp/pages.$i | head; fail "generation $i: the pages reported are not the pages touched"; }
     n=$(wc -l < /tmp/pages.$i)
     echo "ok: generation $i (gen=$g, armed=$armed): $n pages reported, exactly those touched, each once"
-    while read -r page top; do
-        if [ "$page" -lt 256 ]; then fn=hot_loop; else fn=scan_once; fi
-        [ "$top" != - ] && in_range "$top" "$(range $fn)" ||
-            fail "generation $i: page $page: stack top '$top' is not in $fn ($(range $fn))"
-    done < /tmp/got.$i
+    [ -s /tmp/bad.$i ] && fail "generation $i: stacks not in hot_loop ($(range hot_loop)) / scan_once ($(range scan_once)): $(head -n 3 /tmp/bad.$i)"
     echo "ok: generation $i: each access has its function (hot_loop / scan_once) at the top of its stack"
     total=$((total + n))
     i=$((i + 1))
 done
 expect_eq "access faults in the buffer over the window (untouched pages: none)" \
-    "$(printf '%s\n' "$w" | grep ' fault type=access ' | field addr | while read -r a; do
-        off=$(($a - base)); [ $off -ge 0 ] && [ $off -lt $((NPAGES * 4096)) ] && echo x; done | wc -l)" \
+    "$(printf '%s\n' "$w" | grep ' fault type=access ' | field addr |
+        awk -v base="$base" -v np=$NPAGES '{ off = $1 - base } off >= 0 && off < np * 4096' | wc -l)" \
     $((5 * 256 + 1024))
 expect_eq "pages counted over the 5 generations" "$total" $((5 * 256 + 1024))
 expect_match "access faults carry R or W" \
