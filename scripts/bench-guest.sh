@@ -3,6 +3,7 @@
 # set-ups are compared inside one boot under the same conditions.
 set -u
 REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
+SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T
 res=/tmp/results
@@ -105,6 +106,31 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     echo 1408 > $T/buffer_size_kb
     echo "reader memmon $memmon_lps 0" >> $res
     echo "reader ftrace $ftrace_lps 0" >> $res
+done
+
+# Access sampling: a process with SPAGES pages resident writes 10 % of them, a random set,
+# once per 100 ms generation (sample_ms=100, synchronised on the generation counter), against
+# the same with sampling off (sample_ms=0, 100 ms pauses); memmon loaded and the process
+# watched in both, `cat` as the reader. "sampling on|off NS": ns per page written;
+# "sampling-arm NS PAGES": arming time and pages armed per generation (stats).
+rep=0
+while [ $((rep += 1)) -le "$REPS" ]; do
+    for s in off on; do
+        if [ $s = on ]; then ms=100 mode=sync; else ms=0 mode=sleep; fi
+        insmod /memmon/memmon.ko buflen=4194304 sample_ms=$ms
+        cat /proc/memmon/events > /dev/null &
+        reader=$!
+        out=$(/progs/watchexec /progs/bench sample "$SPAGES" 10 "$SROUNDS" $mode)
+        wait_drained
+        kill $reader
+        wait $reader 2>/dev/null
+        echo "sampling $s $(printf '%s\n' "$out" | sed -n 's/^ns=\([0-9]*\).*/\1/p') $(stat_of lost_reported)" >> $res
+        if [ $s = on ]; then
+            g=$(stat_of generations)
+            [ "$g" -gt 0 ] && echo "sampling-arm $(($(stat_of sample_arm_ns) / g)) $(($(stat_of sample_armed) / g))" >> $res
+        fi
+        rmmod memmon
+    done
 done
 
 echo "=== results ==="

@@ -15,23 +15,28 @@
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
 # throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
 # /proc/memmon/events against ftrace's `trace`).
+# Access sampling (sample_ms): a process with 64 MiB resident writing 10 % of its pages, a
+# random set, each 100 ms generation: ns per page written with sampling on and off (the
+# difference: the cost of one access fault), arming time and pages per generation.
 # Under TCG absolute figures are an emulated CPU's: compare set-ups as ratios.
 # Usage: scripts/bench.sh [--quick]   (REPS, N, PAIRS, READN override the sizes)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = --quick ]; then
-    REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000}
+    REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000} SROUNDS=${SROUNDS:-3}
 fi
 REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
+SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
 out="$top/build/vm/bench.out"
 mkdir -p "$top/build/vm"
 "$top/scripts/vm-run" --timeout 3000 --log "$top/build/vm/bench.kernel.log" \
     --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" -- \
-    "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN sh /host/bench-guest.sh" > "$out"
+    "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS sh /host/bench-guest.sh" > "$out"
 sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 [ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
-echo "memmon bench: $REPS repetitions, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs)"
+echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs)"
 awk '
+    $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
       if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
     function stats(key,   n, a, i, j, t) {
@@ -43,7 +48,7 @@ awk '
         split("none ftrace unwatched watched record", setups, " ")
         for (w = 1; w <= nw; w++) {
             wl = order[w]
-            if (wl == "reader") continue
+            if (wl == "reader" || wl ~ /^sampling/) continue
             printf "\n%-16s %-10s %8s %8s %8s %10s %10s %8s\n", wl, "set-up", "median", "min", "max", "vs none", "vs ftrace", "lost"
             stats(wl " none"); none = med
             stats(wl " ftrace"); ft = med
@@ -60,4 +65,12 @@ awk '
         stats("reader ftrace"); f = med
         printf "\nreader: memmon %d lines/s (min %d, max %d), ftrace %d lines/s: %.2fx\n", m, mlo, mhi, f, f ? m / f : 0
         print "(ns per fault or per pair; vs ftrace = (set-up - none) / (ftrace - none); lost = events lost over all runs)"
-    }' "$out.results"
+        if (("sampling on") in v) {
+            stats("sampling on"); on = med; onlo = lo; onhi = hi
+            stats("sampling off"); off = med
+            printf "\naccess sampling, %d pages resident, 10 %% written per 100 ms generation:\n", spages
+            printf "  per page written: %d ns sampled (min %d, max %d), %d ns not sampled: %+d ns per access fault\n", on, onlo, onhi, off, on - off
+            stats("sampling-arm"); printf "  arming: %d us per generation (min %d, max %d)", med / 1000, lo / 1000, hi / 1000
+            n = split(substr(armv, 2), a, " "); printf " for about %d pages\n", a[1]
+        }
+    }' spages="$SPAGES" "$out.results"

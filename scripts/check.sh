@@ -123,10 +123,12 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader"' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
     [ "$n" -eq 15 ] || { echo "want 15 results (5 set-ups x 3 workloads)"; return 1; }
-    grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results"
+    grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
+    grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
+    grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"
 }
 
 if [ -z "$vm_only" ]; then

@@ -39,11 +39,12 @@ pub(crate) enum Kind {
     Fork,
     Exit,
     Rss,
+    Gen,
 }
 
 impl Kind {
     /// Number of kinds.
-    pub(crate) const COUNT: usize = Kind::Rss as usize + 1;
+    pub(crate) const COUNT: usize = Kind::Gen as usize + 1;
 
     /// Every kind, in discriminant order.
     pub(crate) const ALL: [Kind; Kind::COUNT] = [
@@ -71,13 +72,14 @@ impl Kind {
         Kind::Fork,
         Kind::Exit,
         Kind::Rss,
+        Kind::Gen,
     ];
 
     /// Whether the kind is a system call (its line ends with `dur=`).
     pub(crate) fn is_syscall(self) -> bool {
         !matches!(
             self,
-            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit | Kind::Rss
+            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit | Kind::Rss | Kind::Gen
         )
     }
 
@@ -108,6 +110,7 @@ impl Kind {
             Kind::Fork => "fork",
             Kind::Exit => "exit",
             Kind::Rss => "rss",
+            Kind::Gen => "gen",
         }
     }
 }
@@ -124,6 +127,7 @@ pub(crate) enum FaultType {
     Numa,
     Hugetlb,
     Other,
+    Access,
 }
 
 impl FaultType {
@@ -138,6 +142,7 @@ impl FaultType {
             FaultType::Numa => "numa",
             FaultType::Hugetlb => "hugetlb",
             FaultType::Other => "other",
+            FaultType::Access => "access",
         }
     }
 
@@ -152,6 +157,7 @@ impl FaultType {
             FaultType::Numa,
             FaultType::Hugetlb,
             FaultType::Other,
+            FaultType::Access,
         ]
         .get(usize::from(value))
         .copied()
@@ -206,7 +212,8 @@ pub(crate) struct Event {
     pub(crate) text_head_cut: bool,
     /// Kind-specific flag bits ([`fault_flags`]).
     pub(crate) flags: u32,
-    /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages).
+    /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages, or
+    /// for an access its generation).
     pub(crate) args: [u64; 6],
     /// Syscall return value, exit code, child pid.
     pub(crate) ret: i64,

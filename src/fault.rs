@@ -84,6 +84,7 @@ unsafe extern "C" fn mm_fault(
         bindings::mm_fault_handler_MM_FAULT_NUMA => FaultType::Numa,
         bindings::mm_fault_handler_MM_FAULT_HUGETLB => FaultType::Hugetlb,
         bindings::mm_fault_handler_MM_FAULT_SPURIOUS => FaultType::Spurious,
+        bindings::mm_fault_handler_MM_FAULT_ACCESS => FaultType::Access,
         _ => FaultType::Other,
     };
     let mut bits = 0;
@@ -112,7 +113,12 @@ unsafe extern "C" fn mm_fault(
         // CAST: a register is 64 bits wide on x86_64.
         event.args[1] = ip as u64;
     }
-    event.args[2] = u64::from(report.nr_pages);
+    // An access maps nothing: its record carries the generation instead of pages.
+    event.args[2] = if event.fault_type == FaultType::Access {
+        crate::sample::generation()
+    } else {
+        u64::from(report.nr_pages)
+    };
     event.flags = bits;
     if stack::depth() == 0 {
         state.ring.push(&event);

@@ -400,6 +400,10 @@ impl StatsFile {
             writeln!(out, "rings {}", stats.rings)?;
             writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
             writeln!(out, "buflen {}", state.buflen)?;
+            writeln!(out, "generations {}", crate::sample::generation())?;
+            let (arm_ns, armed) = crate::sample::arming_totals();
+            writeln!(out, "sample_arm_ns {arm_ns}")?;
+            writeln!(out, "sample_armed {armed}")?;
             let memory = self.monitor.memory();
             writeln!(out, "readers {}", memory.readers)?;
             writeln!(out, "memory_rings {}", memory.rings)?;

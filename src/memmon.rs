@@ -35,6 +35,7 @@ mod procfs;
 mod record;
 mod ring;
 mod rss;
+mod sample;
 mod stack;
 mod syscalls;
 mod text;
@@ -62,6 +63,10 @@ module! {
             default: 32768,
             description: "Size of the event ring buffer in bytes (8192 to 268435456)",
         },
+        sample_pages: u32 {
+            default: 65536,
+            description: "Access sampling: pages armed per process and generation at most (1 to 67108864)",
+        },
     },
 }
 
@@ -69,6 +74,9 @@ module! {
 const BUFLEN_MIN: u32 = 8192;
 /// Largest accepted `buflen`.
 const BUFLEN_MAX: u32 = 256 << 20;
+
+/// Largest accepted `sample_pages` (256 GiB of 4 KiB pages).
+const SAMPLE_PAGES_MAX: u32 = 1 << 26;
 
 /// What the producers (fault hook, probes) and the readers share.
 #[pin_data]
@@ -146,6 +154,7 @@ struct Memmon {
     exit_rss_probe: Option<rss::ExitRssProbe>,
     /// `None` only during drop.
     fork_probe: Option<ForkProbe>,
+    sampler: Option<sample::Sampler>,
 }
 
 impl kernel::Module for Memmon {
@@ -157,6 +166,15 @@ impl kernel::Module for Memmon {
                 buflen,
                 BUFLEN_MIN,
                 BUFLEN_MAX
+            );
+            return Err(EINVAL);
+        }
+        let sample_pages = module_parameters::sample_pages.value();
+        if !(1..=SAMPLE_PAGES_MAX).contains(&sample_pages) {
+            pr_err!(
+                "sample_pages={} is out of range: it must be 1 to {} pages\n",
+                sample_pages,
+                SAMPLE_PAGES_MAX
             );
             return Err(EINVAL);
         }
@@ -193,6 +211,7 @@ impl kernel::Module for Memmon {
         let fault_probe = FaultProbe::attach(state.clone())?;
         let exit_rss_probe = rss::ExitRssProbe::attach(state.clone())?;
         let fork_probe = ForkProbe::attach(state.clone())?;
+        let sampler = sample::Sampler::start(state.clone(), sample_pages)?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
@@ -213,12 +232,17 @@ impl kernel::Module for Memmon {
             fault_probe: Some(fault_probe),
             exit_rss_probe: Some(exit_rss_probe),
             fork_probe: Some(fork_probe),
+            sampler: Some(sampler),
         })
     }
 }
 
 impl Drop for Memmon {
     fn drop(&mut self) {
+        // First the sampling thread: stopping it waits for a generation in progress, which
+        // writes to the ring. Pages still armed stay correct: their next access restores them
+        // (and is reported to nobody once the probe is detached).
+        drop(self.sampler.take());
         // Readers blocked in read() or poll() wake up and see end of file, so that removing
         // the files (which waits for callbacks in flight) cannot hang.
         self.state.ring.close();

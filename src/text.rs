@@ -2,7 +2,7 @@
 
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
-use crate::event::{fault_flags, Event, Kind, TEXT_CAPACITY};
+use crate::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
 use crate::stack::STACK_MAX;
 use core::fmt::{self, Write};
 
@@ -368,6 +368,10 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
                 out.push_bytes(b" pages=")?;
                 out.push_dec(a2, 1)?;
             }
+            if e.fault_type == FaultType::Access {
+                out.push_bytes(b" gen=")?;
+                out.push_dec(a2, 1)?;
+            }
         }
         Kind::Mmap => {
             write!(out, " addr={a0:#x} len={a1} prot=")?;
@@ -495,6 +499,7 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             out.write_str(" filename=")?;
             write_escaped(out, e.text(), e.text_truncated)?;
         }
+        Kind::Gen => write!(out, " n={a0} armed={a1}")?,
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
     }

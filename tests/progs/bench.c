@@ -3,6 +3,11 @@
 //                own region, all starting together; prints ns=<wall ns per fault>
 //   mapunmap N   N pairs of mmap(4096, anonymous) + munmap, nothing touched; prints
 //                ns=<ns per pair>
+//   sample N PCT ROUNDS sync|sleep
+//                maps N pages and writes them, then ROUNDS times: waits for the next
+//                generation of access sampling ("generations" in /proc/memmon/stats: sync)
+//                or 100 ms (sleep), then writes PCT % of the pages, a random set each round;
+//                prints ns=<ns per page written> touched=<pages written in all>
 //   read FILE    reads FILE (O_NONBLOCK) 64 KiB at a time until end of file or EAGAIN;
 //                prints lines=<lines read> ns=<ns> lines_per_s=<lines per second>
 #include <errno.h>
@@ -111,6 +116,72 @@ static int readfile(const char *path)
 	return 0;
 }
 
+// The "generations" counter of /proc/memmon/stats, -1 without it.
+static long generations(void)
+{
+	static char buf[4096];
+	int fd = open("/proc/memmon/stats", O_RDONLY);
+	ssize_t n;
+	char *at;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	at = strstr(buf, "\ngenerations ");
+	return at ? strtol(at + 13, NULL, 10) : -1;
+}
+
+static int sample(size_t n, unsigned int pct, int rounds, int sync)
+{
+	volatile char *p = (volatile char *)map_pages(n);
+	size_t *order = calloc(n, sizeof(*order)), k = n * pct / 100, touched = 0;
+	unsigned long long seed = 88172645463325252ULL;
+	long long spent = 0, t0;
+	struct timespec pause = { 0, 100000000L };
+	long last = generations();
+
+	if (!order)
+		return perror("calloc"), 1;
+	for (size_t i = 0; i < n; i++) {
+		p[i * PAGE] = 1;
+		order[i] = i;
+	}
+	for (int r = 0; r < rounds; r++) {
+		// A random k-subset: the first k of a partial Fisher-Yates shuffle (xorshift).
+		for (size_t i = 0; i < k; i++) {
+			size_t j, t;
+
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			j = i + seed % (n - i);
+			t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		if (sync && last >= 0) {
+			long g;
+
+			while ((g = generations()) == last && g >= 0)
+				nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+			last = g;
+		} else {
+			nanosleep(&pause, NULL);
+		}
+		t0 = now_ns();
+		for (size_t i = 0; i < k; i++)
+			p[order[i] * PAGE] += 1;
+		spent += now_ns() - t0;
+		touched += k;
+	}
+	printf("ns=%lld touched=%zu\n", touched ? spent / (long long)touched : 0, touched);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -120,6 +191,9 @@ int main(int argc, char **argv)
 		return mapunmap(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "read"))
 		return readfile(argv[2]);
-	fprintf(stderr, "usage: bench faults THREADS N | mapunmap N | read FILE\n");
+	if (argc == 6 && !strcmp(argv[1], "sample"))
+		return sample(strtoul(argv[2], NULL, 0), atoi(argv[3]), atoi(argv[4]),
+			      !strcmp(argv[5], "sync"));
+	fprintf(stderr, "usage: bench faults THREADS N | mapunmap N | sample N PCT ROUNDS sync|sleep | read FILE\n");
 	return 2;
 }

@@ -23,6 +23,10 @@
 //                 read until the module goes away, waiting in HOW (read, poll, select or
 //                 epoll) whenever there is nothing to read; ends at end of file or EIO (the
 //                 file was removed), printing HOW: events=N lost=M end=eof|eio
+//   uffd-stuck    one process of an open file is stuck in read() copying out to a
+//                 userfaultfd-backed buffer, holding the file's read lock; a second one
+//                 blocks in read() behind it and is sent SIGKILL: prints waiter=killed if
+//                 it died within 3 s, waiter=stuck otherwise (needs a line to read)
 //   slow DELAY_US OUT
 //                 read 4 KiB at a time, sleeping DELAY_US after each read, until the
 //                 file /tmp/done exists and nothing is left; writes the stream to OUT and
@@ -35,7 +39,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -215,6 +223,52 @@ static int until_end(const char *how)
 	return 0;
 }
 
+static int uffd_stuck(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	size_t len = 65536;
+	int fd = open(events, O_RDONLY), uffd, holder, waiter, status;
+	char *stuck;
+	long long start;
+
+	if (fd < 0)
+		return perror(events), 1;
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
+		return perror("userfaultfd"), 1;
+	stuck = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)stuck;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (stuck == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg))
+		return perror("UFFDIO_REGISTER"), 1;
+	holder = fork();
+	if (holder == 0) {
+		// Faults on the missing page in copy_to_user(), which nobody resolves.
+		read(fd, stuck, len);
+		_exit(0);
+	}
+	usleep(500000);
+	waiter = fork();
+	if (waiter == 0) {
+		static char buf[65536];
+
+		read(fd, buf, sizeof(buf));
+		_exit(0);
+	}
+	usleep(500000);
+	kill(waiter, SIGKILL);
+	start = now_us();
+	while (waitpid(waiter, &status, WNOHANG) == 0 && now_us() - start < 3000000)
+		usleep(10000);
+	printf("waiter=%s\n", now_us() - start < 3000000 ? "killed" : "stuck");
+	kill(holder, SIGKILL);
+	waitpid(holder, &status, 0);
+	waitpid(waiter, &status, 0);
+	return 0;
+}
+
 static int wake_latency(const char *how)
 {
 	int pipefd[2];
@@ -347,6 +401,8 @@ int main(int argc, char **argv)
 			return printf("epoll=FAILED\n"), 1;
 		wait(NULL);
 		printf("epoll=ok\n");
+	} else if (!strcmp(mode, "uffd-stuck")) {
+		return uffd_stuck();
 	} else if (!strcmp(mode, "until-end") && argc == 3) {
 		return until_end(argv[2]);
 	} else if (!strcmp(mode, "slow") && argc == 4) {

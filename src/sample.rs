@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Access sampling by generation: which code touches which resident pages.
+//!
+//! Every `sample_ms` milliseconds a kernel thread, `memmon-sample`, starts a generation: for
+//! each watched process, holding a reference to its address space, it arms the resident pages
+//! of its accessible VMAs through `mm_access_sample_arm()` (`patches/0002`), which makes them
+//! PROT_NONE as NUMA balancing does. The next access to each takes a hinting fault that only
+//! restores the page, and that the `mm:mm_fault` tracepoint reports as type `access`
+//! ([`crate::fault`] adds `gen=`). Once every watched process is armed, one `gen` line per
+//! process is written and the generation number moves on: accesses from then on carry it.
+//!
+//! The arming is bounded: at most `sample_pages` pages per process and generation (the next
+//! generation continues where this one stopped), in calls that scan at most [`SCAN_CHUNK`]
+//! pages of address space each, the mmap lock dropped between calls. The thread holds no
+//! spinlock while arming (it sleeps on the mmap lock).
+//!
+//! `sample_ms` (0 = off, the default; 10 to 60000 otherwise) is writable at run time by root
+//! through `/sys/module/memmon/parameters/sample_ms`; other values are refused with `EINVAL`
+//! and a kernel log line, and any non-zero value with `EBUSY` while automatic NUMA balancing
+//! is on (its hinting faults could not be told from sampling ones).
+
+use crate::event::{Event, Kind};
+use crate::State;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
+    time::msecs_to_jiffies,
+};
+
+/// Smallest non-zero `sample_ms`.
+const SAMPLE_MS_MIN: u32 = 10;
+/// Largest `sample_ms`.
+const SAMPLE_MS_MAX: u32 = 60000;
+/// Pages of address space one `mm_access_sample_arm()` call scans at most (64 MiB), so that
+/// the mmap lock is released regularly.
+const SCAN_CHUNK: c_ulong = 16384;
+/// Longest sleep before the thread looks at `sample_ms` again, in milliseconds.
+const POLL_MS: u32 = 100;
+
+/// The current `sample_ms`: 0 while sampling is off.
+static SAMPLE_MS: AtomicU32 = AtomicU32::new(0);
+
+/// The last generation whose arming completed: what `gen=` of an access says.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds spent arming, over every generation since load.
+static ARM_NS: AtomicU64 = AtomicU64::new(0);
+/// Pages armed, over every generation since load.
+static ARMED: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds spent arming and pages armed, since load (`/proc/memmon/stats`).
+pub(crate) fn arming_totals() -> (u64, u64) {
+    (
+        ARM_NS.load(Ordering::Relaxed),
+        ARMED.load(Ordering::Relaxed),
+    )
+}
+
+/// The generation accesses belong to now (0 before the first one).
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
+/// `-EBUSY` as `mm_access_sample_arm()` returns it.
+fn ebusy() -> c_long {
+    // CAST: an errno fits any signed integer type.
+    EBUSY.to_errno() as c_long
+}
+
+/// The arming helper's answer for an address space that has nothing past `start`: whether
+/// arming is possible at all (not while NUMA balancing is on). Process context.
+fn arming_allowed() -> bool {
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is valid; its `mm` is only replaced by the task itself.
+    let mm = unsafe { (*task).mm };
+    if mm.is_null() {
+        return true;
+    }
+    let mut next: c_ulong = 0;
+    // SAFETY: `mm` is the current task's address space, alive while it runs; starting at the
+    // highest address finds no VMA, so nothing is armed: the call only checks whether it may.
+    let ret = unsafe { bindings::mm_access_sample_arm(mm, c_ulong::MAX, 0, 0, &mut next) };
+    ret != ebusy()
+}
+
+/// `kernel_param_ops.set` of `sample_ms`: at load and on writes to sysfs.
+///
+/// # Safety
+///
+/// Called by the module parameter code with a NUL-terminated value.
+unsafe extern "C" fn set_sample_ms(
+    val: *const c_char,
+    _param: *const bindings::kernel_param,
+) -> c_int {
+    let mut value: c_uint = 0;
+    // SAFETY: `val` is a NUL-terminated string; `value` is valid for writes.
+    let ret = unsafe { bindings::kstrtouint(val, 0, &mut value) };
+    if ret != 0 || (value != 0 && !(SAMPLE_MS_MIN..=SAMPLE_MS_MAX).contains(&value)) {
+        // SAFETY: `val` is a NUL-terminated string.
+        let text = unsafe { kernel::str::CStr::from_char_ptr(val) };
+        pr_err!(
+            "sample_ms={} is not valid: it must be 0 (off) or {} to {} milliseconds\n",
+            text.to_str().unwrap_or("?").trim_end(),
+            SAMPLE_MS_MIN,
+            SAMPLE_MS_MAX
+        );
+        return EINVAL.to_errno();
+    }
+    if value != 0 && !arming_allowed() {
+        pr_err!(
+            "sample_ms={}: access sampling is refused while automatic NUMA balancing is on \
+             (its hinting faults would be taken for accesses): set kernel.numa_balancing=0\n",
+            value
+        );
+        return EBUSY.to_errno();
+    }
+    SAMPLE_MS.store(value, Ordering::Relaxed);
+    0
+}
+
+static SAMPLE_MS_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
+    flags: 0,
+    set: Some(set_sample_ms),
+    get: Some(bindings::param_get_uint),
+    free: None,
+};
+
+#[link_section = "__param"]
+#[used(compiler)]
+static SAMPLE_MS_PARAM: kernel::module_param::KernelParam =
+    kernel::module_param::KernelParam::new(bindings::kernel_param {
+        name: kernel::str::as_char_ptr_in_const_context(c"sample_ms"),
+        // `__this_module` is set up by the kernel at load time and stays until the module is
+        // unloaded.
+        mod_: &raw mut bindings::__this_module,
+        ops: core::ptr::from_ref(&SAMPLE_MS_OPS),
+        // Readable by everyone, writable by root.
+        perm: 0o644,
+        level: -1,
+        flags: 0,
+        __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 {
+            // `param_get_uint` reads an unsigned int here; an `AtomicU32` has its layout.
+            arg: core::ptr::from_ref(&SAMPLE_MS).cast_mut().cast(),
+        },
+    });
+
+// What `modinfo` shows of the parameter, as `MODULE_PARM_DESC()` and `module_param()` record
+// it for a loadable module.
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static SAMPLE_MS_PARMTYPE: [u8; 24] = *b"parmtype=sample_ms:uint\0";
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static SAMPLE_MS_PARM: [u8; 66] =
+    *b"parm=sample_ms:Access sampling period in ms (0: off, or 10-60000)\0";
+
+/// What the sampling thread shares with its owner.
+#[pin_data]
+struct Shared {
+    /// Set when the thread must return.
+    #[pin]
+    stop: Mutex<bool>,
+    /// Wakes the thread when `stop` is set.
+    #[pin]
+    wake: CondVar,
+    state: Arc<State>,
+    /// Pages armed per process and generation at most.
+    budget: c_ulong,
+}
+
+/// The sampling thread, running from initialisation until drop.
+///
+/// # Invariants
+///
+/// `task` is the `memmon-sample` kthread, referenced (`get_task_struct`), running
+/// [`thread_main`] on `shared` until it is stopped in drop.
+pub(crate) struct Sampler {
+    shared: Arc<Shared>,
+    task: *mut bindings::task_struct,
+}
+
+// SAFETY: The task pointer is only used to stop the thread, from any thread.
+unsafe impl Send for Sampler {}
+// SAFETY: Shared references give no access to the task pointer.
+unsafe impl Sync for Sampler {}
+
+impl Sampler {
+    /// Starts the thread; `budget` is `sample_pages`.
+    pub(crate) fn start(state: Arc<State>, budget: u32) -> Result<Self> {
+        let shared = Arc::pin_init(
+            pin_init!(Shared {
+                stop <- new_mutex!(false),
+                wake <- new_condvar!(),
+                state,
+                budget: c_ulong::try_from(budget).unwrap_or(c_ulong::MAX),
+            }),
+            GFP_KERNEL,
+        )?;
+        let data = Arc::as_ptr(&shared).cast_mut().cast::<c_void>();
+        // SAFETY: `thread_main` has the kthread signature and reads `data` as a `Shared`,
+        // which `shared` keeps alive until the thread is stopped in drop; the name is a plain
+        // NUL-terminated format without conversions.
+        let task = unsafe {
+            bindings::kthread_create_on_node(
+                Some(thread_main),
+                data,
+                bindings::NUMA_NO_NODE,
+                c"memmon-sample".as_char_ptr(),
+            )
+        };
+        if kernel::error::from_err_ptr(task).is_err() || task.is_null() {
+            pr_err!("cannot start the access sampling thread\n");
+            return Err(ENOMEM);
+        }
+        // SAFETY: `task` is the new kthread, not yet running; the reference keeps its
+        // task_struct until `kthread_stop_put`; waking it starts `thread_main`.
+        unsafe {
+            bindings::get_task_struct(task);
+            bindings::wake_up_process(task);
+        }
+        Ok(Self { shared, task })
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        *self.shared.stop.lock() = true;
+        self.shared.wake.notify_all();
+        // SAFETY: By the type invariant `task` is the referenced kthread; this waits for
+        // `thread_main` to return (it checks `stop` between steps) and drops the reference.
+        unsafe { bindings::kthread_stop_put(self.task) };
+    }
+}
+
+/// Sleeps up to `ms` milliseconds or until the thread is stopped; returns whether it is.
+fn sleep(shared: &Shared, ms: u32) -> bool {
+    let mut stop = shared.stop.lock();
+    if !*stop {
+        let _ = shared
+            .wake
+            .wait_interruptible_timeout(&mut stop, msecs_to_jiffies(ms));
+    }
+    *stop
+}
+
+fn should_stop(shared: &Shared) -> bool {
+    *shared.stop.lock()
+}
+
+/// The thread: a generation every `sample_ms`, until stopped.
+///
+/// # Safety
+///
+/// `data` is the `Shared` of a [`Sampler`], alive until the thread is stopped.
+unsafe extern "C" fn thread_main(data: *mut c_void) -> c_int {
+    // SAFETY: The `Sampler` keeps `Shared` alive until it has stopped this thread.
+    let shared = unsafe { &*data.cast::<Shared>() };
+    // Where each process's arming continues (pid, address), for those that used their budget.
+    let mut cursors: KVec<(i32, c_ulong)> = KVec::new();
+    while !should_stop(shared) {
+        let ms = SAMPLE_MS.load(Ordering::Relaxed);
+        if ms == 0 {
+            if sleep(shared, POLL_MS) {
+                break;
+            }
+            continue;
+        }
+        let start = crate::event::now_ns();
+        generation_pass(shared, &mut cursors);
+        // Sleep the rest of the period, a slice at a time, so that a new `sample_ms` applies.
+        let mut stopped = false;
+        loop {
+            let ms = SAMPLE_MS.load(Ordering::Relaxed);
+            let elapsed = (crate::event::now_ns().saturating_sub(start) / 1_000_000)
+                .try_into()
+                .unwrap_or(u32::MAX);
+            if ms == 0 || elapsed >= ms {
+                break;
+            }
+            if sleep(shared, (ms - elapsed).min(POLL_MS)) {
+                stopped = true;
+                break;
+            }
+        }
+        if stopped {
+            break;
+        }
+    }
+    // The thread returns only once stopped: `kthread_stop` collects this value.
+    while !should_stop(shared) {
+        let _ = sleep(shared, POLL_MS);
+    }
+    0
+}
+
+/// One generation: arms every watched process, then writes their `gen` lines and moves the
+/// generation number on.
+fn generation_pass(shared: &Shared, cursors: &mut KVec<(i32, c_ulong)>) {
+    let mut pids: KVec<i32> = KVec::new();
+    let mut full = false;
+    shared.state.watch.for_each_watched(|pid| {
+        if pids.push(pid, GFP_KERNEL).is_err() {
+            full = true;
+        }
+    });
+    if full {
+        pr_warn!("access sampling: out of memory listing the watched processes\n");
+    }
+    let generation = GENERATION.load(Ordering::Relaxed) + 1;
+    let started = crate::event::now_ns();
+    let mut armed_per_pid: KVec<(i32, u64)> = KVec::new();
+    for &pid in pids.iter() {
+        if should_stop(shared) {
+            return;
+        }
+        let Some(armed) = arm_process(shared, pid, cursors) else {
+            continue;
+        };
+        if armed_per_pid.push((pid, armed), GFP_KERNEL).is_err() {
+            continue;
+        }
+    }
+    ARM_NS.fetch_add(
+        crate::event::now_ns().saturating_sub(started),
+        Ordering::Relaxed,
+    );
+    // Processes no longer watched forget their cursor.
+    cursors.retain(|(pid, _)| shared.state.watch.contains(*pid));
+    for &(pid, armed) in armed_per_pid.iter() {
+        let mut event = Event::new(Kind::Gen);
+        event.pid = pid;
+        event.tid = pid;
+        event.args[0] = generation;
+        event.args[1] = armed;
+        shared.state.ring.push(&event);
+        ARMED.fetch_add(armed, Ordering::Relaxed);
+    }
+    GENERATION.store(generation, Ordering::Relaxed);
+}
+
+/// Arms process `pid` for a generation; returns the pages armed, `None` if it has no address
+/// space (any more) or arming is refused.
+fn arm_process(shared: &Shared, pid: i32, cursors: &mut KVec<(i32, c_ulong)>) -> Option<u64> {
+    let mm = {
+        let _rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
+        // `init_pid_ns` is static. `get_task_mm` takes a reference on the mm of a task valid
+        // under the RCU read lock, or returns null (kernel thread, exiting process).
+        unsafe {
+            let pid = bindings::find_pid_ns(pid, &raw mut bindings::init_pid_ns);
+            if pid.is_null() {
+                return None;
+            }
+            let task = bindings::pid_task(pid, bindings::pid_type_PIDTYPE_TGID);
+            if task.is_null() {
+                return None;
+            }
+            bindings::get_task_mm(task)
+        }
+    };
+    if mm.is_null() {
+        return None;
+    }
+    let slot = cursors.iter().position(|(p, _)| *p == pid);
+    let mut start = slot.and_then(|i| cursors.get(i)).map_or(0, |(_, at)| *at);
+    let wrapped_from = start;
+    let mut armed: c_ulong = 0;
+    let mut refused = false;
+    loop {
+        let mut next: c_ulong = 0;
+        // SAFETY: `mm` is referenced (`get_task_mm`) until `mmput` below; this thread holds
+        // no lock, and the call may sleep.
+        let ret = unsafe {
+            bindings::mm_access_sample_arm(mm, start, shared.budget - armed, SCAN_CHUNK, &mut next)
+        };
+        if ret < 0 {
+            refused = ret == ebusy();
+            break;
+        }
+        // CAST: `ret` is a non-negative page count.
+        armed += ret as c_ulong;
+        if armed >= shared.budget {
+            start = next;
+            break;
+        }
+        if next == 0 {
+            // Past the last VMA: start from the beginning next time; if this generation
+            // started in the middle, go on from the beginning up to where it started.
+            if wrapped_from == 0 || start == 0 {
+                start = 0;
+                break;
+            }
+            start = 0;
+            continue;
+        }
+        if wrapped_from != 0 && start < wrapped_from && next >= wrapped_from {
+            start = next;
+            break;
+        }
+        start = next;
+        if should_stop(shared) {
+            break;
+        }
+    }
+    // SAFETY: `mm` was referenced by `get_task_mm`; `mmput` may sleep, allowed here.
+    unsafe { bindings::mmput(mm) };
+    if refused {
+        pr_err!(
+            "access sampling stopped: automatic NUMA balancing was turned on (its hinting \
+             faults would be taken for accesses); set kernel.numa_balancing=0 and sample_ms \
+             again\n"
+        );
+        SAMPLE_MS.store(0, Ordering::Relaxed);
+        return None;
+    }
+    match slot {
+        Some(i) => {
+            if let Some(entry) = cursors.get_mut(i) {
+                entry.1 = start;
+            }
+        }
+        None if start != 0 => {
+            let _ = cursors.push((pid, start), GFP_KERNEL);
+        }
+        None => {}
+    }
+    // CAST: a page count fits in u64.
+    Some(armed as u64)
+}
