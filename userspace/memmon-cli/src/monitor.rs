@@ -584,7 +584,7 @@ mod tests {
             "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 type=bogus",
             "5.103901002 212/212 fault   type=wp  access=W\taddr=0x1 ip=0x2",
             "5.103901002 212/212 fault type=access access=R addr=0x7f0000001000 ip=0x401d2f gen=3",
-            "5.103901002 212/212 fault type=access access=W addr=0x7f0000200000 ip=0x401d2f gen=18446744073709551615 huge=1",
+            "5.103901002 212/212 fault type=access access=W addr=0x7f0000200000 ip=0x401d2f huge=1 gen=18446744073709551615",
         ];
         let mut lines: Vec<String> = good.iter().map(|line| line.to_string()).collect();
         lines.extend(good.iter().map(|line| format!("{line} {stack}")));

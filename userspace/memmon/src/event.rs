@@ -878,9 +878,6 @@ impl Event<'_> {
                     fault_type.as_str(),
                     access.as_str()
                 )?;
-                if let Some(gen) = gen {
-                    write!(f, " gen={gen}")?;
-                }
                 for (present, text) in [
                     (!user, " user=0"),
                     (*huge, " huge=1"),
@@ -893,6 +890,10 @@ impl Event<'_> {
                 }
                 if *pages != 1 {
                     write!(f, " pages={pages}")?;
+                }
+                // Last, as the module writes it (before `stack=`).
+                if let Some(gen) = gen {
+                    write!(f, " gen={gen}")?;
                 }
                 Ok(())
             }

@@ -59,7 +59,7 @@ const VALID: &[&str] = &[
     // Access sampling (issue 15): the gen line and type=access with gen=.
     "20.100000000 4242/4242 gen n=3 armed=4096",
     "20.100000100 4242/4243 fault type=access access=R addr=0x7f0000003010 ip=0x401136 gen=3",
-    "20.100000200 4242/4242 fault type=access access=W addr=0x7f0000200000 ip=0x401136 gen=3 huge=1 stack=0x401136,0x401200",
+    "20.100000200 4242/4242 fault type=access access=W addr=0x7f0000200000 ip=0x401136 huge=1 gen=3 stack=0x401136,0x401200",
 ];
 
 /// Keys that may be absent.
