@@ -146,6 +146,7 @@ done
 if [ -z "$vm_only" ]; then
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
+    [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-access-end-to-end "$top/tests/report/run-vm-access.sh"
     run_item bench-quick bench_quick
 fi
 
