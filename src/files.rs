@@ -59,13 +59,13 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
 }
 
 /// Bytes of records a reader fetches from one ring at a time.
-const STAGE_BYTES: usize = 2048;
+const STAGE_BYTES: usize = 4096;
 const _: () = assert!(STAGE_BYTES >= RECORD_MAX);
 
 /// Where a reader of `/proc/memmon/events` is: kept per open file, not on the kernel stack.
 struct ReadState {
     /// Per ring: the next record to fetch.
-    cursors: KVec<Cursor>,
+    cursors: VVec<Cursor>,
     /// Per ring, [`STAGE_BYTES`] each: records fetched and not yet delivered.
     stage: VVec<u8>,
     /// Per ring: the fetched records lie at `start..end` of its part of `stage`.
@@ -280,7 +280,7 @@ impl ProcFile for EventsFile {
 
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
         let ring = &monitor.state.ring;
-        let mut cursors = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
+        let mut cursors = VVec::with_capacity(ring.count(), GFP_KERNEL)?;
         let mut spans = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
         for _ in 0..ring.count() {
             cursors.push(Cursor::default(), GFP_KERNEL)?;

@@ -30,6 +30,7 @@ mod files;
 mod killable;
 mod kprobe;
 mod lifecycle;
+mod packed;
 mod pollqueue;
 mod procfs;
 mod record;

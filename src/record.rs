@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The compact form of an [`Event`] in a ring: records sized by kind.
+//! The staged form of an [`Event`]: what a reader copies out of a ring (where events are
+//! [`crate::packed`]) to merge the rings by time and format lines without holding a lock.
 //!
-//! Every record starts with a [`Header`] of 24 bytes; a fault adds 24 bytes (48 in all), every
-//! other kind 64 bytes of arguments, result and duration, then its text (a path, a marker, a
-//! file name) only when it has one, then its user call stack (8 bytes an entry) only when it
-//! has one. Records are padded to a multiple of 8 bytes, so that a
-//! ring whose size is a power of two keeps every record 8-byte aligned.
+//! Every record starts with a [`Header`] of 24 bytes, which gives its time and size; a fault
+//! adds 24 bytes (48 in all), every other kind 64 bytes of arguments, result and duration,
+//! then its text (a path, a marker, a file name) only when it has one, then its user call
+//! stack (8 bytes an entry) only when it has one. Records are padded to a multiple of 8
+//! bytes.
 
 use crate::event::{Event, FaultType, Kind, TEXT_CAPACITY};
 use crate::stack::STACK_MAX;
@@ -58,9 +59,6 @@ struct CallBody {
 const HEADER: usize = size_of::<Header>();
 const _: () = assert!(HEADER == 24 && HEADER + size_of::<FaultBody>() == 48);
 const _: () = assert!(RECORD_MAX % 8 == 0 && RECORD_MAX <= u16::MAX as usize);
-
-/// Offset of [`Header::time_ns`], which [`stamp`] overwrites.
-const TIME_OFFSET: usize = 0;
 
 fn put<T: Copy>(out: &mut [u8; BODY_MAX], offset: usize, value: &T) {
     if let Some(dst) = out.get_mut(offset..offset + size_of::<T>()) {
@@ -124,11 +122,6 @@ pub(crate) fn encode(event: &Event, stack_len: usize, out: &mut [u8; BODY_MAX]) 
         }
     }
     (body_end, size)
-}
-
-/// Sets the time of the record in `record` to `time_ns`.
-pub(crate) fn stamp(record: &mut [u8; BODY_MAX], time_ns: u64) {
-    put(record, TIME_OFFSET, &time_ns);
 }
 
 /// The header of the record that `bytes` starts with.

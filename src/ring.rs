@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The event rings: one per CPU, each a power-of-two byte ring of [`crate::record`]s under its
-//! own spinlock, overwritten oldest-first, read by any number of readers each at its own
-//! position and merged by time.
+//! The event rings: one per CPU, each a power-of-two number of 1 KiB blocks of
+//! [`crate::packed`] records under its own spinlock, overwritten oldest block first, read by
+//! any number of readers each at its own position and merged by time.
 //!
 //! A producer writes to the ring of the CPU it runs on and stamps the record's time while it
-//! holds that ring's lock, so each ring is in time order and CPUs do not contend. A reader
-//! keeps, per ring, the sequence number and byte position of the next record it wants; when
-//! that record has been overwritten, it is told exactly how many records it missed.
+//! holds that ring's lock, so each ring is in time order and CPUs do not contend. A record is
+//! coded against the one before it in its block (a fault takes about 8 bytes), and every
+//! block can be decoded on its own. A reader keeps, per ring, the sequence number, block and
+//! offset of the next record it wants; when that record's block has been overwritten, it is
+//! told exactly how many records it missed.
 //!
 //! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
-//! not for every event: a producer that sees a waiter wakes it at once when its ring is an
-//! eighth full, and otherwise arms a timer that wakes it [`WAKE_DELAY_NS`] later, so a lone
-//! event reaches a sleeping reader within a millisecond or so.
+//! not for every event: a producer that sees a waiter wakes it at once when an eighth of its
+//! ring has been written since the last wake-up, and otherwise arms a timer that wakes it
+//! [`WAKE_DELAY_NS`] later, so a lone event reaches a sleeping reader within a millisecond or
+//! so.
 
 use crate::event::{now_ns, Event, Kind};
+use crate::packed::{self, State, PACKED_MAX};
 use crate::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::procfs::PollTableRef;
 use crate::record::{self, BODY_MAX, RECORD_MAX};
@@ -38,7 +42,7 @@ use kernel::{
 pub(crate) const WAKE_DELAY_NS: u64 = 500_000;
 
 /// A waiting reader is woken at once when a ring is filled to 1/this of its size.
-const WAKE_FILL_DIVISOR: u64 = 8;
+const WAKE_FILL_DIVISOR: usize = 8;
 
 /// Smallest ring of one CPU, in bytes (room for many of the largest records).
 const CPU_RING_MIN: usize = 4096;
@@ -62,104 +66,179 @@ pub(crate) struct Stats {
     pub(crate) ring_bytes: usize,
 }
 
-/// One CPU's ring.
+/// Bytes of a block: the unit in which a ring is written and overwritten.
+const BLOCK_BYTES: usize = 1024;
+const _: () = assert!(PACKED_MAX <= BLOCK_BYTES && CPU_RING_MIN % BLOCK_BYTES == 0);
+
+/// What a ring knows of one of its blocks.
+#[derive(Clone, Copy, Default)]
+struct Block {
+    /// Sequence number of its first record.
+    first_seq: u64,
+    /// Records in it.
+    count: u64,
+    /// Bytes of them.
+    used: usize,
+}
+
+/// One CPU's ring: blocks of [`BLOCK_BYTES`] of [`crate::packed`] records, each block coded
+/// on its own, written in turn; when all are in use, the oldest block is overwritten whole.
 ///
 /// # Invariants
 ///
-/// `buf.len()` is a power of two, at least [`RECORD_MAX`]; the records with sequence numbers
-/// `tail_seq..head_seq` lie back to back from byte position `tail` to `head` (positions are
-/// taken modulo `buf.len()`), and `head - tail <= buf.len()`.
+/// `blocks.len()` is a power of two, at least 2, and `buf.len() == blocks.len() *
+/// BLOCK_BYTES`. Blocks are numbered from 0 on as they are started; block number `n` lies in
+/// slot `n % blocks.len()`. The blocks held are `tail_block..=head_block`, with
+/// `head_block - tail_block < blocks.len()`; they hold the records with sequence numbers
+/// `tail_seq..head_seq` in order, `tail_seq` being the first of block `tail_block`, and
+/// `state` is the coding state after the last record of block `head_block`.
 struct CpuRing {
     buf: VVec<u8>,
-    head: u64,
-    tail: u64,
+    blocks: KVec<Block>,
+    head_block: u64,
+    tail_block: u64,
     head_seq: u64,
     tail_seq: u64,
+    state: State,
+    /// Bytes written since the readers were last woken, while one waits.
+    unwoken: usize,
     per_kind: [u64; Kind::COUNT],
 }
 
 impl CpuRing {
     fn new(bytes: usize) -> Result<Self> {
+        let count = bytes / BLOCK_BYTES;
         let mut buf = VVec::with_capacity(bytes, GFP_KERNEL)?;
         buf.extend_with(bytes, 0, GFP_KERNEL)?;
-        // INVARIANT: callers pass a power of two of at least `CPU_RING_MIN >= RECORD_MAX`
-        // bytes; the ring is empty.
+        let mut blocks = KVec::with_capacity(count, GFP_KERNEL)?;
+        blocks.extend_with(count, Block::default(), GFP_KERNEL)?;
+        // INVARIANT: callers pass a power of two of at least `CPU_RING_MIN`, a multiple of
+        // `BLOCK_BYTES`; block 0 is started, empty.
         Ok(Self {
             buf,
-            head: 0,
-            tail: 0,
+            blocks,
+            head_block: 0,
+            tail_block: 0,
             head_seq: 0,
             tail_seq: 0,
+            state: State::ZERO,
+            unwoken: 0,
             per_kind: [0; Kind::COUNT],
         })
     }
 
-    fn size(&self) -> u64 {
-        // CAST: usize fits in u64 on every supported architecture.
-        self.buf.len() as u64
+    /// Slot of block number `block`.
+    fn slot(&self, block: u64) -> usize {
+        // CAST: the result is below `blocks.len()`, a usize.
+        (block & (self.blocks.len() as u64 - 1)) as usize
     }
 
-    /// Index of byte position `pos` in `buf`.
-    fn index(&self, pos: u64) -> usize {
-        // CAST: the result is below `buf.len()`, a usize.
-        (pos & (self.size() - 1)) as usize
+    fn block(&self, block: u64) -> Block {
+        self.blocks
+            .get(self.slot(block))
+            .copied()
+            .unwrap_or_default()
     }
 
-    fn write(&mut self, pos: u64, bytes: &[u8]) {
-        let start = self.index(pos);
-        let first = bytes.len().min(self.buf.len() - start);
-        self.buf[start..start + first].copy_from_slice(&bytes[..first]);
-        self.buf[..bytes.len() - first].copy_from_slice(&bytes[first..]);
+    /// The bytes of block number `block` (all of them, used or not).
+    fn block_bytes(&self, block: u64) -> &[u8] {
+        let start = self.slot(block) * BLOCK_BYTES;
+        self.buf.get(start..start + BLOCK_BYTES).unwrap_or(&[])
     }
 
-    fn read(&self, pos: u64, out: &mut [u8]) {
-        let start = self.index(pos);
-        let first = out.len().min(self.buf.len() - start);
-        let len = out.len();
-        out[..first].copy_from_slice(&self.buf[start..start + first]);
-        out[first..].copy_from_slice(&self.buf[..len - first]);
-    }
-
-    /// Size of the record at byte position `pos`.
-    fn record_size(&self, pos: u64) -> u64 {
-        let mut bytes = [0u8; size_of::<record::Header>()];
-        self.read(pos, &mut bytes);
-        // A record is never smaller than its header; the bound keeps a corrupted size from
-        // stalling the ring.
-        record::header(&bytes)
-            .map_or(0, |h| u64::from(h.size))
-            .max(bytes.len() as u64)
-    }
-
-    /// Appends the record made of `body` and the stack entries `stack` (at most
-    /// [`RECORD_MAX`] bytes in all), dropping the oldest records to make room.
-    fn push(&mut self, body: &[u8], stack: &[u64], kind: Kind) {
-        // CAST: a record is at most RECORD_MAX bytes.
-        let len = (body.len() + 8 * stack.len()) as u64;
-        while self.head + len - self.tail > self.size() {
-            self.tail += self.record_size(self.tail);
-            self.tail_seq += 1;
+    /// Starts the next block, overwriting the oldest when all are in use.
+    fn next_block(&mut self) {
+        // CAST: usize fits in u64.
+        if self.head_block + 1 - self.tail_block >= self.blocks.len() as u64 {
+            self.tail_seq += self.block(self.tail_block).count;
+            self.tail_block += 1;
         }
-        // INVARIANT: the oldest records were dropped until the record fits after `head`.
-        self.write(self.head, body);
-        let mut at = self.head + body.len() as u64;
-        for entry in stack {
-            self.write(at, &entry.to_ne_bytes());
-            at += 8;
+        self.head_block += 1;
+        let slot = self.slot(self.head_block);
+        if let Some(block) = self.blocks.get_mut(slot) {
+            *block = Block {
+                first_seq: self.head_seq,
+                count: 0,
+                used: 0,
+            };
         }
-        self.head += len;
-        self.head_seq += 1;
-        self.per_kind[kind as usize] += 1;
+        // INVARIANT: the oldest block was dropped if the new one took its slot; the new block
+        // is empty and coded from the start.
+        self.state = State::ZERO;
+    }
+
+    /// Appends the record of `event`, stamped `time_ns`, with the stack entries `stack`;
+    /// returns its size in bytes.
+    fn push(&mut self, event: &Event, time_ns: u64, stack: &[u64]) -> usize {
+        for _ in 0..2 {
+            let head = self.block(self.head_block);
+            let start = self.slot(self.head_block) * BLOCK_BYTES + head.used;
+            let end = self.slot(self.head_block) * BLOCK_BYTES + BLOCK_BYTES;
+            let Some(out) = self.buf.get_mut(start..end) else {
+                return 0;
+            };
+            match packed::encode(event, time_ns, stack, &mut self.state, out) {
+                Some(size) => {
+                    let slot = self.slot(self.head_block);
+                    if let Some(block) = self.blocks.get_mut(slot) {
+                        block.count += 1;
+                        block.used += size;
+                    }
+                    self.head_seq += 1;
+                    self.per_kind[event.kind as usize] += 1;
+                    return size;
+                }
+                // It does not fit after the block's last record: it fits in an empty block,
+                // as `PACKED_MAX <= BLOCK_BYTES`.
+                None => self.next_block(),
+            }
+        }
+        0
+    }
+
+    /// Moves a cursor whose block was overwritten to the oldest record held; returns how
+    /// many records it missed.
+    fn catch_up(&self, cursor: &mut Cursor) -> u64 {
+        if cursor.block >= self.tail_block {
+            return 0;
+        }
+        let lost = self.tail_seq.saturating_sub(cursor.seq);
+        *cursor = self.start();
+        lost
+    }
+
+    /// A cursor at the oldest record held.
+    fn start(&self) -> Cursor {
+        Cursor {
+            seq: self.tail_seq,
+            block: self.tail_block,
+            offset: 0,
+            state: State::ZERO,
+        }
     }
 }
 
 /// A reader's position in one ring.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub(crate) struct Cursor {
     /// Sequence number of the next record to read.
     pub(crate) seq: u64,
-    /// Its byte position.
-    pos: u64,
+    /// Its block and byte offset in it.
+    block: u64,
+    offset: usize,
+    /// The coding state before it.
+    state: State,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Self {
+            seq: 0,
+            block: 0,
+            offset: 0,
+            state: State::ZERO,
+        }
+    }
 }
 
 /// What [`Ring::fetch`] found.
@@ -266,9 +345,6 @@ impl Ring {
         if self.closed.load(Relaxed) {
             return;
         }
-        let stack = &stack[..stack.len().min(STACK_MAX)];
-        let mut body = [0u8; BODY_MAX];
-        let (body_size, _) = record::encode(event, stack.len(), &mut body);
         // A migration after this only means another CPU's ring is used, which its lock
         // protects.
         let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
@@ -276,40 +352,43 @@ impl Ring {
             return;
         };
         let readers = self.readers.handler();
-        let (waiting, fill) = {
+        let wake = {
             let mut ring = ring.lock();
             // Stamped under the lock: each ring is in time order, and a reader that took
             // `now` before looking at the rings has seen every record stamped before it.
-            record::stamp(&mut body, now_ns());
-            ring.push(&body[..body_size], stack, event.kind);
+            let size = ring.push(event, now_ns(), stack);
             // Read under the lock: a reader sets `waiting` before it looks at the rings.
-            (readers.waiting.load(Relaxed), ring.head - ring.tail)
-        };
-        if waiting {
-            // CAST: usize fits in u64.
-            if fill >= self.ring_bytes as u64 / WAKE_FILL_DIVISOR {
-                readers.wake();
+            if readers.waiting.load(Relaxed) {
+                ring.unwoken += size;
+                if ring.unwoken >= self.ring_bytes / WAKE_FILL_DIVISOR {
+                    ring.unwoken = 0;
+                    Some(true)
+                } else {
+                    Some(false)
+                }
             } else {
-                self.readers.arm(WAKE_DELAY_NS, WAKE_DELAY_NS / 4);
+                ring.unwoken = 0;
+                None
             }
+        };
+        match wake {
+            Some(true) => readers.wake(),
+            Some(false) => self.readers.arm(WAKE_DELAY_NS, WAKE_DELAY_NS / 4),
+            None => {}
         }
     }
 
     /// Sets `cursors` to where a reader that starts now begins: at the oldest records held.
     pub(crate) fn start_cursors(&self, cursors: &mut [Cursor]) {
         for (ring, cursor) in self.cpus.iter().zip(cursors.iter_mut()) {
-            let ring = ring.lock();
-            *cursor = Cursor {
-                seq: ring.tail_seq,
-                pos: ring.tail,
-            };
+            *cursor = ring.lock().start();
         }
     }
 
     /// Copies the records from `cursor` in ring `cpu` that were stamped at or before
-    /// `until_ns` into `out`, as many whole ones as fit, and moves the cursor past them; first
-    /// moves a cursor whose records were overwritten to the oldest record held, and says how
-    /// many it missed.
+    /// `until_ns` into `out`, in the form of [`crate::record`], as many whole ones as fit, and
+    /// moves the cursor past them; first moves a cursor whose records were overwritten to the
+    /// oldest record held, and says how many it missed.
     pub(crate) fn fetch(
         &self,
         cpu: usize,
@@ -321,27 +400,54 @@ impl Ring {
         let Some(ring) = self.cpus.get(cpu) else {
             return fetched;
         };
+        let mut event = Event::zeroed();
+        let mut stack = [0u64; STACK_MAX];
         let ring = ring.lock();
-        if cursor.seq < ring.tail_seq {
-            fetched.lost = ring.tail_seq - cursor.seq;
-            *cursor = Cursor {
-                seq: ring.tail_seq,
-                pos: ring.tail,
-            };
-        }
-        while cursor.seq < ring.head_seq {
-            // CAST: record sizes are at most RECORD_MAX.
-            let size = (ring.record_size(cursor.pos) as usize).min(RECORD_MAX);
-            let Some(dst) = out.get_mut(fetched.bytes..fetched.bytes + size) else {
-                break;
-            };
-            ring.read(cursor.pos, dst);
-            if record::header(dst).is_none_or(|h| h.time_ns > until_ns) {
+        fetched.lost = ring.catch_up(cursor);
+        while cursor.seq < ring.head_seq && out.len() - fetched.bytes >= RECORD_MAX {
+            let block = ring.block(cursor.block);
+            if cursor.offset >= block.used {
+                // Its records are all read, and later ones were written: they are in the next
+                // block.
+                cursor.block += 1;
+                cursor.offset = 0;
+                cursor.state = State::ZERO;
+                continue;
+            }
+            let bytes = ring
+                .block_bytes(cursor.block)
+                .get(cursor.offset..block.used)
+                .unwrap_or(&[]);
+            if packed::time(bytes, &cursor.state).is_none_or(|time| time > until_ns) {
                 break;
             }
+            let Some((size, stack_len)) =
+                packed::decode(bytes, &mut cursor.state, &mut event, &mut stack)
+            else {
+                // Not a valid record (it cannot happen): skip the rest of the block, counted
+                // as lost.
+                fetched.lost += (block.first_seq + block.count).saturating_sub(cursor.seq);
+                cursor.seq = block.first_seq + block.count;
+                cursor.offset = block.used;
+                continue;
+            };
+            let mut body = [0u8; BODY_MAX];
+            let (body_size, record_size) = record::encode(&event, stack_len, &mut body);
+            let Some(dst) = out.get_mut(fetched.bytes..fetched.bytes + record_size) else {
+                break;
+            };
+            if let (Some(dst), Some(src)) = (dst.get_mut(..body_size), body.get(..body_size)) {
+                dst.copy_from_slice(src);
+            }
+            for (i, entry) in stack.iter().take(stack_len).enumerate() {
+                let at = body_size + 8 * i;
+                if let Some(dst) = dst.get_mut(at..at + 8) {
+                    dst.copy_from_slice(&entry.to_ne_bytes());
+                }
+            }
             cursor.seq += 1;
-            cursor.pos += size as u64;
-            fetched.bytes += size;
+            cursor.offset += size;
+            fetched.bytes += record_size;
         }
         fetched
     }

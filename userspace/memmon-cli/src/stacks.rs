@@ -43,8 +43,10 @@ impl StackDepth {
     }
 }
 
-/// Says so when a ring holds few faults with stacks of `depth` entries (each adds 8 bytes to
-/// a 48-byte fault record), so that a burst of faults could outrun the reader.
+/// Says so when a ring holds few faults with stacks of `depth` entries, so that a burst of
+/// faults could outrun the reader. Records are packed (docs/design.md): a fault of a storm
+/// takes about 8 bytes, and each stack entry 1 byte when it is the same as in the previous
+/// record, up to 10 when it is not; this counts 4 bytes an entry.
 fn warn_if_rings_small(depth: u32) {
     let Ok(stats) = std::fs::read_to_string("/proc/memmon/stats") else {
         return;
@@ -54,7 +56,7 @@ fn warn_if_rings_small(depth: u32) {
         .find_map(|line| line.strip_prefix("ring_bytes "))
         .and_then(|value| value.trim().parse::<u64>().ok());
     if let Some(ring_bytes) = ring_bytes {
-        let faults = ring_bytes / (48 + 8 * u64::from(depth));
+        let faults = ring_bytes / (8 + 4 * u64::from(depth));
         if depth > 0 && faults < 1000 {
             eprintln!(
                 "memmon: warning: with {depth}-frame stacks a ring of {ring_bytes} bytes holds \
