@@ -6,6 +6,7 @@
 //! producers (fault hook, probes) only fill in integers and copy a few bytes, in atomic context,
 //! without allocating. The text form is produced on the read side, in [`crate::text`].
 
+use core::mem::MaybeUninit;
 use kernel::{bindings, prelude::*};
 
 /// Bytes of inline text a record can carry (file path, marker text, exec file name).
@@ -205,7 +206,7 @@ pub(crate) struct Event {
     /// For faults: the [`FaultType`].
     pub(crate) fault_type: FaultType,
     /// Number of valid bytes in `text`.
-    pub(crate) text_len: u8,
+    text_len: u8,
     /// `text` was cut to fit: its end is missing.
     pub(crate) text_truncated: bool,
     /// `text` was cut to fit: its start is missing (a path keeps its file name).
@@ -219,8 +220,10 @@ pub(crate) struct Event {
     pub(crate) ret: i64,
     /// Syscalls: nanoseconds spent in the call.
     pub(crate) dur_ns: u64,
-    /// Kind-specific text (not NUL-terminated).
-    pub(crate) text: [u8; TEXT_CAPACITY],
+    /// Kind-specific text (not NUL-terminated): the first `text_len` bytes are initialised.
+    /// The rest is left uninitialised, so that making an event does not clear (and copying
+    /// one need not copy) bytes no kind uses but a few.
+    text: MaybeUninit<[u8; TEXT_CAPACITY]>,
 }
 
 impl Event {
@@ -251,14 +254,20 @@ impl Event {
             args: [0; 6],
             ret: 0,
             dur_ns: 0,
-            text: [0; TEXT_CAPACITY],
+            // INVARIANT: `text_len` is 0.
+            text: MaybeUninit::uninit(),
         }
     }
 
     /// Stores `bytes` as the record's text, cut to [`TEXT_CAPACITY`].
     pub(crate) fn set_text(&mut self, bytes: &[u8]) {
         let len = bytes.len().min(TEXT_CAPACITY);
-        self.text[..len].copy_from_slice(&bytes[..len]);
+        // SAFETY: `text` has room for `TEXT_CAPACITY >= len` bytes; `bytes` has `len` bytes and
+        // does not overlap it (it is borrowed while `self` is mutably borrowed).
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.text.as_mut_ptr().cast::<u8>(), len)
+        };
+        // INVARIANT: the first `len` bytes of `text` were just written.
         // CAST: `len <= TEXT_CAPACITY < 256`.
         self.text_len = len as u8;
         self.text_truncated = len < bytes.len();
@@ -296,7 +305,14 @@ impl Event {
 
     /// The record's text.
     pub(crate) fn text(&self) -> &[u8] {
-        &self.text[..usize::from(self.text_len)]
+        // SAFETY: The first `text_len <= TEXT_CAPACITY` bytes of `text` are initialised (see
+        // the field).
+        unsafe {
+            core::slice::from_raw_parts(
+                self.text.as_ptr().cast::<u8>(),
+                usize::from(self.text_len).min(TEXT_CAPACITY),
+            )
+        }
     }
 }
 

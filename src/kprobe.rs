@@ -10,7 +10,7 @@
 //! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
 //! `unregister_kretprobes()`) instead of one each.
 
-use core::mem::size_of;
+use core::mem::{size_of, MaybeUninit};
 use kernel::{
     alloc::KVec,
     bindings,
@@ -29,14 +29,18 @@ pub(crate) trait KprobeHandler: Send + Sync {
 
 /// What a [`Kretprobe`] does around a call of the probed function.
 pub(crate) trait KretprobeHandler: Send + Sync {
-    /// What [`KretprobeHandler::entry`] hands to [`KretprobeHandler::exit`] for one call.
+    /// What [`KretprobeHandler::entry`] hands to [`KretprobeHandler::exit`] for one call. It
+    /// lives in the call's kretprobe instance, filled in and used in place (never copied, so
+    /// it may be large); it is not dropped.
     type Data: Copy;
 
-    /// Runs at function entry, in atomic context. `None` skips this call's exit handler.
-    fn entry(&self, regs: &bindings::pt_regs) -> Option<Self::Data>;
+    /// Runs at function entry, in atomic context. Returns `true` once it has initialised
+    /// `data`, to have [`KretprobeHandler::exit`] run for this call; `false` skips it.
+    fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<Self::Data>) -> bool;
 
-    /// Runs when the call returns (the return value is in `regs`), in atomic context.
-    fn exit(&self, data: &Self::Data, regs: &bindings::pt_regs);
+    /// Runs when the call returns (the return value is in `regs`), in atomic context, with
+    /// the data its entry initialised.
+    fn exit(&self, data: &mut Self::Data, regs: &bindings::pt_regs);
 }
 
 /// Reports a failed registration in the kernel log.
@@ -239,16 +243,23 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         // SAFETY: See the function's safety requirements.
         let (this, data) = unsafe { Self::from_instance(ri) };
         // SAFETY: The kprobes core passes the valid registers of the probed context.
-        match this.handler.entry(unsafe { &*regs }) {
-            Some(value) => {
-                // SAFETY: `data` has room for an `H::Data` (see the type invariants); it may
-                // not be aligned for it.
-                unsafe { data.write_unaligned(value) };
-                0
+        let regs = unsafe { &*regs };
+        let called = if data.is_aligned() {
+            // SAFETY: `data` has room for an `H::Data` (see `register`), is aligned for it, and
+            // belongs to this call only until its exit handler returns.
+            this.handler
+                .entry(regs, unsafe { &mut *data.cast::<MaybeUninit<H::Data>>() })
+        } else {
+            let mut value = MaybeUninit::uninit();
+            let called = this.handler.entry(regs, &mut value);
+            if called {
+                // SAFETY: `data` has room for an `H::Data`; the handler initialised `value`.
+                unsafe { data.write_unaligned(value.assume_init()) };
             }
-            // Non-zero: no exit handler for this call.
-            None => 1,
-        }
+            called
+        };
+        // Non-zero: no exit handler for this call.
+        c_int::from(!called)
     }
 
     /// # Safety
@@ -260,10 +271,17 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ) -> c_int {
         // SAFETY: See the function's safety requirements.
         let (this, data) = unsafe { Self::from_instance(ri) };
-        // SAFETY: `entry_handler` wrote an `H::Data` there for this call.
-        let value = unsafe { data.read_unaligned() };
         // SAFETY: The kprobes core passes the valid registers at return.
-        this.handler.exit(&value, unsafe { &*regs });
+        let regs = unsafe { &*regs };
+        if data.is_aligned() {
+            // SAFETY: `entry_handler` initialised an `H::Data` there for this call, which
+            // owns the instance until this returns.
+            this.handler.exit(unsafe { &mut *data }, regs);
+        } else {
+            // SAFETY: As above, written unaligned.
+            let mut value = unsafe { data.read_unaligned() };
+            this.handler.exit(&mut value, regs);
+        }
         0
     }
 }

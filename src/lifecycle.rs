@@ -18,6 +18,7 @@ use crate::event::{current_ids, Event, Kind};
 use crate::kprobe::{Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration};
 use crate::tracepoint::{find_kernel_tracepoint, Detached, TracepointProbe};
 use crate::State;
+use core::mem::MaybeUninit;
 use kernel::{bindings, prelude::*, sync::Arc};
 
 /// The probe on `sched_process_fork`: `TP_PROTO(struct task_struct *parent, struct
@@ -126,9 +127,9 @@ pub(crate) struct ExecProbe {
 impl KretprobeHandler for ExecProbe {
     type Data = usize;
 
-    fn entry(&self, regs: &bindings::pt_regs) -> Option<usize> {
+    fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<usize>) -> bool {
         if !self.state.watch.contains_current() {
-            return None;
+            return false;
         }
         let task = kernel::task::Task::current_raw();
         // SAFETY: `current` is valid; its `mm` is still the address space that the exec is
@@ -141,10 +142,11 @@ impl KretprobeHandler for ExecProbe {
                 .push(&unsafe { crate::rss::rss_event(mm, crate::rss::RssAt::Exec) });
         }
         // The first argument register holds the `struct linux_binprm *`.
-        Some(regs.di)
+        data.write(regs.di);
+        true
     }
 
-    fn exit(&self, bprm: &usize, regs: &bindings::pt_regs) {
+    fn exit(&self, bprm: &mut usize, regs: &bindings::pt_regs) {
         // CAST: `begin_new_exec` returns an int.
         if regs.ax as i32 != 0 {
             return;

@@ -98,7 +98,8 @@ pub(crate) fn encode(event: &Event, stack_len: usize, out: &mut [u8; BODY_MAX]) 
         flags: event.flags as u8,
         // CAST: at most STACK_MAX entries.
         stack_len: stack_len as u8,
-        text_len: event.text_len,
+        // CAST: a text holds at most TEXT_CAPACITY < 256 bytes.
+        text_len: text.len() as u8,
         text_truncated: u8::from(event.text_truncated) | (u8::from(event.text_head_cut) << 1),
     };
     put(out, 0, &header);

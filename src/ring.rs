@@ -421,6 +421,14 @@ impl Ring {
             if packed::time(bytes, &cursor.state).is_none_or(|time| time > until_ns) {
                 break;
             }
+            // The loop runs while `RECORD_MAX` bytes are left in `out`: room for the body and
+            // the stack.
+            let Some(body) = out
+                .get_mut(fetched.bytes..fetched.bytes + BODY_MAX)
+                .and_then(|body| <&mut [u8; BODY_MAX]>::try_from(body).ok())
+            else {
+                break;
+            };
             let Some((size, stack_len)) =
                 packed::decode(bytes, &mut cursor.state, &mut event, &mut stack)
             else {
@@ -431,17 +439,10 @@ impl Ring {
                 cursor.offset = block.used;
                 continue;
             };
-            let mut body = [0u8; BODY_MAX];
-            let (body_size, record_size) = record::encode(&event, stack_len, &mut body);
-            let Some(dst) = out.get_mut(fetched.bytes..fetched.bytes + record_size) else {
-                break;
-            };
-            if let (Some(dst), Some(src)) = (dst.get_mut(..body_size), body.get(..body_size)) {
-                dst.copy_from_slice(src);
-            }
+            let (body_size, record_size) = record::encode(&event, stack_len, body);
             for (i, entry) in stack.iter().take(stack_len).enumerate() {
-                let at = body_size + 8 * i;
-                if let Some(dst) = dst.get_mut(at..at + 8) {
+                let at = fetched.bytes + body_size + 8 * i;
+                if let Some(dst) = out.get_mut(at..at + 8) {
                     dst.copy_from_slice(&entry.to_ne_bytes());
                 }
             }

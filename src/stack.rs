@@ -10,6 +10,7 @@
 
 use crate::event::Event;
 use crate::ring::Ring;
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{bindings, prelude::*};
 
@@ -103,30 +104,36 @@ fn current_user_regs() -> Option<&'static bindings::pt_regs> {
 /// Pushes `event` to `ring` with the current task's user stack, at most `stack_depth`
 /// entries: walked from `regs` (a fault from user mode), else from the registers of the
 /// system call the task is in. Not inlined, so that its 512-byte buffer takes stack space
-/// only when stacks are on.
+/// only when stacks are on; the buffer is not cleared, only the entries walked are written.
 #[inline(never)]
 pub(crate) fn push_with_user_stack(ring: &Ring, event: &Event, regs: Option<&bindings::pt_regs>) {
-    let mut frames = [0u64; STACK_MAX];
+    let mut frames = [MaybeUninit::<u64>::uninit(); STACK_MAX];
     let regs = match regs {
         Some(regs) => Some(regs),
         None => current_user_regs(),
     };
     let count = regs.map_or(0, |regs| walk_user(regs, depth(), &mut frames));
-    ring.push_with_stack(event, &frames[..count]);
+    // SAFETY: `walk_user` initialised the first `count <= STACK_MAX` entries.
+    let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), count) };
+    ring.push_with_stack(event, frames);
 }
 
 /// Writes into `out` the user stack of `regs`, innermost first: the instruction pointer,
 /// then the return addresses found by following the frame pointers, at most `depth` entries
 /// (and at most [`STACK_MAX`]). Stops early, never past a frame it cannot read or trust.
-/// Returns the number of entries. Callable in atomic context: it reads user memory with page
-/// faults disabled.
-fn walk_user(regs: &bindings::pt_regs, depth: usize, out: &mut [u64; STACK_MAX]) -> usize {
+/// Returns the number of entries, which it initialised at the start of `out`. Callable in
+/// atomic context: it reads user memory with page faults disabled.
+fn walk_user(
+    regs: &bindings::pt_regs,
+    depth: usize,
+    out: &mut [MaybeUninit<u64>; STACK_MAX],
+) -> usize {
     let depth = depth.min(STACK_MAX);
     if depth == 0 {
         return 0;
     }
     // CAST: registers are 64 bits wide on x86_64.
-    out[0] = regs.ip as u64;
+    out[0].write(regs.ip as u64);
     let mut count = 1;
     let mut frame = regs.bp as u64;
     while count < depth {
@@ -155,7 +162,9 @@ fn walk_user(regs: &bindings::pt_regs, depth: usize, out: &mut [u64; STACK_MAX])
         if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
             break;
         }
-        out[count] = ret_addr;
+        if let Some(slot) = out.get_mut(count) {
+            slot.write(ret_addr);
+        }
         count += 1;
         // Callers' frames lie higher on the stack: a frame that does not is garbage.
         if next <= frame {

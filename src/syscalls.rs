@@ -11,6 +11,7 @@ use crate::event::{now_ns, Event, Kind};
 use crate::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
 use crate::stack;
 use crate::State;
+use core::mem::MaybeUninit;
 use kernel::{alloc::KVec, bindings, prelude::*, str::CStr, sync::Arc, types::Opaque};
 
 /// Calls of one syscall that may be in flight at once (sleeping in the kernel) and still be
@@ -57,41 +58,44 @@ pub(crate) struct SyscallProbe {
 impl KretprobeHandler for SyscallProbe {
     type Data = PendingCall;
 
-    fn entry(&self, regs: &bindings::pt_regs) -> Option<PendingCall> {
+    fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<PendingCall>) -> bool {
         if !self.state.watch.contains_current() {
-            return None;
+            return false;
         }
         // `__x64_sys_*(const struct pt_regs *regs)`: the argument is the user registers.
         let user = regs.di as *const bindings::pt_regs;
         if user.is_null() {
-            return None;
+            return false;
         }
         // SAFETY: The syscall entry passes the task's saved user registers, valid during the
         // call.
         let user = unsafe { &*user };
-        let mut event = Event::new(self.kind);
+        let call = data.write(PendingCall {
+            event: Event::new(self.kind),
+        });
+        let event = &mut call.event;
         // CAST: registers are 64 bits wide on x86_64.
         event.args = [user.di, user.si, user.dx, user.r10, user.r8, user.r9].map(|r| r as u64);
         if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
             // CAST: the fd argument is a C int.
             let fd = event.args[4] as i32;
             // SAFETY: Kretprobe entry handlers run with preemption disabled.
-            unsafe { capture_file_path(&mut event, fd, &self.paths) };
+            unsafe { capture_file_path(event, fd, &self.paths) };
         }
-        Some(PendingCall { event })
+        true
     }
 
-    fn exit(&self, call: &PendingCall, regs: &bindings::pt_regs) {
-        let mut event = call.event;
+    fn exit(&self, call: &mut PendingCall, regs: &bindings::pt_regs) {
+        let event = &mut call.event;
         // CAST: the return value register holds a long.
         event.ret = regs.ax as i64;
         // The entry handler stamped the event when the call began; the ring stamps it again
         // now that it returns.
         event.dur_ns = now_ns().saturating_sub(event.time_ns);
         if stack::depth() == 0 {
-            self.state.ring.push(&event);
+            self.state.ring.push(event);
         } else {
-            stack::push_with_user_stack(&self.state.ring, &event, None);
+            stack::push_with_user_stack(&self.state.ring, event, None);
         }
     }
 }

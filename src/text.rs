@@ -381,7 +381,7 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             // CAST: the fd and offset arguments are a C int and off_t.
             write!(out, " fd={} off={}", a4 as i32, a5 as i64)?;
             write_ret(out, e.ret, RetForm::Hex)?;
-            if e.text_len > 0 {
+            if !e.text().is_empty() {
                 out.write_str(" file=")?;
                 write_text(out, e)?;
             }
