@@ -12,10 +12,11 @@
 //! told exactly how many records it missed.
 //!
 //! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
-//! not for every event: a producer that sees a waiter wakes it at once when an eighth of its
-//! ring has been written since the last wake-up, and otherwise arms a timer that wakes it
-//! [`WAKE_DELAY_NS`] later, so a lone event reaches a sleeping reader within a millisecond or
-//! so.
+//! not for every event: a producer that sees a waiter wakes it at once when half of its ring
+//! has been written since the last wake-up, and otherwise arms a timer that wakes it
+//! [`WAKE_DELAY_NS`] (2 ms) later, so a lone event reaches a sleeping reader within a few
+//! milliseconds. (Measured under TCG: waking at half a ring and after 2 ms costs a faulting
+//! thread 10 to 15 % less than at an eighth and after 0.5 ms, with no event lost behind `cat`.)
 
 use crate::event::{now_ns, Event, Kind};
 use crate::packed::{self, State, PACKED_MAX};
@@ -39,10 +40,10 @@ use kernel::{
 };
 
 /// How long a lone event may wait in a ring before a sleeping reader is woken for it.
-pub(crate) const WAKE_DELAY_NS: u64 = 500_000;
+pub(crate) const WAKE_DELAY_NS: u64 = 2_000_000;
 
 /// A waiting reader is woken at once when a ring is filled to 1/this of its size.
-const WAKE_FILL_DIVISOR: usize = 8;
+const WAKE_FILL_DIVISOR: usize = 2;
 
 /// Smallest ring of one CPU, in bytes (room for many of the largest records).
 const CPU_RING_MIN: usize = 4096;
