@@ -191,7 +191,8 @@ impl CpuRing {
                 }
                 // It does not fit after the block's last record: it fits in an empty block,
                 // as `PACKED_MAX <= BLOCK_BYTES`.
-                None => self.next_block(),
+                None if head.used > 0 => self.next_block(),
+                None => break,
             }
         }
         0
@@ -408,8 +409,15 @@ impl Ring {
         while cursor.seq < ring.head_seq && out.len() - fetched.bytes >= RECORD_MAX {
             let block = ring.block(cursor.block);
             if cursor.offset >= block.used {
-                // Its records are all read, and later ones were written: they are in the next
-                // block.
+                // The block is read to its end, or the rest of it was skipped: records
+                // written to it since a skip are lost to this reader.
+                let end = block.first_seq + block.count;
+                fetched.lost += end.saturating_sub(cursor.seq);
+                cursor.seq = cursor.seq.max(end);
+                if cursor.block >= ring.head_block {
+                    break;
+                }
+                // Later records are in the next block.
                 cursor.block += 1;
                 cursor.offset = 0;
                 cursor.state = State::ZERO;
@@ -419,8 +427,15 @@ impl Ring {
                 .block_bytes(cursor.block)
                 .get(cursor.offset..block.used)
                 .unwrap_or(&[]);
-            if packed::time(bytes, &cursor.state).is_none_or(|time| time > until_ns) {
-                break;
+            match packed::time(bytes, &cursor.state) {
+                Some(time) if time > until_ns => break,
+                Some(_) => {}
+                // Not a valid record (it cannot happen): skip the rest of the block, whatever
+                // is written to it later included, counted as lost (above).
+                None => {
+                    cursor.offset = BLOCK_BYTES;
+                    continue;
+                }
             }
             // The loop runs while `RECORD_MAX` bytes are left in `out`: room for the body and
             // the stack.
@@ -433,11 +448,8 @@ impl Ring {
             let Some((size, stack_len)) =
                 packed::decode(bytes, &mut cursor.state, &mut event, &mut stack)
             else {
-                // Not a valid record (it cannot happen): skip the rest of the block, counted
-                // as lost.
-                fetched.lost += (block.first_seq + block.count).saturating_sub(cursor.seq);
-                cursor.seq = block.first_seq + block.count;
-                cursor.offset = block.used;
+                // Not a valid record (it cannot happen): skip the rest of the block as above.
+                cursor.offset = BLOCK_BYTES;
                 continue;
             };
             let (body_size, record_size) = record::encode(&event, stack_len, body);

@@ -162,9 +162,10 @@ fn walk_user(
         if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
             break;
         }
-        if let Some(slot) = out.get_mut(count) {
-            slot.write(ret_addr);
-        }
+        let Some(slot) = out.get_mut(count) else {
+            break;
+        };
+        slot.write(ret_addr);
         count += 1;
         // Callers' frames lie higher on the stack: a frame that does not is garbage.
         if next <= frame {

@@ -9,7 +9,7 @@
 use kernel::{
     bindings,
     prelude::*,
-    sync::atomic::{Atomic, Full, Relaxed, Release},
+    sync::atomic::{Atomic, Full},
     types::Opaque,
 };
 
@@ -68,7 +68,10 @@ impl<H: TimerHandler> OneShotTimer<H> {
     /// Arms the timer to expire in `delay_ns` (give or take `slack_ns`), unless it is armed.
     /// Callable in any context but NMI.
     pub(crate) fn arm(&self, delay_ns: u64, slack_ns: u64) {
-        if self.armed.load(Relaxed) || self.armed.xchg(true, Full) {
+        // A read-modify-write, not a plain load first: it sees the handler's clearing of
+        // `armed` (also one) whenever that came before, so that an event written after the
+        // handler looked at its state always gets a timer.
+        if self.armed.xchg(true, Full) {
             return;
         }
         // CAST: delays are far below i64::MAX nanoseconds.
@@ -94,7 +97,9 @@ impl<H: TimerHandler> OneShotTimer<H> {
         let this = unsafe {
             &*kernel::container_of!(timer.cast::<Opaque<bindings::hrtimer>>(), Self, raw)
         };
-        this.armed.store(false, Release);
+        // Fully ordered before the handler reads its state: either it sees what an arming
+        // caller wrote before, or that caller's `xchg` sees `false` and starts the timer again.
+        this.armed.xchg(false, Full);
         this.handler.expired();
         bindings::hrtimer_restart::HRTIMER_NORESTART
     }
