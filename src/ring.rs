@@ -14,9 +14,10 @@
 //! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
 //! not for every event: a producer that sees a waiter wakes it at once when half of its ring
 //! has been written since the last wake-up, and otherwise arms a timer that wakes it
-//! [`WAKE_DELAY_NS`] (2 ms) later, so a lone event reaches a sleeping reader within a few
-//! milliseconds. (Measured under TCG: waking at half a ring and after 2 ms costs a faulting
-//! thread 10 to 15 % less than at an eighth and after 0.5 ms, with no event lost behind `cat`.)
+//! [`WAKE_DELAY_NS`] (1 ms) later, so a lone event reaches a sleeping reader within a few
+//! milliseconds. (Measured under TCG: waking at half a ring and after 1 or 2 ms costs a
+//! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
+//! behind `cat`; 1 ms keeps a lone event's latency well under 10 ms on a loaded host.)
 
 use crate::event::{now_ns, Event, Kind};
 use crate::packed::{self, State, PACKED_MAX};
@@ -40,7 +41,7 @@ use kernel::{
 };
 
 /// How long a lone event may wait in a ring before a sleeping reader is woken for it.
-pub(crate) const WAKE_DELAY_NS: u64 = 2_000_000;
+pub(crate) const WAKE_DELAY_NS: u64 = 1_000_000;
 
 /// A waiting reader is woken at once when a ring is filled to 1/this of its size.
 const WAKE_FILL_DIVISOR: usize = 2;
