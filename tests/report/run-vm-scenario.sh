@@ -5,9 +5,12 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 [ -x "$here/alloc_sites" ] || "$here/build.sh"
+# The guest's output is printed whatever its status, so that a failure shows why.
+status=0
 out=$("$top/scripts/vm-run" --timeout 300 \
     --add "$here/alloc_sites:/host/alloc_sites" \
     --add "$here/vm-report.sh:/host/vm-report.sh" \
-    -- sh /host/vm-report.sh)
+    -- sh /host/vm-report.sh 2>&1) || status=$?
 printf '%s\n' "$out"
+[ "$status" -eq 0 ] || { echo "FAIL: the report scenario exited with $status"; exit 1; }
 printf '%s\n' "$out" | grep -q '^ok: record, report, top site keep_cache' || exit 1
