@@ -6,6 +6,7 @@
 //! producers (fault hook, probes) only fill in integers and copy a few bytes, in atomic context,
 //! without allocating. The text form is produced on the read side, in [`crate::text`].
 
+use crate::copy::copy_to;
 use core::mem::MaybeUninit;
 use kernel::{bindings, prelude::*};
 
@@ -189,7 +190,7 @@ pub(crate) mod fault_flags {
     pub(crate) const RETRY: u32 = 1 << 5;
 }
 
-/// One event, as the producers fill it in and the reader formats it ([`crate::record`] is
+/// One event, as the producers fill it in and the reader formats it ([`crate::packed`] is
 /// its compact form in the ring).
 ///
 /// The meaning of `args`, `ret` and `text` depends on `kind`; [`crate::text`] documents it by
@@ -259,14 +260,29 @@ impl Event {
         }
     }
 
+    /// Makes this an empty event, as [`Event::zeroed`] is, without writing the text's bytes.
+    pub(crate) fn clear(&mut self) {
+        self.time_ns = 0;
+        self.pid = 0;
+        self.tid = 0;
+        self.kind = Kind::Fault;
+        self.fault_type = FaultType::Anon;
+        // INVARIANT: no byte of `text` is valid.
+        self.text_len = 0;
+        self.text_truncated = false;
+        self.text_head_cut = false;
+        self.flags = 0;
+        self.args = [0; 6];
+        self.ret = 0;
+        self.dur_ns = 0;
+    }
+
     /// Stores `bytes` as the record's text, cut to [`TEXT_CAPACITY`].
     pub(crate) fn set_text(&mut self, bytes: &[u8]) {
         let len = bytes.len().min(TEXT_CAPACITY);
-        // SAFETY: `text` has room for `TEXT_CAPACITY >= len` bytes; `bytes` has `len` bytes and
-        // does not overlap it (it is borrowed while `self` is mutably borrowed).
-        unsafe {
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.text.as_mut_ptr().cast::<u8>(), len)
-        };
+        // SAFETY: `text` has room for `TEXT_CAPACITY >= len` bytes, and does not overlap `bytes`
+        // (borrowed while `self` is mutably borrowed).
+        unsafe { copy_to(self.text.as_mut_ptr().cast::<u8>(), &bytes[..len]) };
         // INVARIANT: the first `len` bytes of `text` were just written.
         // CAST: `len <= TEXT_CAPACITY < 256`.
         self.text_len = len as u8;

@@ -2,11 +2,12 @@
 
 //! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats` and `marker`.
 
+use crate::copy::copy_bytes;
 use crate::event::{now_ns, Event, Kind};
 use crate::killable::lock_killable;
+use crate::packed;
 use crate::procfs::{PollTableRef, ProcFile};
-use crate::record::{self, RECORD_MAX};
-use crate::ring::{poll_mask, Cursor, Readiness};
+use crate::ring::{poll_mask, Cursor, Readiness, BLOCK_BYTES};
 use crate::stack::STACK_MAX;
 use crate::text::{format_event, format_lost, Line};
 use crate::watch::ByteWriter;
@@ -58,20 +59,28 @@ fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Re
     Ok(n)
 }
 
-/// Bytes of records a reader fetches from one ring at a time.
-const STAGE_BYTES: usize = 4096;
-const _: () = assert!(STAGE_BYTES >= RECORD_MAX);
+/// The packed records a reader copied out of one ring and has not decoded yet: they lie at
+/// `start..end` of the ring's part of [`ReadState::stage`].
+#[derive(Clone, Copy, Default)]
+struct Staged {
+    start: usize,
+    end: usize,
+    /// How many records they are.
+    records: u64,
+}
 
 /// Where a reader of `/proc/memmon/events` is: kept per open file, not on the kernel stack.
 struct ReadState {
-    /// Per ring: the next record to fetch.
+    /// Per ring: the next record to fetch, and the coding state of the staged records.
     cursors: VVec<Cursor>,
-    /// Per ring, [`STAGE_BYTES`] each: records fetched and not yet delivered.
+    /// Per ring, [`BLOCK_BYTES`] each: packed records fetched and not yet decoded.
     stage: VVec<u8>,
-    /// Per ring: the fetched records lie at `start..end` of its part of `stage`.
-    spans: KVec<(usize, usize)>,
+    staged: KVec<Staged>,
     /// Records missed and not yet reported with a `lost` line.
     lost: u64,
+    /// `line` holds an event's line that did not fit the last read.
+    held: bool,
+    event: Event,
     stack: [u64; STACK_MAX],
     line: Line,
     /// [`CHUNK_BYTES`] bytes, on the heap.
@@ -110,7 +119,7 @@ impl Output<'_> {
         let Some(dst) = self.chunk.get_mut(self.len..self.len + bytes.len()) else {
             return Ok(false);
         };
-        dst.copy_from_slice(bytes);
+        copy_bytes(dst, bytes);
         self.len += bytes.len();
         self.events += events;
         self.lost += lost;
@@ -135,16 +144,16 @@ impl Output<'_> {
 }
 
 impl ReadState {
-    /// Whether something is held back: a fetched record or a lost count.
+    /// Whether something is held back: a fetched record, a line or a lost count.
     fn pending(&self) -> bool {
-        self.lost > 0 || self.spans.iter().any(|(start, end)| start < end)
+        self.held || self.lost > 0 || self.staged.iter().any(|s| s.start < s.end)
     }
 }
 
 /// Bytes an open `events` file holds, for `rings` rings, whatever is read through it.
 pub(crate) fn reader_bytes(rings: usize) -> usize {
     size_of::<EventsFile>()
-        + rings * (STAGE_BYTES + size_of::<Cursor>() + size_of::<(usize, usize)>())
+        + rings * (BLOCK_BYTES + size_of::<Cursor>() + size_of::<Staged>())
         + CHUNK_BYTES
 }
 
@@ -187,14 +196,17 @@ impl EventsFile {
     }
 
     /// Copies whole lines, in time order across the rings, to `out`. Returns the bytes
-    /// written: 0 if there was nothing to read or the first line did not fit.
+    /// written: 0 if there was nothing to read yet; `EINVAL` if the next line is longer than
+    /// `out`.
     fn fill(&self, state: &mut ReadState, out: &mut UserSliceWriter) -> Result<usize> {
         let ring = &self.monitor.state.ring;
         let ReadState {
             cursors,
             stage,
-            spans,
+            staged,
             lost,
+            held,
+            event,
             stack,
             line,
             chunk,
@@ -212,55 +224,91 @@ impl EventsFile {
             delivered: 0,
             lost_reported: 0,
         };
-        let result = loop {
-            let mut next: Option<(u64, usize)> = None;
-            for (cpu, (cursor, span)) in cursors.iter_mut().zip(spans.iter_mut()).enumerate() {
-                let Some(part) = stage.get_mut(cpu * STAGE_BYTES..(cpu + 1) * STAGE_BYTES) else {
+        let mut too_long = false;
+        let result = 'fill: {
+            if *held {
+                match output.push(line, 1, 0) {
+                    Ok(true) => *held = false,
+                    Ok(false) => {
+                        too_long = true;
+                        break 'fill Ok(());
+                    }
+                    Err(e) => break 'fill Err(e),
+                }
+            }
+            loop {
+                let mut next: Option<(u64, usize)> = None;
+                for (cpu, (cursor, part)) in cursors.iter_mut().zip(staged.iter_mut()).enumerate() {
+                    let Some(bytes) = stage.get_mut(cpu * BLOCK_BYTES..(cpu + 1) * BLOCK_BYTES)
+                    else {
+                        continue;
+                    };
+                    if part.start == part.end {
+                        // Whatever was not decoded of the last fetch (it cannot happen).
+                        *lost += part.records;
+                        let fetched = ring.fetch(cpu, cursor, bytes);
+                        *lost += fetched.lost;
+                        *part = Staged {
+                            start: 0,
+                            end: fetched.bytes,
+                            records: fetched.records,
+                        };
+                    }
+                    if part.start == part.end {
+                        continue;
+                    }
+                    match bytes
+                        .get(part.start..part.end)
+                        .and_then(|bytes| packed::time(bytes, &cursor.state))
+                    {
+                        Some(time) if time > until => {}
+                        Some(time) => {
+                            if next.is_none_or(|(first, _)| time < first) {
+                                next = Some((time, cpu));
+                            }
+                        }
+                        None => drop_staged(cursor, part, lost),
+                    }
+                }
+                if *lost > 0 {
+                    format_lost(line, now_ns(), *lost);
+                    match output.push(line, 0, *lost) {
+                        Ok(true) => *lost = 0,
+                        Ok(false) => {
+                            too_long = output.len == 0;
+                            break 'fill Ok(());
+                        }
+                        Err(e) => break 'fill Err(e),
+                    }
+                }
+                let Some((_, cpu)) = next else {
+                    break 'fill Ok(());
+                };
+                let (Some(cursor), Some(part)) = (cursors.get_mut(cpu), staged.get_mut(cpu)) else {
+                    break 'fill Ok(());
+                };
+                let decoded = stage
+                    .get(cpu * BLOCK_BYTES + part.start..cpu * BLOCK_BYTES + part.end)
+                    .and_then(|bytes| packed::decode(bytes, &mut cursor.state, event, stack));
+                let Some((size, stack_len)) = decoded else {
+                    drop_staged(cursor, part, lost);
                     continue;
                 };
-                if span.0 == span.1 {
-                    let fetched = ring.fetch(cpu, cursor, until, part);
-                    *lost += fetched.lost;
-                    *span = (0, fetched.bytes);
-                }
-                if span.0 < span.1 {
-                    if let Some(header) = part.get(span.0..).and_then(record::header) {
-                        if next.is_none_or(|(time, _)| header.time_ns < time) {
-                            next = Some((header.time_ns, cpu));
-                        }
+                part.start += size;
+                part.records = part.records.saturating_sub(1);
+                format_event(line, event, stack.get(..stack_len).unwrap_or(&[]));
+                match output.push(line, 1, 0) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        *held = true;
+                        too_long = output.len == 0;
+                        break 'fill Ok(());
+                    }
+                    Err(e) => {
+                        *held = true;
+                        break 'fill Err(e);
                     }
                 }
-            }
-            if *lost > 0 {
-                format_lost(line, now_ns(), *lost);
-                match output.push(line, 0, *lost) {
-                    Ok(true) => *lost = 0,
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(e),
-                }
-            }
-            let Some((_, cpu)) = next else {
-                break Ok(());
-            };
-            let (Some(span), Some(part)) = (
-                spans.get_mut(cpu),
-                stage.get(cpu * STAGE_BYTES..(cpu + 1) * STAGE_BYTES),
-            ) else {
-                break Ok(());
-            };
-            let bytes = part.get(span.0..span.1).unwrap_or(&[]);
-            let size = record::header(bytes).map_or(0, |h| usize::from(h.size));
-            match record::decode(bytes, stack) {
-                Some((event, stack_len)) => {
-                    format_event(line, &event, &stack[..stack_len]);
-                    match output.push(line, 1, 0) {
-                        Ok(true) => span.0 += size,
-                        Ok(false) => break Ok(()),
-                        Err(e) => break Err(e),
-                    }
-                }
-                // Not a valid record (it cannot happen): drop what is staged.
-                None => span.0 = span.1,
             }
         };
         let result = result.and_then(|()| output.flush());
@@ -269,9 +317,18 @@ impl EventsFile {
         ring.consumed(output.delivered, output.lost_reported);
         match result {
             Err(e) if output.written == 0 => Err(e),
+            Ok(()) if output.written == 0 && too_long => Err(EINVAL),
             _ => Ok(output.written),
         }
     }
+}
+
+/// Drops the records staged in `part`, which do not decode (it cannot happen), as lost, and
+/// the rest of their block with them.
+fn drop_staged(cursor: &mut Cursor, part: &mut Staged, lost: &mut u64) {
+    *lost += part.records;
+    *part = Staged::default();
+    cursor.skip_block();
 }
 
 #[vtable]
@@ -281,15 +338,15 @@ impl ProcFile for EventsFile {
     fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
         let ring = &monitor.state.ring;
         let mut cursors = VVec::with_capacity(ring.count(), GFP_KERNEL)?;
-        let mut spans = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
+        let mut staged = KVec::with_capacity(ring.count(), GFP_KERNEL)?;
         for _ in 0..ring.count() {
             cursors.push(Cursor::default(), GFP_KERNEL)?;
-            spans.push((0, 0), GFP_KERNEL)?;
+            staged.push(Staged::default(), GFP_KERNEL)?;
         }
         let mut chunk = KVec::with_capacity(CHUNK_BYTES, GFP_KERNEL)?;
         chunk.extend_with(CHUNK_BYTES, 0, GFP_KERNEL)?;
-        let mut stage = VVec::with_capacity(ring.count() * STAGE_BYTES, GFP_KERNEL)?;
-        stage.extend_with(ring.count() * STAGE_BYTES, 0, GFP_KERNEL)?;
+        let mut stage = VVec::with_capacity(ring.count() * BLOCK_BYTES, GFP_KERNEL)?;
+        stage.extend_with(ring.count() * BLOCK_BYTES, 0, GFP_KERNEL)?;
         ring.start_cursors(&mut cursors);
         let open = OpenReader::new(monitor.into());
         KBox::try_pin_init(
@@ -299,8 +356,10 @@ impl ProcFile for EventsFile {
                 reading <- new_mutex!(ReadState {
                     cursors,
                     stage,
-                    spans,
+                    staged,
                     lost: 0,
+                    held: false,
+                    event: Event::zeroed(),
                     stack: [0; STACK_MAX],
                     line: Line::new(),
                     chunk,
@@ -336,10 +395,6 @@ impl ProcFile for EventsFile {
             let written = self.fill(&mut state, &mut out)?;
             if written > 0 {
                 return Ok(written);
-            }
-            if state.pending() {
-                // Something to read, but not even one line fits the caller's buffer.
-                return Err(EINVAL);
             }
             // Another reader of this open file took what there was, or the records are
             // newer than this read: wait again.

@@ -24,6 +24,7 @@ use kernel::{
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
+mod copy;
 mod event;
 mod fault;
 mod files;
@@ -33,7 +34,6 @@ mod lifecycle;
 mod packed;
 mod pollqueue;
 mod procfs;
-mod record;
 mod ring;
 mod rss;
 mod sample;

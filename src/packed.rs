@@ -15,6 +15,7 @@
 //! Every block of a ring starts from [`State::ZERO`], so a reader can start at any block
 //! (after the ones before it were overwritten) and needs nothing else to decode it.
 
+use crate::copy::copy_bytes;
 use crate::event::{Event, FaultType, Kind, TEXT_CAPACITY};
 use crate::stack::STACK_MAX;
 
@@ -41,6 +42,10 @@ pub(crate) struct State {
     tid: i32,
     addr: u64,
     ip: u64,
+    /// The first `stack_len` entries of `stack` hold the last entry written at each depth;
+    /// deeper ones count as 0 (and hold anything), so that starting a block need not clear
+    /// them.
+    stack_len: usize,
     stack: [u64; STACK_MAX],
 }
 
@@ -52,8 +57,36 @@ impl State {
         tid: 0,
         addr: 0,
         ip: 0,
+        stack_len: 0,
         stack: [0; STACK_MAX],
     };
+
+    /// Sets the state to [`State::ZERO`], writing only what it must.
+    pub(crate) fn reset(&mut self) {
+        self.time_ns = 0;
+        self.pid = 0;
+        self.tid = 0;
+        self.addr = 0;
+        self.ip = 0;
+        self.stack_len = 0;
+    }
+
+    /// The stack entry at `depth` that the next record's is coded against.
+    fn previous(&self, depth: usize) -> u64 {
+        if depth < self.stack_len {
+            self.stack.get(depth).copied().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Records `entry` as the last one written at `depth`.
+    fn set_previous(&mut self, depth: usize, entry: u64) {
+        if let Some(slot) = self.stack.get_mut(depth) {
+            *slot = entry;
+        }
+        self.stack_len = self.stack_len.max(depth + 1);
+    }
 }
 
 /// Bytes being written into a slice; writes past its end are dropped and remembered.
@@ -99,7 +132,7 @@ impl Writer<'_> {
     fn bytes(&mut self, bytes: &[u8]) {
         match self.buf.get_mut(self.len..self.len + bytes.len()) {
             Some(dst) => {
-                dst.copy_from_slice(bytes);
+                copy_bytes(dst, bytes);
                 self.len += bytes.len();
             }
             None => self.overflow = true,
@@ -204,9 +237,9 @@ pub(crate) fn encode(
         state.ip = event.args[1];
     } else {
         // Zigzag: `-1` (no file, all bits) takes one byte.
-        for arg in event.args {
+        for arg in event.args.iter() {
             // CAST: the argument's bits, read as signed.
-            w.svar(arg as i64);
+            w.svar(*arg as i64);
         }
         w.svar(event.ret);
         w.uvar(event.dur_ns);
@@ -220,9 +253,9 @@ pub(crate) fn encode(
     if !stack.is_empty() {
         // CAST: at most STACK_MAX entries.
         w.uvar(stack.len() as u64);
-        for (entry, previous) in stack.iter().zip(state.stack.iter_mut()) {
-            w.delta(*previous, *entry);
-            *previous = *entry;
+        for (depth, entry) in stack.iter().enumerate() {
+            w.delta(state.previous(depth), *entry);
+            state.set_previous(depth, *entry);
         }
     }
     if w.overflow {
@@ -250,7 +283,7 @@ pub(crate) fn decode(
 ) -> Option<(usize, usize)> {
     let mut r = Reader { buf: bytes, pos: 0 };
     let tag = r.byte()?;
-    *event = Event::zeroed();
+    event.clear();
     event.kind = *Kind::ALL.get(usize::from(tag & TAG_KIND))?;
     state.time_ns = state.time_ns.wrapping_add(r.uvar()?);
     event.time_ns = state.time_ns;
@@ -292,9 +325,9 @@ pub(crate) fn decode(
         if stack_len > STACK_MAX {
             return None;
         }
-        for (entry, previous) in stack.iter_mut().zip(state.stack.iter_mut()).take(stack_len) {
-            *previous = r.delta(*previous)?;
-            *entry = *previous;
+        for (depth, entry) in stack.iter_mut().enumerate().take(stack_len) {
+            *entry = r.delta(state.previous(depth))?;
+            state.set_previous(depth, *entry);
         }
     }
     Some((r.pos, stack_len))

@@ -19,12 +19,11 @@
 //! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
 //! behind `cat`; 1 ms keeps a lone event's latency well under 10 ms on a loaded host.)
 
+use crate::copy::copy_bytes;
 use crate::event::{now_ns, Event, Kind};
 use crate::packed::{self, State, PACKED_MAX};
 use crate::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::procfs::PollTableRef;
-use crate::record::{self, BODY_MAX, RECORD_MAX};
-use crate::stack::STACK_MAX;
 use crate::timer::{OneShotTimer, TimerHandler};
 use kernel::{
     alloc::flags::GFP_KERNEL,
@@ -68,8 +67,9 @@ pub(crate) struct Stats {
     pub(crate) ring_bytes: usize,
 }
 
-/// Bytes of a block: the unit in which a ring is written and overwritten.
-const BLOCK_BYTES: usize = 1024;
+/// Bytes of a block: the unit in which a ring is written and overwritten, and the most a
+/// reader copies out of a ring at once.
+pub(crate) const BLOCK_BYTES: usize = 1024;
 const _: () = assert!(PACKED_MAX <= BLOCK_BYTES && CPU_RING_MIN % BLOCK_BYTES == 0);
 
 /// What a ring knows of one of its blocks.
@@ -166,7 +166,7 @@ impl CpuRing {
         }
         // INVARIANT: the oldest block was dropped if the new one took its slot; the new block
         // is empty and coded from the start.
-        self.state = State::ZERO;
+        self.state.reset();
     }
 
     /// Appends the record of `event`, stamped `time_ns`, with the stack entries `stack`;
@@ -206,7 +206,10 @@ impl CpuRing {
             return 0;
         }
         let lost = self.tail_seq.saturating_sub(cursor.seq);
-        *cursor = self.start();
+        cursor.seq = self.tail_seq;
+        cursor.block = self.tail_block;
+        cursor.offset = 0;
+        cursor.state.reset();
         lost
     }
 
@@ -229,8 +232,17 @@ pub(crate) struct Cursor {
     /// Its block and byte offset in it.
     block: u64,
     offset: usize,
-    /// The coding state before it.
-    state: State,
+    /// The coding state at `offset`: the one the records [`Ring::fetch`] copied out are coded
+    /// against, until the reader has decoded them.
+    pub(crate) state: State,
+}
+
+impl Cursor {
+    /// Makes the next fetch skip the rest of the cursor's block, records written to it later
+    /// included; they are counted as lost when the reader moves to the next block.
+    pub(crate) fn skip_block(&mut self) {
+        self.offset = BLOCK_BYTES;
+    }
 }
 
 impl Default for Cursor {
@@ -248,8 +260,10 @@ impl Default for Cursor {
 pub(crate) struct Fetched {
     /// Records that were overwritten before the reader got to them.
     pub(crate) lost: u64,
-    /// Bytes of the whole records copied out.
+    /// Bytes of the records copied out.
     pub(crate) bytes: usize,
+    /// How many records they are.
+    pub(crate) records: u64,
 }
 
 /// What a reader may do next.
@@ -388,31 +402,29 @@ impl Ring {
         }
     }
 
-    /// Copies the records from `cursor` in ring `cpu` that were stamped at or before
-    /// `until_ns` into `out`, in the form of [`crate::record`], as many whole ones as fit, and
-    /// moves the cursor past them; first moves a cursor whose records were overwritten to the
-    /// oldest record held, and says how many it missed.
-    pub(crate) fn fetch(
-        &self,
-        cpu: usize,
-        cursor: &mut Cursor,
-        until_ns: u64,
-        out: &mut [u8],
-    ) -> Fetched {
-        let mut fetched = Fetched { lost: 0, bytes: 0 };
+    /// Copies, as they are, the packed records that follow `cursor` in its block of ring
+    /// `cpu` to the start of `out`, and moves the cursor past them: first to the oldest
+    /// record held if its block was overwritten, and on to the next block if its own was read
+    /// to its end. The lock is held only for the copy; the caller decodes the records with
+    /// the cursor's [`Cursor::state`], which leaves it as the next fetch needs it, and
+    /// fetches again only when it has decoded them all.
+    pub(crate) fn fetch(&self, cpu: usize, cursor: &mut Cursor, out: &mut [u8]) -> Fetched {
+        let mut fetched = Fetched {
+            lost: 0,
+            bytes: 0,
+            records: 0,
+        };
         let Some(ring) = self.cpus.get(cpu) else {
             return fetched;
         };
-        let mut event = Event::zeroed();
-        let mut stack = [0u64; STACK_MAX];
         let ring = ring.lock();
         fetched.lost = ring.catch_up(cursor);
-        while cursor.seq < ring.head_seq && out.len() - fetched.bytes >= RECORD_MAX {
+        loop {
             let block = ring.block(cursor.block);
+            let end = block.first_seq + block.count;
             if cursor.offset >= block.used {
                 // The block is read to its end, or the rest of it was skipped: records
                 // written to it since a skip are lost to this reader.
-                let end = block.first_seq + block.count;
                 fetched.lost += end.saturating_sub(cursor.seq);
                 cursor.seq = cursor.seq.max(end);
                 if cursor.block >= ring.head_block {
@@ -421,48 +433,25 @@ impl Ring {
                 // Later records are in the next block.
                 cursor.block += 1;
                 cursor.offset = 0;
-                cursor.state = State::ZERO;
+                cursor.state.reset();
                 continue;
             }
             let bytes = ring
                 .block_bytes(cursor.block)
                 .get(cursor.offset..block.used)
                 .unwrap_or(&[]);
-            match packed::time(bytes, &cursor.state) {
-                Some(time) if time > until_ns => break,
-                Some(_) => {}
-                // Not a valid record (it cannot happen): skip the rest of the block, whatever
-                // is written to it later included, counted as lost (above).
-                None => {
-                    cursor.offset = BLOCK_BYTES;
-                    continue;
-                }
-            }
-            // The loop runs while `RECORD_MAX` bytes are left in `out`: room for the body and
-            // the stack.
-            let Some(body) = out
-                .get_mut(fetched.bytes..fetched.bytes + BODY_MAX)
-                .and_then(|body| <&mut [u8; BODY_MAX]>::try_from(body).ok())
-            else {
-                break;
-            };
-            let Some((size, stack_len)) =
-                packed::decode(bytes, &mut cursor.state, &mut event, &mut stack)
-            else {
-                // Not a valid record (it cannot happen): skip the rest of the block as above.
+            fetched.bytes = copy_bytes(out, bytes);
+            if fetched.bytes < bytes.len() {
+                // `out` is smaller than a block (it cannot happen): skip the rest.
+                fetched.lost += end.saturating_sub(cursor.seq);
+                cursor.seq = end;
                 cursor.offset = BLOCK_BYTES;
-                continue;
-            };
-            let (body_size, record_size) = record::encode(&event, stack_len, body);
-            for (i, entry) in stack.iter().take(stack_len).enumerate() {
-                let at = fetched.bytes + body_size + 8 * i;
-                if let Some(dst) = out.get_mut(at..at + 8) {
-                    dst.copy_from_slice(&entry.to_ne_bytes());
-                }
+                break;
             }
-            cursor.seq += 1;
-            cursor.offset += size;
-            fetched.bytes += record_size;
+            fetched.records = end.saturating_sub(cursor.seq);
+            cursor.seq = end;
+            cursor.offset = block.used;
+            break;
         }
         fetched
     }

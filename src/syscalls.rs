@@ -75,7 +75,14 @@ impl KretprobeHandler for SyscallProbe {
         });
         let event = &mut call.event;
         // CAST: registers are 64 bits wide on x86_64.
-        event.args = [user.di, user.si, user.dx, user.r10, user.r8, user.r9].map(|r| r as u64);
+        event.args = [
+            user.di as u64,
+            user.si as u64,
+            user.dx as u64,
+            user.r10 as u64,
+            user.r8 as u64,
+            user.r9 as u64,
+        ];
         if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
             // CAST: the fd argument is a C int.
             let fd = event.args[4] as i32;

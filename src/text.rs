@@ -2,6 +2,7 @@
 
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
+use crate::copy::copy_bytes;
 use crate::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
 use crate::stack::STACK_MAX;
 use core::fmt::{self, Write};
@@ -43,7 +44,9 @@ impl Line {
     fn push_bytes(&mut self, bytes: &[u8]) -> fmt::Result {
         let room = LINE_MAX - self.len;
         let fits = bytes.len().min(room);
-        self.buf[self.len..self.len + fits].copy_from_slice(&bytes[..fits]);
+        if let Some(dst) = self.buf.get_mut(self.len..) {
+            copy_bytes(dst, bytes);
+        }
         self.len += fits;
         if fits < bytes.len() {
             Err(fmt::Error)
