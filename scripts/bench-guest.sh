@@ -1,6 +1,9 @@
 # The guest side of scripts/bench.sh (busybox sh). REPS, N and PAIRS come from the
 # environment. Every repetition runs every set-up once per workload, in turn, so that the
-# set-ups are compared inside one boot under the same conditions.
+# set-ups are compared inside one boot under the same conditions; the order of the set-ups
+# rotates from one repetition to the next, so that none always runs first or after the same
+# one, and an untimed pass of each workload comes first (the guest's memory touched once, the
+# emulator's code translated).
 set -u
 REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
 SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
@@ -78,9 +81,17 @@ run() {
     echo "$workload $setup ${ns:-0} $lost" >> $res
 }
 
+# Untimed warm-up.
+/progs/bench faults 1 "$N" > /dev/null
+/progs/bench faults 2 "$N" > /dev/null
+/progs/bench mapunmap "$PAIRS" > /dev/null
+
+setups="none ftrace unwatched watched record"
 rep=0
 while [ $((rep += 1)) -le "$REPS" ]; do
-    for setup in none ftrace unwatched watched record; do
+    # This repetition's order: the list rotated by (rep - 1) places.
+    order=$(echo $setups $setups | awk -v r=$(((rep - 1) % 5)) '{ for (i = 1; i <= 5; i++) printf "%s ", $(i + r) }')
+    for setup in $order; do
         run $setup faults-1thread faults 1 "$N"
         run $setup faults-2threads faults 2 "$N"
         run $setup mapunmap mapunmap "$PAIRS"

@@ -25,7 +25,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = --quick ]; then
     REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000} SROUNDS=${SROUNDS:-3}
 fi
-REPS=${REPS:-5} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
+REPS=${REPS:-7} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
 SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
 out="$top/build/vm/bench.out"
 mkdir -p "$top/build/vm"

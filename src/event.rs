@@ -228,11 +228,11 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    /// A record of `kind` for the current task, stamped now.
+    /// A record of `kind` for the current task. The ring stamps its time when it is written.
     pub(crate) fn new(kind: Kind) -> Self {
         let (pid, tid) = current_ids();
         Self {
-            time_ns: now_ns(),
+            time_ns: 0,
             pid,
             tid,
             kind,
@@ -279,10 +279,11 @@ impl Event {
 
     /// Stores `bytes` as the record's text, cut to [`TEXT_CAPACITY`].
     pub(crate) fn set_text(&mut self, bytes: &[u8]) {
-        let len = bytes.len().min(TEXT_CAPACITY);
-        // SAFETY: `text` has room for `TEXT_CAPACITY >= len` bytes, and does not overlap `bytes`
+        let kept = bytes.get(..TEXT_CAPACITY).unwrap_or(bytes);
+        let len = kept.len();
+        // SAFETY: `text` has room for `TEXT_CAPACITY >= len` bytes, and does not overlap `kept`
         // (borrowed while `self` is mutably borrowed).
-        unsafe { copy_to(self.text.as_mut_ptr().cast::<u8>(), &bytes[..len]) };
+        unsafe { copy_to(self.text.as_mut_ptr().cast::<u8>(), kept) };
         // INVARIANT: the first `len` bytes of `text` were just written.
         // CAST: `len <= TEXT_CAPACITY < 256`.
         self.text_len = len as u8;

@@ -261,7 +261,13 @@ impl EventsFile {
                         .get(part.start..part.end)
                         .and_then(|bytes| packed::time(bytes, &cursor.state))
                     {
-                        Some(time) if time > until => {}
+                        // Newer than this read; but a time later than now cannot have been
+                        // stamped (it cannot happen): dropped, or it would never be read.
+                        Some(time) if time > until => {
+                            if time > now_ns() {
+                                drop_staged(cursor, part, lost);
+                            }
+                        }
                         Some(time) => {
                             if next.is_none_or(|(first, _)| time < first) {
                                 next = Some((time, cpu));

@@ -193,7 +193,12 @@ impl CpuRing {
                 // It does not fit after the block's last record: it fits in an empty block,
                 // as `PACKED_MAX <= BLOCK_BYTES`.
                 None if head.used > 0 => self.next_block(),
-                None => break,
+                None => {
+                    // It does not fit an empty block (it cannot happen): `encode` may have
+                    // moved the coding state on, the block's first record is still to come.
+                    self.state.reset();
+                    break;
+                }
             }
         }
         0
@@ -444,6 +449,7 @@ impl Ring {
             if fetched.bytes < bytes.len() {
                 // `out` is smaller than a block (it cannot happen): skip the rest.
                 fetched.lost += end.saturating_sub(cursor.seq);
+                fetched.bytes = 0;
                 cursor.seq = end;
                 cursor.offset = BLOCK_BYTES;
                 break;

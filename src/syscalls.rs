@@ -74,6 +74,8 @@ impl KretprobeHandler for SyscallProbe {
             event: Event::new(self.kind),
         });
         let event = &mut call.event;
+        // When the call began, for its duration.
+        event.time_ns = now_ns();
         // CAST: registers are 64 bits wide on x86_64.
         event.args = [
             user.di as u64,
@@ -96,8 +98,8 @@ impl KretprobeHandler for SyscallProbe {
         let event = &mut call.event;
         // CAST: the return value register holds a long.
         event.ret = regs.ax as i64;
-        // The entry handler stamped the event when the call began; the ring stamps it again
-        // now that it returns.
+        // The entry handler stamped the event when the call began; the ring stamps it with
+        // the time it returns.
         event.dur_ns = now_ns().saturating_sub(event.time_ns);
         if stack::depth() == 0 {
             self.state.ring.push(event);
