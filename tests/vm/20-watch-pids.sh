@@ -24,10 +24,13 @@ echo "+1" > $w
 expect_eq "+N watches too" "$(cat $w)" "1-2"
 # a pid seen from a child pid namespace is taken in the writer's namespace
 echo 0 > $w
-unshare -p -f sh -c 'echo 1 > /proc/memmon/watch-pids; sleep 1' &
+# (it stays until killed: on a slow debug kernel a 1 s sleep ended before the check)
+unshare -p -f sh -c 'echo 1 > /proc/memmon/watch-pids; sleep 60' &
 wait_until "the write from the namespace" grep -q . $w
 got=$(cat $w)
 [ -n "$got" ] && [ "$got" != 1 ] || fail "pid 1 of a child namespace was taken as '$got'"
 expect_match "namespace pid 1 is the global $got" "$(grep NSpid /proc/$got/status)" "NSpid:[[:space:]]+$got[[:space:]]+1$"
+# the namespace's init: only SIGKILL reaches it from outside
+kill -9 "$got"
 wait
 unload
