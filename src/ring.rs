@@ -211,21 +211,16 @@ impl CpuRing {
             return 0;
         }
         let lost = self.tail_seq.saturating_sub(cursor.seq);
+        self.rewind(cursor);
+        lost
+    }
+
+    /// Moves `cursor` to the oldest record held.
+    fn rewind(&self, cursor: &mut Cursor) {
         cursor.seq = self.tail_seq;
         cursor.block = self.tail_block;
         cursor.offset = 0;
         cursor.state.reset();
-        lost
-    }
-
-    /// A cursor at the oldest record held.
-    fn start(&self) -> Cursor {
-        Cursor {
-            seq: self.tail_seq,
-            block: self.tail_block,
-            offset: 0,
-            state: State::ZERO,
-        }
     }
 }
 
@@ -403,7 +398,7 @@ impl Ring {
     /// Sets `cursors` to where a reader that starts now begins: at the oldest records held.
     pub(crate) fn start_cursors(&self, cursors: &mut [Cursor]) {
         for (ring, cursor) in self.cpus.iter().zip(cursors.iter_mut()) {
-            *cursor = ring.lock().start();
+            ring.lock().rewind(cursor);
         }
     }
 
