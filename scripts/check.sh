@@ -87,10 +87,13 @@ patches_checkpatch() {
 
 # vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat
 vm_scenario() {
-    local script=$1 name klog
+    local script=$1 name klog accel
     name=$(basename "$script" .sh)
     klog="$results/vm-$name.kernel.log"
-    "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" --log "$klog" \
+    # A scenario may name its QEMU accelerator in a line "# vm-accel: ACCEL".
+    accel=$(sed -n 's/^# vm-accel: //p' "$script")
+    MEMMON_ACCEL=${accel:-${MEMMON_ACCEL:-tcg}} \
+        "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" --log "$klog" \
         --add "$top/tests/vm/lib.sh:/host/lib.sh" --add "$script:/host/test.sh" -- sh /host/test.sh
     local status=$?
     if grep -En "$splats" "$klog" | grep -Ev "$not_splats"; then
