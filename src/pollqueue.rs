@@ -117,14 +117,19 @@ impl PollQueue {
         result
     }
 
-    /// Wakes every waiter with every event bit, then removes the epoll entries and waits until
-    /// the poll and select callers have left. Sleeps.
+    /// Wakes every waiter with every event bit and removes the epoll entries, until the queue
+    /// is empty: the poll and select callers have left, and no entry registered meanwhile
+    /// stays. Sleeps.
     pub(crate) fn drain(&self) {
-        self.wake(ALL_EVENTS);
-        // epoll removes its entries on POLLFREE; poll and select are woken.
-        self.wake(bindings::POLLHUP | POLLFREE);
-        // The woken poll, select and blocked callers take their entries off when they return.
-        while !self.is_empty() {
+        loop {
+            self.wake(ALL_EVENTS);
+            // epoll removes its entries on POLLFREE; poll and select are woken.
+            self.wake(bindings::POLLHUP | POLLFREE);
+            // The woken poll, select and blocked callers take their entries off when they
+            // return; an entry that an epoll_ctl() added since is removed on the next round.
+            if self.is_empty() {
+                break;
+            }
             // SAFETY: Sleeping is allowed: draining happens in process context.
             unsafe { bindings::msleep(1) };
         }

@@ -34,7 +34,7 @@ use kernel::{
     prelude::*,
     static_lock_class,
     sync::{
-        atomic::{Atomic, Full, Relaxed, Release},
+        atomic::{Acquire, Atomic, Full, Relaxed, Release},
         SpinLock,
     },
 };
@@ -96,7 +96,7 @@ struct Block {
 /// `state` is the coding state after the last record of block `head_block`.
 struct CpuRing {
     buf: VVec<u8>,
-    blocks: KVec<Block>,
+    blocks: VVec<Block>,
     head_block: u64,
     tail_block: u64,
     head_seq: u64,
@@ -112,7 +112,8 @@ impl CpuRing {
         let count = bytes / BLOCK_BYTES;
         let mut buf = VVec::with_capacity(bytes, GFP_KERNEL)?;
         buf.extend_with(bytes, 0, GFP_KERNEL)?;
-        let mut blocks = KVec::with_capacity(count, GFP_KERNEL)?;
+        // Up to 256 MiB / 1 KiB blocks on one CPU: more than kmalloc gives at once.
+        let mut blocks = VVec::with_capacity(count, GFP_KERNEL)?;
         blocks.extend_with(count, Block::default(), GFP_KERNEL)?;
         // INVARIANT: callers pass a power of two of at least `CPU_RING_MIN`, a multiple of
         // `BLOCK_BYTES`; block 0 is started, empty.
@@ -535,8 +536,13 @@ impl Ring {
         self.readers.handler().queue.drain();
     }
 
-    /// Registers a poll, select or epoll call on new events.
+    /// Registers a poll, select or epoll call on new events, unless the rings are closed
+    /// (the caller's poll then returns every event bit, and a registration would only keep
+    /// unload waiting until the next round of [`PollQueue::drain`]).
     pub(crate) fn register_poller(&self, file: &LocalFile, table: &PollTableRef<'_>) {
+        if self.closed.load(Acquire) {
+            return;
+        }
         self.readers.handler().queue.register(file, table);
     }
 }

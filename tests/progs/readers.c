@@ -11,6 +11,10 @@
 //                 writefds, poll for POLLPRI|POLLOUT; print MODE=ok when woken (at unload)
 //   epollhold SECONDS
 //                 register with an epoll instance and sleep without waiting on it
+//   epolladd SECONDS
+//                 for SECONDS, add the open file to new epoll instances over and over,
+//                 keeping the last 128 open (so registrations keep arriving, during an
+//                 unload too); prints epolladd=N (the additions)
 //   zero          a read of 0 bytes returns 0 at once, even with nothing to read
 //   poll-latency  poll on a drained reader while a child writes a marker 200 ms later;
 //                 prints latency_us= (marker write to poll return)
@@ -369,6 +373,25 @@ int main(int argc, char **argv)
 			return perror("epoll_ctl"), 1;
 		sleep(atoi(argv[2]));
 		printf("epollhold=ok\n");
+	} else if (!strcmp(mode, "epolladd") && argc == 3) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		long long end = now_us() + atoll(argv[2]) * 1000000LL;
+		int held[128], adds = 0;
+
+		fd = open_drained();
+		for (int i = 0; i < 128; i++)
+			held[i] = -1;
+		while (now_us() < end) {
+			int slot = adds % 128;
+
+			if (held[slot] >= 0)
+				close(held[slot]);
+			held[slot] = epoll_create1(0);
+			if (held[slot] < 0 || epoll_ctl(held[slot], EPOLL_CTL_ADD, fd, &ev))
+				return perror("epolladd"), 1;
+			adds++;
+		}
+		printf("epolladd=%d\n", adds);
 	} else if (!strcmp(mode, "zero")) {
 		fd = open_drained();
 		fcntl(fd, F_SETFL, 0);
