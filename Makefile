@@ -149,7 +149,7 @@ check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
 # scripts/vm-run; the guest's init scans for kmemleak leaks after the command there)
 check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
 	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1 \
-		MEMMON_VM_TIMEOUT=$${MEMMON_VM_TIMEOUT:-900}) $(TOP)/scripts/check-stress.sh
+		MEMMON_VM_TIMEOUT=$${MEMMON_VM_TIMEOUT:-3000}) $(TOP)/scripts/check-stress.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target
