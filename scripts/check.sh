@@ -4,7 +4,8 @@
 #   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free
 #   - patches: checkpatch.pl
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
-#     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace
+#     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
+#     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL
 # Ends with one line: "N passed, N failed".
 # Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
 # Environment (scripts/check-debug.sh sets these; unset, the suite is the one above):
