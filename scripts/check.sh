@@ -93,7 +93,7 @@ vm_scenario() {
     klog="$results/vm-$name.kernel.log"
     # A scenario may name its QEMU accelerator in a line "# vm-accel: ACCEL".
     accel=$(sed -n 's/^# vm-accel: //p' "$script")
-    MEMMON_ACCEL=${accel:-${MEMMON_ACCEL:-tcg}} \
+    MEMMON_ACCEL=${accel:-${MEMMON_ACCEL:-}} \
         "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" --log "$klog" \
         --add "$top/tests/vm/lib.sh:/host/lib.sh" --add "$script:/host/test.sh" -- sh /host/test.sh
     local status=$?
