@@ -61,8 +61,19 @@ run() {
         echo > $T/set_event_pid
         lost=$(ftrace_overrun) ;;
     unwatched)
-        load
+        # Loaded afresh: nothing has been watched, so the syscall probes are disarmed.
+        unload; load
         out=$(sh -c 'exec "$@"' sh /progs/bench "$@") ;;
+    other-watched)
+        # Another (sleeping) process watched: the syscall probes are armed, and the
+        # workload's calls go through them to be told apart.
+        unload; load
+        sleep 1000 &
+        other=$!
+        echo $other > /proc/memmon/watch-pids
+        out=$(sh -c 'exec "$@"' sh /progs/bench "$@")
+        kill $other
+        wait $other 2>/dev/null ;;
     watched)
         unload; load
         cat /proc/memmon/events > /dev/null &
@@ -86,11 +97,12 @@ run() {
 /progs/bench faults 2 "$N" > /dev/null
 /progs/bench mapunmap "$PAIRS" > /dev/null
 
-setups="none ftrace unwatched watched record"
+setups="none ftrace unwatched other-watched watched record"
+nsetups=$(echo $setups | wc -w)
 rep=0
 while [ $((rep += 1)) -le "$REPS" ]; do
     # This repetition's order: the list rotated by (rep - 1) places.
-    order=$(echo $setups $setups | awk -v r=$(((rep - 1) % 5)) '{ for (i = 1; i <= 5; i++) printf "%s ", $(i + r) }')
+    order=$(echo $setups $setups | awk -v r=$(((rep - 1) % nsetups)) -v n=$nsetups '{ for (i = 1; i <= n; i++) printf "%s ", $(i + r) }')
     for setup in $order; do
         run $setup faults-1thread faults 1 "$N"
         run $setup faults-2threads faults 2 "$N"

@@ -129,7 +129,7 @@ bench_quick() {
     local n
     n=$(awk '$1 != "reader" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
-    [ "$n" -eq 15 ] || { echo "want 15 results (5 set-ups x 3 workloads)"; return 1; }
+    [ "$n" -eq 18 ] || { echo "want 18 results (6 set-ups x 3 workloads)"; return 1; }
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
     grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
     grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"

@@ -436,7 +436,7 @@ impl ProcFile for WatchPidsFile {
     fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
         let len = input.len();
         let request = read_small_write(input, "watch-pids")?;
-        self.monitor.state.watch.apply(&request)?;
+        self.monitor.apply_watch_write(&request)?;
         Ok(len)
     }
 }
@@ -458,6 +458,11 @@ impl StatsFile {
             writeln!(out, "lost_reported {}", stats.reported_lost)?;
             writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
             writeln!(out, "watched {}", state.watch.count())?;
+            writeln!(
+                out,
+                "syscall_probes_armed {}",
+                u8::from(self.monitor.syscall_probes_armed())
+            )?;
             writeln!(out, "rings {}", stats.rings)?;
             writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
             writeln!(out, "buflen {}", state.buflen)?;

@@ -167,6 +167,25 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         max_active: i32,
         handler: H,
     ) -> impl PinInit<Self, Error> {
+        Self::register_with_flags(symbol, max_active, handler, 0)
+    }
+
+    /// As [`Kretprobe::register`], but disarmed: the function is not patched and the handlers
+    /// do not run until [`Kretprobe::arm`].
+    pub(crate) fn register_disarmed(
+        symbol: &'static CStr,
+        max_active: i32,
+        handler: H,
+    ) -> impl PinInit<Self, Error> {
+        Self::register_with_flags(symbol, max_active, handler, bindings::KPROBE_FLAG_DISABLED)
+    }
+
+    fn register_with_flags(
+        symbol: &'static CStr,
+        max_active: i32,
+        handler: H,
+        flags: u32,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
             unregistered: Atomic::new(false),
@@ -176,6 +195,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
                 unsafe {
                     slot.write(core::mem::zeroed());
                     (*slot).kp.symbol_name = symbol.as_char_ptr();
+                    (*slot).kp.flags = flags;
                     (*slot).entry_handler = Some(Self::entry_handler);
                     (*slot).handler = Some(Self::exit_handler);
                     (*slot).maxactive = max_active;
@@ -186,6 +206,21 @@ impl<H: KretprobeHandler> Kretprobe<H> {
                 registered(symbol, unsafe { bindings::register_kretprobe(slot) })
             }),
         })
+    }
+
+    /// Arms the probe (`enable_kprobe()`): patches the function's entry so that the handlers
+    /// run. May sleep. Arming an armed probe does nothing.
+    pub(crate) fn arm(&self) -> Result {
+        // SAFETY: `raw` is valid and pinned; `enable_kprobe` takes the kprobes mutex and
+        // fails with `EINVAL` for a probe that is no longer registered.
+        to_result(unsafe { bindings::enable_kprobe(&raw mut (*self.raw.get()).kp) })
+    }
+
+    /// Disarms the probe (`disable_kprobe()`): the function runs unpatched again; calls in
+    /// flight still get their exit handler. May sleep.
+    pub(crate) fn disarm(&self) -> Result {
+        // SAFETY: As in `arm`.
+        to_result(unsafe { bindings::disable_kprobe(&raw mut (*self.raw.get()).kp) })
     }
 
     /// Calls that were not probed: `max_active` calls (of any process) were in flight, or the

@@ -25,6 +25,7 @@ use kernel::{
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
 mod copy;
+mod delayed_work;
 mod event;
 mod fault;
 mod files;
@@ -136,6 +137,16 @@ impl Monitor {
             per_reader: files::reader_bytes(ring.rings),
             readers: self.readers.load(Relaxed),
         }
+    }
+
+    /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process.
+    pub(crate) fn apply_watch_write(&self, request: &[u8]) -> Result {
+        self.state.watch.apply(request, || self.syscalls.arm())
+    }
+
+    /// Whether the syscall probes are armed (they are while a process is watched).
+    pub(crate) fn syscall_probes_armed(&self) -> bool {
+        self.syscalls.armed()
     }
 
     /// Probe hits missed: syscalls because too many were in flight at once, any probe hit

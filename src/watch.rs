@@ -307,6 +307,19 @@ impl WatchSet {
         3 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>()
     }
 
+    /// Runs `f` if no process is watched, serialised with `watch-pids` writes: no write adds
+    /// a process meanwhile. (The fork of a followed parent that saw its parent still watched
+    /// may add its child meanwhile.) Returns what `f` returned, or `None` if a process is
+    /// watched.
+    pub(crate) fn if_empty<T>(&self, f: impl FnOnce() -> T) -> Option<T> {
+        let _guard = self.update.lock();
+        if self.count() == 0 {
+            Some(f())
+        } else {
+            None
+        }
+    }
+
     /// Number of watched processes.
     pub(crate) fn count(&self) -> usize {
         let mut count = 0;
@@ -318,8 +331,9 @@ impl WatchSet {
     ///
     /// All or nothing: every item is checked before any is applied. Fails with `EINVAL` for
     /// text that is not such a list or a pid out of range, `ESRCH` for a process that does not
-    /// exist.
-    pub(crate) fn apply(&self, input: &[u8]) -> Result {
+    /// exist, or with the error of `before_adding`, which runs (once every item is checked)
+    /// before a write that adds a process applies, and sees no concurrent [`Self::if_empty`].
+    pub(crate) fn apply(&self, input: &[u8], before_adding: impl FnOnce() -> Result) -> Result {
         // Held from resolving the numbers to applying them, so that each write applies as a
         // whole and in the order writes were made.
         let _guard = self.update.lock();
@@ -346,6 +360,12 @@ impl WatchSet {
         if requests.is_empty() {
             pr_info!("watch-pids: rejected an empty write\n");
             return Err(EINVAL);
+        }
+        if requests
+            .iter()
+            .any(|request| matches!(request, Request::Add { .. }))
+        {
+            before_adding()?;
         }
         for request in requests.iter() {
             match request {

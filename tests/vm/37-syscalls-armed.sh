@@ -1,0 +1,64 @@
+# The syscall kretprobes are armed only while a process is watched. After load they are
+# disarmed: kprobes/list shows the 18 as [DISABLED] and ftrace patches none of their entry
+# points (enabled_functions). A watch-pids write that adds a process arms them before it
+# returns; the last watched process leaving (a write, an exit) disarms them within about 2 s;
+# a followed child that outlives its watched parent keeps them armed and has every call
+# recorded.
+. /host/lib.sh
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T
+disabled() { grep -c '__x64_sys_.*\[DISABLED\]' /sys/kernel/debug/kprobes/list; }
+patched() { grep -c '^__x64_sys_' $T/enabled_functions; }
+armed() { stat_of syscall_probes_armed; }
+is_disarmed() { [ "$(armed)" = 0 ]; }
+uptime_ms() { awk '{ print int($1 * 1000) }' /proc/uptime; }
+expect_disarmed() {
+    expect_eq "$1: syscall_probes_armed" "$(armed)" 0
+    expect_eq "$1: syscall probes [DISABLED]" "$(disabled)" 18
+    expect_eq "$1: mm syscall entry points patched" "$(patched)" 0
+}
+expect_armed() {
+    expect_eq "$1: syscall_probes_armed" "$(armed)" 1
+    expect_eq "$1: syscall probes [DISABLED]" "$(disabled)" 0
+    expect_eq "$1: mm syscall entry points patched" "$(patched)" 18
+}
+
+load buflen=4194304
+expect_disarmed "after load"
+
+sleep 100 &
+s=$!
+echo $s > /proc/memmon/watch-pids || fail "watch $s"
+expect_armed "once the write returned"
+echo -$s > /proc/memmon/watch-pids || fail "unwatch $s"
+t0=$(uptime_ms)
+wait_until "disarming after the set emptied" is_disarmed
+waited=$(($(uptime_ms) - t0))
+[ $waited -le 2500 ] || fail "disarmed $waited ms after the set emptied (at most 2500)"
+echo "ok: disarmed $waited ms after the set emptied"
+expect_disarmed "after the write that emptied the set"
+kill $s
+
+# Armed by watchexec's own write: every call of the program is recorded, the first included.
+run_measured /tmp/out /tmp/ev -- /progs/syscalls calls
+check_expected /tmp/out /tmp/ev "$(pid_of_run /tmp/ev)" || fail "syscall lines differ"
+t0=$(uptime_ms)
+wait_until "disarming after the exit" is_disarmed
+waited=$(($(uptime_ms) - t0))
+[ $waited -le 2500 ] || fail "disarmed $waited ms after the exit (at most 2500)"
+expect_disarmed "after the watched process exited"
+
+# A followed child outliving its parent by 3 s (three checks) keeps the probes armed.
+# (Loaded afresh, so that the drain below reads only this run.)
+unload
+load buflen=4194304
+/progs/watchexec -f sh -c '(sleep 3; exec /progs/syscalls calls > /tmp/out2) & exit 0' \
+    || fail "followed run"
+sleep 2
+expect_armed "the parent gone, its followed child sleeping"
+wait_until "the child's exit" sh -c '[ -z "$(cat /proc/memmon/watch-pids)" ]'
+/progs/drain > /tmp/ev2
+check_expected /tmp/out2 /tmp/ev2 "$(pid_of_run /tmp/ev2)" || fail "the child's syscall lines differ"
+wait_until "disarming after the child's exit" is_disarmed
+expect_disarmed "after the child exited"
+unload
