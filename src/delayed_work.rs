@@ -11,8 +11,9 @@
 
 use kernel::{bindings, prelude::*, types::Opaque};
 
-/// What a [`CancellableWork`] does when it runs.
-pub(crate) trait WorkHandler: Send + Sync {
+/// What a [`CancellableWork`] does when it runs. `'static`: a work item whose owner is
+/// leaked (never dropped, so never cancelled) may run at any time after.
+pub(crate) trait WorkHandler: Send + Sync + 'static {
     /// Runs in process context; may sleep. Returns after how many jiffies to run again, or
     /// `None` to stop until the work is scheduled again.
     fn run(&self) -> Option<c_ulong>;
@@ -47,7 +48,8 @@ impl<H: WorkHandler> CancellableWork<H> {
                 // SAFETY: `slot` is valid for writes. `work_fn` has the work function's
                 // signature; the timer is the one embedded in the `delayed_work` and calls
                 // `delayed_work_timer_fn`, as `INIT_DELAYED_WORK()` sets it up; the lock class
-                // keys are static.
+                // keys are static (one pair for all handler types: lockdep sees every
+                // `CancellableWork` as one class).
                 unsafe {
                     bindings::init_work_with_key(
                         core::ptr::addr_of_mut!((*slot).work),

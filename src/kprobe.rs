@@ -209,11 +209,21 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     }
 
     /// Arms the probe (`enable_kprobe()`): patches the function's entry so that the handlers
-    /// run. May sleep. Arming an armed probe does nothing.
+    /// run. May sleep. Arming an armed probe does nothing. Fails with `EBUSY` while kprobes
+    /// are disabled system-wide (debugfs `kprobes/enabled` is 0): the kprobes core then
+    /// reports success but leaves the probe disabled, and does not arm it when kprobes are
+    /// enabled again.
     pub(crate) fn arm(&self) -> Result {
         // SAFETY: `raw` is valid and pinned; `enable_kprobe` takes the kprobes mutex and
         // fails with `EINVAL` for a probe that is no longer registered.
-        to_result(unsafe { bindings::enable_kprobe(&raw mut (*self.raw.get()).kp) })
+        to_result(unsafe { bindings::enable_kprobe(&raw mut (*self.raw.get()).kp) })?;
+        // SAFETY: `raw` is valid; the flags are updated under the kprobes mutex, which
+        // `enable_kprobe` released after setting them.
+        let flags = unsafe { core::ptr::addr_of!((*self.raw.get()).kp.flags).read_volatile() };
+        if flags & bindings::KPROBE_FLAG_DISABLED != 0 {
+            return Err(EBUSY);
+        }
+        Ok(())
     }
 
     /// Disarms the probe (`disable_kprobe()`): the function runs unpatched again; calls in

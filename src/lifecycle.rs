@@ -42,14 +42,9 @@ unsafe extern "C" fn process_fork(
         return;
     }
     state.watch.new_process(child_tgid);
-    let parent = current_ids().0;
-    if !state.watch.contains(parent) {
+    let Some(follow) = state.watch.fork(current_ids().0, child_tgid) else {
         return;
-    }
-    let follow = state.watch.follows(parent);
-    if follow {
-        state.watch.add(child_tgid, true);
-    }
+    };
     let mut event = Event::new(Kind::Fork);
     event.ret = i64::from(child_tgid);
     event.args[0] = u64::from(follow);

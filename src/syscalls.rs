@@ -18,7 +18,10 @@ use kernel::{
     bindings,
     prelude::*,
     str::CStr,
-    sync::{new_mutex, Arc, Mutex},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        new_mutex, Arc, Mutex,
+    },
     time::msecs_to_jiffies,
     types::Opaque,
 };
@@ -213,9 +216,10 @@ const DISARM_CHECK_MS: u32 = 1000;
 /// kprobe dispatch and an instance taken and given back (about 300 instructions), before the
 /// entry handler sees that the caller is not watched. So the probes are registered disarmed;
 /// a `watch-pids` write that adds a process arms them before it returns (patching the 18
-/// entry points: about 0.1 s under TCG, far less on hardware), and a check every
-/// [`DISARM_CHECK_MS`] disarms them once no process is watched. With memmon loaded and
-/// nothing watched, mm syscalls run unpatched.
+/// entry points: about 0.1 s under TCG, 0.7 s on the debug kernel, far less on hardware), and
+/// a check every [`DISARM_CHECK_MS`] disarms them once no process is watched and none can be
+/// added meanwhile ([`crate::watch::WatchSet::if_empty`]). With memmon loaded and nothing
+/// watched, mm syscalls run unpatched.
 pub(crate) struct SyscallProbes {
     arming: Pin<KBox<CancellableWork<Arming>>>,
     paths: Arc<PathBuffers>,
@@ -226,44 +230,59 @@ pub(crate) struct SyscallProbes {
 struct Arming {
     probes: KVec<Pin<KBox<Kretprobe<SyscallProbe>>>>,
     state: Arc<State>,
-    /// Whether the probes are armed; held while arming or disarming them.
+    /// Held while arming or disarming the probes.
     #[pin]
-    armed: Mutex<bool>,
+    lock: Mutex<()>,
+    /// Whether the probes are armed: written under `lock`, read without it.
+    armed: Atomic<bool>,
 }
 
 impl Arming {
-    /// Arms every probe unless they are armed; returns whether it armed them. On failure
-    /// (logged) leaves them all disarmed.
+    /// Arms every probe unless they are armed; returns whether it armed them. Fails with
+    /// `EBUSY` (logged) if one cannot be armed, leaving them all disarmed.
     fn arm(&self) -> Result<bool> {
-        let mut armed = self.armed.lock();
-        if *armed {
+        let _guard = self.lock.lock();
+        if self.armed.load(Relaxed) {
             return Ok(false);
         }
-        for (index, probe) in self.probes.iter().enumerate() {
-            if let Err(e) = probe.arm() {
-                pr_err!(
-                    "cannot arm the probe of {}: error {}\n",
-                    SYSCALLS.get(index).map_or(c"?", |s| s.0),
-                    e.to_errno()
-                );
-                self.disarm_all();
-                return Err(e);
-            }
-        }
-        *armed = true;
+        self.arm_all()?;
+        self.armed.store(true, Relaxed);
         Ok(true)
     }
 
-    /// Disarms every probe.
-    fn disarm_all(&self) {
-        for probe in self.probes.iter() {
-            // It fails only for a probe that is not registered, which is then not armed.
-            let _ = probe.disarm();
+    /// Arms every probe; on failure (logged) disarms them all. Called with `lock` held.
+    fn arm_all(&self) -> Result {
+        for (probe, (symbol, _)) in self.probes.iter().zip(SYSCALLS) {
+            if let Err(e) = probe.arm() {
+                if e == EBUSY {
+                    pr_err!(
+                        "watch-pids: cannot arm the syscall probes: kprobes are disabled \
+                         system-wide (debugfs kprobes/enabled is 0)\n"
+                    );
+                } else {
+                    pr_err!(
+                        "watch-pids: cannot arm the probe of {}: error {}\n",
+                        symbol,
+                        e.to_errno()
+                    );
+                }
+                // Disarming what was armed can only fail where arming failed too.
+                let _ = self.disarm_all();
+                return Err(EBUSY);
+            }
         }
+        Ok(())
     }
 
-    fn is_armed(&self) -> bool {
-        *self.armed.lock()
+    /// Disarms every probe; fails if one could not be. Called with `lock` held.
+    fn disarm_all(&self) -> Result {
+        let mut result = Ok(());
+        for probe in self.probes.iter() {
+            if let Err(e) = probe.disarm() {
+                result = Err(e);
+            }
+        }
+        result
     }
 }
 
@@ -271,21 +290,23 @@ impl WorkHandler for Arming {
     fn run(&self) -> Option<c_ulong> {
         let again = Some(msecs_to_jiffies(DISARM_CHECK_MS));
         let disarmed = self.state.watch.if_empty(|| {
-            let mut armed = self.armed.lock();
-            if *armed {
-                self.disarm_all();
-                *armed = false;
+            let _guard = self.lock.lock();
+            if let Err(e) = self.disarm_all() {
+                pr_warn!(
+                    "cannot disarm the syscall probes (error {}): they stay armed\n",
+                    e.to_errno()
+                );
+                // Armed as a whole again (arming an armed probe does nothing), so that the
+                // state is all or nothing; the next check tries again.
+                return self.arm_all().is_err();
             }
+            self.armed.store(false, Relaxed);
+            true
         });
-        if disarmed.is_none() {
-            return again;
+        match disarmed {
+            Some(true) => None,
+            _ => again,
         }
-        // A followed parent's fork may have added its child meanwhile: watched, it must not
-        // stay unprobed.
-        if self.state.watch.count() > 0 && self.arm().is_ok() {
-            return again;
-        }
-        None
     }
 }
 
@@ -313,7 +334,8 @@ impl SyscallProbes {
             CancellableWork::new(try_pin_init!(Arming {
                 probes,
                 state: state.clone(),
-                armed <- new_mutex!(false),
+                lock <- new_mutex!(()),
+                armed: Atomic::new(false),
             })),
             GFP_KERNEL,
         )?;
@@ -330,7 +352,7 @@ impl SyscallProbes {
 
     /// Whether the probes are armed.
     pub(crate) fn armed(&self) -> bool {
-        self.arming.handler().is_armed()
+        self.arming.handler().armed.load(Relaxed)
     }
 
     /// Calls missed because too many were in flight at once.

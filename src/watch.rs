@@ -229,6 +229,9 @@ pub(crate) struct WatchSet {
     /// the exit probe takes them out of the set. A bit still set when a new process is given
     /// the number means that probe was missed: the number is not the new process's.
     exited: PidBitmap,
+    /// Forks between looking whether their parent is watched and adding the child
+    /// ([`Self::fork`]): while one is, [`Self::if_empty`] does not count the set as empty.
+    forks_in_progress: Atomic<i32>,
     /// Serialises writers so that each write applies as a whole.
     #[pin]
     update: Mutex<()>,
@@ -244,6 +247,7 @@ impl WatchSet {
             watched,
             follow,
             exited,
+            forks_in_progress: Atomic::new(0),
             update <- new_mutex!(()),
         }))
     }
@@ -278,6 +282,25 @@ impl WatchSet {
         was_watched
     }
 
+    /// Process `parent` forked process `child`: if the parent is watched and followed, the
+    /// child is watched too. Returns `None` if the parent is not watched, else whether the
+    /// child was added.
+    pub(crate) fn fork(&self, parent: i32, child: i32) -> Option<bool> {
+        // Fully ordered before the look at the parent's bit, against `if_empty`, which reads
+        // the bits and then this count: either it sees this fork in progress, or this fork
+        // sees the parent's bit as it was when the set was found empty (clear, since
+        // `if_empty` found no bit set).
+        self.forks_in_progress.fetch_add(1, Full);
+        let watched = self.contains(parent);
+        let follow = watched && self.follows(parent);
+        if follow {
+            self.add(child, true);
+        }
+        // After the child's bit (`add` sets it fully ordered).
+        self.forks_in_progress.fetch_add(-1, Full);
+        watched.then_some(follow)
+    }
+
     /// Notes that the last thread of watched process `tgid` has started to exit.
     pub(crate) fn exiting(&self, tgid: i32) {
         self.exited.update(tgid, true);
@@ -307,17 +330,21 @@ impl WatchSet {
         3 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>()
     }
 
-    /// Runs `f` if no process is watched, serialised with `watch-pids` writes: no write adds
-    /// a process meanwhile. (The fork of a followed parent that saw its parent still watched
-    /// may add its child meanwhile.) Returns what `f` returned, or `None` if a process is
-    /// watched.
+    /// Runs `f` if no process is watched and none can be added until `f` returns: no
+    /// `watch-pids` write runs meanwhile (they are serialised with this), and no fork is
+    /// between looking at its parent and adding its child ([`Self::fork`]); a later fork
+    /// finds its parent not watched. Returns what `f` returned, or `None` if a process is
+    /// watched or may be being added.
     pub(crate) fn if_empty<T>(&self, f: impl FnOnce() -> T) -> Option<T> {
         let _guard = self.update.lock();
-        if self.count() == 0 {
-            Some(f())
-        } else {
-            None
+        if self.count() != 0 {
+            return None;
         }
+        // A fully ordered read, after the bits were read: see `fork`.
+        if self.forks_in_progress.fetch_add(0, Full) != 0 {
+            return None;
+        }
+        Some(f())
     }
 
     /// Number of watched processes.
