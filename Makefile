@@ -5,7 +5,8 @@
 #   make module   only the module (KDIR=/path/to/your/patched/tree to use your own kernel)
 #   make run      the demo: boot the VM, load memmon, watch a workload, show its events
 #   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
-#   make bench    memmon against ftrace in one VM boot (scripts/bench.sh; 6 to 10 minutes)
+#   make bench    memmon against ftrace in one VM boot timed, then in one counting
+#                 instructions (scripts/bench.sh, --icount; 10 to 15 minutes)
 #   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
@@ -100,6 +101,7 @@ check: deps all
 
 bench: deps all
 	@$(TOP)/scripts/bench.sh
+	@$(TOP)/scripts/bench.sh --icount
 
 # --- debug and no-ftrace kernels (make check-debug) -----------------------------------------
 # build/linux-VARIANT: the same source and patches as build/linux, configured as tinyconfig +

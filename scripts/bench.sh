@@ -22,17 +22,35 @@
 # random set, each 100 ms generation: ns per page written with sampling on and off (the
 # difference: the cost of one access fault), arming time and pages per generation.
 # Under TCG absolute figures are an emulated CPU's: compare set-ups as ratios.
-# Usage: scripts/bench.sh [--quick]   (REPS, N, PAIRS, READN override the sizes)
+# --icount runs the guest with QEMU's `-icount shift=0`: guest time counts instructions,
+# 1 ns each, over both vCPUs in turn (one host thread), so figures are instructions executed,
+# free of the host's noise, and include what the other vCPU executes meanwhile (a reader,
+# the second thread). A reader then runs only in its vCPU's turn, so events lost there say
+# nothing about a reader on a CPU of its own.
+# Usage: scripts/bench.sh [--quick] [--icount]   (REPS, N, PAIRS, READN override the sizes)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-if [ "${1:-}" = --quick ]; then
+quick="" icount=""
+for arg in "$@"; do
+    case $arg in
+    --quick) quick=1 ;;
+    --icount) icount=1 ;;
+    *) echo "bench: unknown option '$arg' (--quick, --icount)" >&2; exit 2 ;;
+    esac
+done
+if [ -n "$quick" ]; then
     REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000} SROUNDS=${SROUNDS:-3}
+fi
+unit="ns of emulated time"
+if [ -n "$icount" ]; then
+    export MEMMON_QEMU_OPTS="${MEMMON_QEMU_OPTS:-} -icount shift=0"
+    unit="instructions (icount: 1 ns per instruction, both vCPUs)"
 fi
 REPS=${REPS:-7} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
 SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
-out="$top/build/vm/bench.out"
+out="$top/build/vm/bench${icount:+-icount}.out"
 mkdir -p "$top/build/vm"
-klog="$top/build/vm/bench.kernel.log"
+klog="$top/build/vm/bench${icount:+-icount}.kernel.log"
 # Multi-threaded TCG sometimes runs kernel text that another vCPU has just live-patched
 # (scripts/tcg-text-poke-race.sh shows it without memmon), and every set-up switch patches
 # text: a guest that died of such an "Oops: int3" is booted again, from the start (figures
@@ -52,7 +70,7 @@ until "$top/scripts/vm-run" --timeout 3000 --log "$klog" \
 done
 sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 [ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
-echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs)"
+echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0})"
 awk '
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
@@ -82,7 +100,7 @@ awk '
         stats("reader memmon"); m = med; mlo = lo; mhi = hi
         stats("reader ftrace"); f = med
         printf "\nreader: memmon %d lines/s (min %d, max %d), ftrace %d lines/s: %.2fx\n", m, mlo, mhi, f, f ? m / f : 0
-        print "(ns per fault or per pair; vs ftrace = (set-up - none) / (ftrace - none); lost = events lost over all runs)"
+        print "(" unit " per fault or per pair; vs ftrace = (set-up - none) / (ftrace - none); lost = events lost over all runs)"
         if (("sampling on") in v) {
             stats("sampling on"); on = med; onlo = lo; onhi = hi
             stats("sampling off"); off = med
@@ -91,4 +109,4 @@ awk '
             stats("sampling-arm"); printf "  arming: %d us per generation (min %d, max %d)", med / 1000, lo / 1000, hi / 1000
             n = split(substr(armv, 2), a, " "); printf " for about %d pages\n", a[1]
         }
-    }' spages="$SPAGES" "$out.results"
+    }' spages="$SPAGES" unit="$unit" "$out.results"
