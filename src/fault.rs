@@ -65,15 +65,35 @@ unsafe extern "C" fn mm_fault(
 ) {
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
+    // Every fault of every process comes here: the rest is out of line, so that an unwatched
+    // one costs the look at the watch set and little else (no frame for the event).
     if !state.watch.contains_current() {
         return;
     }
+    // SAFETY: The caller passes `report` and `regs` as this function's safety section says.
+    unsafe { record(state, address, flags, major, report, regs) };
+}
+
+/// Records a fault of a watched process.
+///
+/// # Safety
+///
+/// `report` is valid and `regs` null or valid, for the duration of the call.
+#[inline(never)]
+unsafe fn record(
+    state: &State,
+    address: c_ulong,
+    flags: c_uint,
+    major: bool,
+    report: *const bindings::vm_fault_report,
+    regs: *mut bindings::pt_regs,
+) {
     // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault of the
     // current process's address space.
     if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
         return;
     }
-    // SAFETY: The tracepoint passes a valid report for the duration of the call.
+    // SAFETY: The caller passes a valid report for the duration of the call.
     let report = unsafe { &*report };
     let mut event = Event::new(Kind::Fault);
     event.fault_type = match report.handler {

@@ -67,12 +67,14 @@ impl PidBitmap {
         }
     }
 
+    #[inline]
     fn word(&self, pid: i32) -> Option<(&Atomic<u64>, u64)> {
         let pid = usize::try_from(pid).ok()?;
         let word = self.words.get(pid / WORD_BITS)?;
         Some((word, 1 << (pid % WORD_BITS)))
     }
 
+    #[inline]
     fn contains(&self, pid: i32) -> bool {
         self.word(pid)
             .is_some_and(|(word, bit)| word.load(Relaxed) & bit != 0)
@@ -253,11 +255,13 @@ impl WatchSet {
     }
 
     /// Whether process `tgid` is watched. Lock-free; callable in any context.
+    #[inline]
     pub(crate) fn contains(&self, tgid: i32) -> bool {
         self.watched.contains(tgid)
     }
 
     /// Whether the current process is watched.
+    #[inline]
     pub(crate) fn contains_current(&self) -> bool {
         self.contains(current_ids().0)
     }

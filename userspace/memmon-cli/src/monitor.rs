@@ -371,13 +371,24 @@ impl Monitor {
         }
     }
 
-    fn report_lost(&self) {
-        if self.lost > 0 {
-            eprintln!(
-                "memmon: {} events were lost (overwritten before memmon read them)",
-                self.lost
-            );
-        }
+    fn report_lost(&self, proc: &ProcInterface) {
+        report_lost(proc, self.lost);
+    }
+}
+
+/// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
+fn report_lost(proc: &ProcInterface, lost: u64) {
+    if lost == 0 {
+        return;
+    }
+    let buflen = proc.stats().ok().and_then(|stats| stats.get_u64("buflen"));
+    match buflen {
+        Some(buflen) => eprintln!(
+            "memmon: {lost} events were lost (overwritten before memmon read them): the \
+             module's buffer is buflen={buflen} bytes; load it with a larger one (insmod \
+             memmon.ko buflen=4194304) to keep up with this workload"
+        ),
+        None => eprintln!("memmon: {lost} events were lost (overwritten before memmon read them)"),
     }
 }
 
@@ -480,7 +491,7 @@ fn follow_command(
         memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
-    monitor.report_lost();
+    monitor.report_lost(proc);
     monitor.print_summary();
     let code = exit_code.unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -524,7 +535,7 @@ pub fn record_pids(
     if interrupted() {
         eprintln!("memmon: interrupted, recording stopped");
     }
-    monitor.report_lost();
+    monitor.report_lost(proc);
     monitor.print_summary();
     Ok(ExitCode::SUCCESS)
 }
@@ -562,9 +573,7 @@ pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> 
     if interrupted() {
         eprintln!("memmon: interrupted");
     }
-    if lost > 0 {
-        eprintln!("memmon: {lost} events were lost (overwritten before memmon read them)");
-    }
+    report_lost(proc, lost);
     Ok(ExitCode::SUCCESS)
 }
 
