@@ -298,7 +298,11 @@ impl WorkHandler for Arming {
                 );
                 // Armed as a whole again (arming an armed probe does nothing), so that the
                 // state is all or nothing; the next check tries again.
-                return self.arm_all().is_err();
+                if self.arm_all().is_ok() {
+                    return false;
+                }
+                // `arm_all` disarmed what it could: the next write that adds a process arms
+                // them all again.
             }
             self.armed.store(false, Relaxed);
             true
