@@ -6,7 +6,7 @@
 #   make run      the demo: boot the VM, load memmon, watch a workload, show its events
 #   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
 #   make bench    memmon against ftrace in one VM boot timed, then in one counting
-#                 instructions (scripts/bench.sh, --icount; 10 to 15 minutes)
+#                 instructions (scripts/bench.sh, --icount; 8 to 15 minutes)
 #   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
