@@ -185,14 +185,13 @@ pub(crate) struct EventsFile {
 }
 
 impl EventsFile {
-    /// Whether this reader has something to read (see [`Ring::readiness`], also for
-    /// `will_wait`). Without waiting for another reader of the same file: if one is reading,
-    /// it reports ready.
-    fn readiness(&self, will_wait: bool) -> Readiness {
+    /// Whether this reader has something to read (see [`Ring::readiness`]). Without waiting
+    /// for another reader of the same file: if one is reading, it reports ready.
+    fn readiness(&self) -> Readiness {
         let ring = &self.monitor.state.ring;
         match self.reading.try_lock() {
-            Some(state) => ring.readiness(&state.cursors, state.pending(), will_wait),
-            None => ring.readiness(&[], true, will_wait),
+            Some(state) => ring.readiness(&state.cursors, state.pending()),
+            None => ring.readiness(&[], true),
         }
     }
 
@@ -384,9 +383,9 @@ impl ProcFile for EventsFile {
         let nonblock = file.flags() & O_NONBLOCK != 0;
         loop {
             let readiness = if nonblock {
-                self.readiness(false)
+                self.readiness()
             } else {
-                ring.wait_readable(|| self.readiness(true))?
+                ring.wait_readable(|| self.readiness())?
             };
             match readiness {
                 Readiness::Closed => return Ok(0),
@@ -410,7 +409,7 @@ impl ProcFile for EventsFile {
 
     fn poll(&self, file: &LocalFile, table: &PollTableRef<'_>) -> u32 {
         self.monitor.state.ring.register_poller(file, table);
-        poll_mask(self.readiness(true))
+        poll_mask(self.readiness())
     }
 }
 
