@@ -185,13 +185,14 @@ pub(crate) struct EventsFile {
 }
 
 impl EventsFile {
-    /// Whether this reader has something to read (see [`Ring::readiness`]). Without waiting
-    /// for another reader of the same file: if one is reading, it reports ready.
-    fn readiness(&self) -> Readiness {
+    /// Whether this reader has something to read (see [`Ring::readiness`], also for
+    /// `will_wait`). Without waiting for another reader of the same file: if one is reading,
+    /// it reports ready.
+    fn readiness(&self, will_wait: bool) -> Readiness {
         let ring = &self.monitor.state.ring;
         match self.reading.try_lock() {
-            Some(state) => ring.readiness(&state.cursors, state.pending()),
-            None => ring.readiness(&[], true),
+            Some(state) => ring.readiness(&state.cursors, state.pending(), will_wait),
+            None => ring.readiness(&[], true, will_wait),
         }
     }
 
@@ -383,9 +384,9 @@ impl ProcFile for EventsFile {
         let nonblock = file.flags() & O_NONBLOCK != 0;
         loop {
             let readiness = if nonblock {
-                self.readiness()
+                self.readiness(false)
             } else {
-                ring.wait_readable(|| self.readiness())?
+                ring.wait_readable(|| self.readiness(true))?
             };
             match readiness {
                 Readiness::Closed => return Ok(0),
@@ -409,7 +410,7 @@ impl ProcFile for EventsFile {
 
     fn poll(&self, file: &LocalFile, table: &PollTableRef<'_>) -> u32 {
         self.monitor.state.ring.register_poller(file, table);
-        poll_mask(self.readiness())
+        poll_mask(self.readiness(true))
     }
 }
 

@@ -467,16 +467,25 @@ impl Ring {
     }
 
     /// Whether a reader at `cursors` (with `pending` records or a lost count held back) has
-    /// something to read, without waiting. Marks the reader as waiting first, so that a
-    /// record written after this found nothing wakes it.
-    pub(crate) fn readiness(&self, cursors: &[Cursor], pending: bool) -> Readiness {
+    /// something to read, without waiting. A reader that will wait if it finds nothing
+    /// (`will_wait`: a blocking read, a poll) is marked as waiting first, so that a record
+    /// written after this found nothing wakes it; a non-blocking read is not, so that
+    /// producers arm no wake-up for it.
+    pub(crate) fn readiness(
+        &self,
+        cursors: &[Cursor],
+        pending: bool,
+        will_wait: bool,
+    ) -> Readiness {
         if self.closed.load(Relaxed) {
             return Readiness::Closed;
         }
         if pending {
             return Readiness::Ready;
         }
-        self.readers.handler().waiting.xchg(true, Full);
+        if will_wait {
+            self.readers.handler().waiting.xchg(true, Full);
+        }
         if self.has_unread(cursors) {
             Readiness::Ready
         } else {

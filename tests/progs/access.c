@@ -3,7 +3,8 @@
 //
 // Both modes map 4096 anonymous pages (no THP) and write each page's index into it.
 //
-// gens N: then waits for a generation to end (one whose arming began after the writes), then,
+// gens N: then waits for two generations to end (the first whose arming began after the
+// writes, and the next), then,
 // between the markers fsync(1001) and fsync(1002), for N generations: waits until
 // the module starts a new one (the "generations" counter of /proc/memmon/stats moves on; it
 // polls every millisecond, so the touching starts right after the arming), then hot_loop()
@@ -129,9 +130,12 @@ int main(int argc, char **argv)
 	       (void *)loop_all, (void *)main);
 	last = generations();
 	// A generation whose arming was under way while the pages were written may have missed
-	// some: start after the next one, whose arming began once they all were.
+	// some: start after the next one, whose arming began once they all were. And one more, so
+	// that two whole generations pass without an access between the writes and the first
+	// generation below, wherever in its generation the writing fell (memmon report --cold 2
+	// then sees every page cold at its first access).
 	if (gens_mode && last >= 0)
-		last = next_generation(last);
+		last = next_generation(next_generation(last));
 	// The fault lines between the markers must be the faults between the getrusage calls:
 	// nothing may fault between a getrusage and its marker, so their code (on pages sampling
 	// arms) runs once just before, and the sequence takes microseconds.
