@@ -18,6 +18,15 @@ expect_disarmed() {
     expect_eq "$1: syscall probes [DISABLED]" "$(disabled)" 18
     expect_eq "$1: mm syscall entry points patched" "$(patched)" 0
 }
+# wait_disarmed AFTER: the probes disarmed within 5 s of AFTER (the caller's last step). One
+# check a second, each disarming in 0.1 s (0.7 s on the debug kernel): 5 s is generous.
+wait_disarmed() {
+    t0=$(uptime_ms)
+    wait_until "disarming $1" is_disarmed
+    waited=$(($(uptime_ms) - t0))
+    [ $waited -le 5000 ] || fail "disarmed $waited ms $1 (at most 5000)"
+    echo "ok: disarmed $waited ms $1"
+}
 expect_armed() {
     expect_eq "$1: syscall_probes_armed" "$(armed)" 1
     expect_eq "$1: syscall probes [DISABLED]" "$(disabled)" 0
@@ -32,22 +41,13 @@ s=$!
 echo $s > /proc/memmon/watch-pids || fail "watch $s"
 expect_armed "once the write returned"
 echo -$s > /proc/memmon/watch-pids || fail "unwatch $s"
-t0=$(uptime_ms)
-wait_until "disarming after the set emptied" is_disarmed
-waited=$(($(uptime_ms) - t0))
-# One check a second, each disarming in 0.1 s (0.7 s on the debug kernel): 5 s is generous.
-[ $waited -le 5000 ] || fail "disarmed $waited ms after the set emptied (at most 5000)"
-echo "ok: disarmed $waited ms after the set emptied"
+wait_disarmed "after the set emptied"
 expect_disarmed "after the write that emptied the set"
 kill $s
 
 # Armed by watchexec's own write: every call of the program is recorded, the first included.
 /progs/watchexec /progs/syscalls calls > /tmp/out || fail "watched run exited with $?"
-t0=$(uptime_ms)
-wait_until "disarming after the exit" is_disarmed
-waited=$(($(uptime_ms) - t0))
-[ $waited -le 5000 ] || fail "disarmed $waited ms after the exit (at most 5000)"
-echo "ok: disarmed $waited ms after the exit"
+wait_disarmed "after the exit"
 expect_disarmed "after the watched process exited"
 /progs/drain > /tmp/ev
 check_expected /tmp/out /tmp/ev "$(pid_of_run /tmp/ev)" || fail "syscall lines differ"

@@ -370,10 +370,6 @@ impl Monitor {
             let _ = proc.unwatch(&[pid]);
         }
     }
-
-    fn report_lost(&self, proc: &ProcInterface) {
-        report_lost(proc, self.lost);
-    }
 }
 
 /// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
@@ -381,15 +377,14 @@ fn report_lost(proc: &ProcInterface, lost: u64) {
     if lost == 0 {
         return;
     }
-    let buflen = proc.stats().ok().and_then(|stats| stats.get_u64("buflen"));
-    match buflen {
-        Some(buflen) => eprintln!(
-            "memmon: {lost} events were lost (overwritten before memmon read them): the \
-             module's buffer is buflen={buflen} bytes; load it with a larger one (insmod \
+    let advice = match proc.stats().ok().and_then(|stats| stats.get_u64("buflen")) {
+        Some(buflen) => format!(
+            ": the module's buffer is buflen={buflen} bytes; load it with a larger one (insmod \
              memmon.ko buflen=4194304) to keep up with this workload"
         ),
-        None => eprintln!("memmon: {lost} events were lost (overwritten before memmon read them)"),
-    }
+        None => String::new(),
+    };
+    eprintln!("memmon: {lost} events were lost (overwritten before memmon read them){advice}");
 }
 
 /// `run`: start `command` watched and print its events until it exits.
@@ -491,7 +486,7 @@ fn follow_command(
         memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
-    monitor.report_lost(proc);
+    report_lost(proc, monitor.lost);
     monitor.print_summary();
     let code = exit_code.unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -535,7 +530,7 @@ pub fn record_pids(
     if interrupted() {
         eprintln!("memmon: interrupted, recording stopped");
     }
-    monitor.report_lost(proc);
+    report_lost(proc, monitor.lost);
     monitor.print_summary();
     Ok(ExitCode::SUCCESS)
 }
