@@ -85,6 +85,29 @@ impl Kind {
         )
     }
 
+    /// How many of [`Event::args`] the kind uses (its line shows no other): the rest are
+    /// neither stored in the ring nor read back. For a system call, the arguments its line
+    /// shows.
+    #[inline]
+    pub(crate) fn args(self) -> usize {
+        match self {
+            Kind::Munlockall | Kind::Mark | Kind::Exit => 0,
+            Kind::Brk | Kind::Mlockall | Kind::Fsync | Kind::Shmdt | Kind::Fork => 1,
+            Kind::Munmap | Kind::Mlock | Kind::Munlock | Kind::Gen => 2,
+            Kind::Fault
+            | Kind::Mprotect
+            | Kind::Madvise
+            | Kind::Mlock2
+            | Kind::Msync
+            | Kind::Mseal
+            | Kind::Shmat
+            | Kind::Exec => 3,
+            Kind::PkeyMprotect => 4,
+            Kind::Mremap | Kind::ProcessMadvise => 5,
+            Kind::Mmap | Kind::Rss => 6,
+        }
+    }
+
     /// The kind's name in the event stream.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -197,7 +220,9 @@ pub(crate) mod fault_flags {
 /// printing it. All fields are plain data: a zeroed record is valid (and prints as a fault).
 #[derive(Clone, Copy)]
 pub(crate) struct Event {
-    /// CLOCK_MONOTONIC, nanoseconds.
+    /// CLOCK_MONOTONIC, nanoseconds. The ring stamps a record with the time it is written;
+    /// a system call's event, until then, holds the time the call began, and its record's
+    /// duration is the difference ([`crate::packed::encode`]).
     pub(crate) time_ns: u64,
     /// Thread-group id in the initial pid namespace.
     pub(crate) pid: i32,
@@ -219,7 +244,7 @@ pub(crate) struct Event {
     pub(crate) args: [u64; 6],
     /// Syscall return value, exit code, child pid.
     pub(crate) ret: i64,
-    /// Syscalls: nanoseconds spent in the call.
+    /// Syscalls, as read back from the ring: nanoseconds spent in the call.
     pub(crate) dur_ns: u64,
     /// Kind-specific text (not NUL-terminated): the first `text_len` bytes are initialised.
     /// The rest is left uninitialised, so that making an event does not clear (and copying

@@ -6,8 +6,9 @@
 //! A record is a tag byte (the kind, and whether the ids, a text and a stack follow), then
 //! LEB128 varints: the time since the previous record, the pid and tid when they changed,
 //! the fault type and flags, then for a fault the distance from the previous fault's address
-//! and instruction pointer and the pages it mapped, for every other kind the six arguments,
-//! the result, the duration and the text; last, the user call stack, each entry as its
+//! and instruction pointer and the pages it mapped, for every other kind the arguments its
+//! line shows ([`Kind::args`]), the result, a system call's duration and the text; last, the
+//! user call stack, each entry as its
 //! distance from the entry at the same depth in the previous record. A fault of a thread
 //! that keeps faulting on the next page takes about 8 bytes, a call stack that did not change
 //! one byte an entry.
@@ -236,13 +237,18 @@ pub(crate) fn encode(
         state.addr = event.args[0];
         state.ip = event.args[1];
     } else {
-        // Zigzag: `-1` (no file, all bits) takes one byte.
-        for arg in event.args.iter() {
+        // Only the arguments the kind's line shows (a syscall's other argument registers
+        // hold whatever the caller left there). Zigzag: `-1` (no file, all bits) takes one
+        // byte.
+        for arg in event.args.iter().take(event.kind.args()) {
             // CAST: the argument's bits, read as signed.
             w.svar(*arg as i64);
         }
         w.svar(event.ret);
-        w.uvar(event.dur_ns);
+        if event.kind.is_syscall() {
+            // The event holds the time the call began (see `Event::time_ns`).
+            w.uvar(time_ns.saturating_sub(event.time_ns));
+        }
         if !text.is_empty() {
             let cut = u64::from(event.text_truncated) | (u64::from(event.text_head_cut) << 1);
             // CAST: a text holds at most TEXT_CAPACITY < 256 bytes.
@@ -305,12 +311,14 @@ pub(crate) fn decode(
         event.args[1] = state.ip;
         event.args[2] = r.uvar()?;
     } else {
-        for arg in event.args.iter_mut() {
+        for arg in event.args.iter_mut().take(event.kind.args()) {
             // CAST: the bits written by `encode`.
             *arg = r.svar()? as u64;
         }
         event.ret = r.svar()?;
-        event.dur_ns = r.uvar()?;
+        if event.kind.is_syscall() {
+            event.dur_ns = r.uvar()?;
+        }
         if tag & TAG_TEXT != 0 {
             let len_cut = r.uvar()?;
             let len = usize::try_from(len_cut >> 2).ok()?;

@@ -110,9 +110,8 @@ impl KretprobeHandler for SyscallProbe {
         let event = &mut call.event;
         // CAST: the return value register holds a long.
         event.ret = regs.ax as i64;
-        // The entry handler stamped the event when the call began; the ring stamps it with
-        // the time it returns.
-        event.dur_ns = now_ns().saturating_sub(event.time_ns);
+        // The entry handler stamped the event when the call began; the ring stamps its record
+        // with the time it returns, and stores the difference as its duration.
         if stack::depth() == 0 {
             self.state.ring.push(event);
         } else {

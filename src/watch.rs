@@ -39,6 +39,9 @@ struct PidBitmap {
     /// Bit `i % 64` of word `i / 64` is set once word `i` has had a bit set (cleared only
     /// by [`PidBitmap::clear_all`]).
     used: VVec<Atomic<u64>>,
+    /// Bits set: each change of a bit is counted by whoever made it, after making it, so the
+    /// count is exact whenever no change is in progress (it may lag one in progress).
+    set_bits: Atomic<i64>,
 }
 
 impl PidBitmap {
@@ -51,7 +54,11 @@ impl PidBitmap {
         for _ in 0..WORDS / WORD_BITS {
             used.push(Atomic::new(0), GFP_KERNEL)?;
         }
-        Ok(Self { words, used })
+        Ok(Self {
+            words,
+            used,
+            set_bits: Atomic::new(0),
+        })
     }
 
     /// Notes that word `index` may have bits set.
@@ -74,6 +81,12 @@ impl PidBitmap {
         Some((word, 1 << (pid % WORD_BITS)))
     }
 
+    /// Whether no bit is set, as far as the changes counted so far say (see `set_bits`).
+    #[inline]
+    fn none_set(&self) -> bool {
+        self.set_bits.load(Relaxed) <= 0
+    }
+
     #[inline]
     fn contains(&self, pid: i32) -> bool {
         self.word(pid)
@@ -92,7 +105,10 @@ impl PidBitmap {
                 break old & bit != 0;
             }
             match word.cmpxchg(old, new, Full) {
-                Ok(_) => break old & bit != 0,
+                Ok(_) => {
+                    self.set_bits.fetch_add(if set { 1 } else { -1 }, Full);
+                    break old & bit != 0;
+                }
                 Err(current) => old = current,
             }
         };
@@ -115,7 +131,8 @@ impl PidBitmap {
         }
         for word in self.words.iter() {
             if word.load(Relaxed) != 0 {
-                word.store(0, Release);
+                let cleared = word.xchg(0, Full).count_ones();
+                self.set_bits.fetch_add(-i64::from(cleared), Full);
             }
         }
     }
@@ -260,9 +277,15 @@ impl WatchSet {
         self.watched.contains(tgid)
     }
 
-    /// Whether the current process is watched.
+    /// Whether the current process is watched. While no process is watched, one load.
     #[inline]
     pub(crate) fn contains_current(&self) -> bool {
+        // A process being added may be found or not either way, as by the bit alone: only
+        // an event that comes after the change (in the changer's task or a child forked
+        // after it) is ordered after it, and sees both the bit and the count.
+        if self.watched.none_set() {
+            return false;
+        }
         self.contains(current_ids().0)
     }
 
