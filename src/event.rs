@@ -221,8 +221,7 @@ pub(crate) mod fault_flags {
 #[derive(Clone, Copy)]
 pub(crate) struct Event {
     /// CLOCK_MONOTONIC, nanoseconds. The ring stamps a record with the time it is written;
-    /// a system call's event, until then, holds the time the call began, and its record's
-    /// duration is the difference ([`crate::packed::encode`]).
+    /// a system call's event, until then, holds the time the call began.
     pub(crate) time_ns: u64,
     /// Thread-group id in the initial pid namespace.
     pub(crate) pid: i32,
@@ -244,7 +243,10 @@ pub(crate) struct Event {
     pub(crate) args: [u64; 6],
     /// Syscall return value, exit code, child pid.
     pub(crate) ret: i64,
-    /// Syscalls, as read back from the ring: nanoseconds spent in the call.
+    /// Syscalls: nanoseconds spent in the call. When 0 as the event is written, the record's
+    /// duration is its time stamp minus `time_ns`, the call's start ([`crate::packed::encode`]):
+    /// the exit handler leaves it 0 unless something slow (a user stack walk) comes between
+    /// the call's return and the record.
     pub(crate) dur_ns: u64,
     /// Kind-specific text (not NUL-terminated): the first `text_len` bytes are initialised.
     /// The rest is left uninitialised, so that making an event does not clear (and copying

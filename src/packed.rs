@@ -246,8 +246,13 @@ pub(crate) fn encode(
         }
         w.svar(event.ret);
         if event.kind.is_syscall() {
-            // The event holds the time the call began (see `Event::time_ns`).
-            w.uvar(time_ns.saturating_sub(event.time_ns));
+            // Unless measured already, up to this stamp from the call's start (see
+            // `Event::dur_ns`).
+            w.uvar(if event.dur_ns != 0 {
+                event.dur_ns
+            } else {
+                time_ns.saturating_sub(event.time_ns)
+            });
         }
         if !text.is_empty() {
             let cut = u64::from(event.text_truncated) | (u64::from(event.text_head_cut) << 1);

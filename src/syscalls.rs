@@ -115,6 +115,8 @@ impl KretprobeHandler for SyscallProbe {
         if stack::depth() == 0 {
             self.state.ring.push(event);
         } else {
+            // Measured before the user stack is walked, which may take long.
+            event.dur_ns = now_ns().saturating_sub(event.time_ns).max(1);
             stack::push_with_user_stack(&self.state.ring, event, None);
         }
     }

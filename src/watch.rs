@@ -39,9 +39,6 @@ struct PidBitmap {
     /// Bit `i % 64` of word `i / 64` is set once word `i` has had a bit set (cleared only
     /// by [`PidBitmap::clear_all`]).
     used: VVec<Atomic<u64>>,
-    /// Bits set: each change of a bit is counted by whoever made it, after making it, so the
-    /// count is exact whenever no change is in progress (it may lag one in progress).
-    set_bits: Atomic<i64>,
 }
 
 impl PidBitmap {
@@ -54,11 +51,7 @@ impl PidBitmap {
         for _ in 0..WORDS / WORD_BITS {
             used.push(Atomic::new(0), GFP_KERNEL)?;
         }
-        Ok(Self {
-            words,
-            used,
-            set_bits: Atomic::new(0),
-        })
+        Ok(Self { words, used })
     }
 
     /// Notes that word `index` may have bits set.
@@ -81,12 +74,6 @@ impl PidBitmap {
         Some((word, 1 << (pid % WORD_BITS)))
     }
 
-    /// Whether no bit is set, as far as the changes counted so far say (see `set_bits`).
-    #[inline]
-    fn none_set(&self) -> bool {
-        self.set_bits.load(Relaxed) <= 0
-    }
-
     #[inline]
     fn contains(&self, pid: i32) -> bool {
         self.word(pid)
@@ -105,10 +92,7 @@ impl PidBitmap {
                 break old & bit != 0;
             }
             match word.cmpxchg(old, new, Full) {
-                Ok(_) => {
-                    self.set_bits.fetch_add(if set { 1 } else { -1 }, Full);
-                    break old & bit != 0;
-                }
+                Ok(_) => break old & bit != 0,
                 Err(current) => old = current,
             }
         };
@@ -121,20 +105,23 @@ impl PidBitmap {
         was_set
     }
 
-    /// Clears every bit. Updates of single bits may run meanwhile (from probes): the
-    /// summaries are cleared before the words, and `update` marks a word used after setting
-    /// its bit, so a bit set meanwhile is always found by `for_each`. Walks every word (the
-    /// summaries are gone by then): a rare request, under the writers' mutex.
-    fn clear_all(&self) {
+    /// Clears every bit; returns how many it cleared (each bit set before or meanwhile is
+    /// cleared and counted once, by this or by an `update` that clears it first). Updates of
+    /// single bits may run meanwhile (from probes): the summaries are cleared before the
+    /// words, and `update` marks a word used after setting its bit, so a bit set meanwhile is
+    /// always found by `for_each`. Walks every word (the summaries are gone by then): a rare
+    /// request, under the writers' mutex.
+    fn clear_all(&self) -> u32 {
         for summary in self.used.iter() {
             summary.store(0, Release);
         }
+        let mut cleared = 0;
         for word in self.words.iter() {
             if word.load(Relaxed) != 0 {
-                let cleared = word.xchg(0, Full).count_ones();
-                self.set_bits.fetch_add(-i64::from(cleared), Full);
+                cleared += word.xchg(0, Full).count_ones();
             }
         }
+        cleared
     }
 
     fn for_each_used(&self, mut f: impl FnMut(usize, &Atomic<u64>)) {
@@ -251,6 +238,10 @@ pub(crate) struct WatchSet {
     /// Forks between looking whether their parent is watched and adding the child
     /// ([`Self::fork`]): while one is, [`Self::if_empty`] does not count the set as empty.
     forks_in_progress: Atomic<i32>,
+    /// Never less than the number of watched processes, and equal to it whenever no change
+    /// is in progress: raised before a bit is set, lowered after one is cleared. While it is
+    /// 0, no process is watched, and the handlers ask nothing else ([`Self::contains_current`]).
+    watched_bound: Atomic<i64>,
     /// Serialises writers so that each write applies as a whole.
     #[pin]
     update: Mutex<()>,
@@ -267,6 +258,7 @@ impl WatchSet {
             follow,
             exited,
             forks_in_progress: Atomic::new(0),
+            watched_bound: Atomic::new(0),
             update <- new_mutex!(()),
         }))
     }
@@ -280,13 +272,27 @@ impl WatchSet {
     /// Whether the current process is watched. While no process is watched, one load.
     #[inline]
     pub(crate) fn contains_current(&self) -> bool {
-        // A process being added may be found or not either way, as by the bit alone: only
-        // an event that comes after the change (in the changer's task or a child forked
-        // after it) is ordered after it, and sees both the bit and the count.
-        if self.watched.none_set() {
+        // The bound is raised before a bit is set: whoever sees the bit set (the process
+        // itself after the write that added it, a child forked after it) sees it non-zero.
+        if self.watched_bound.load(Relaxed) <= 0 {
             return false;
         }
         self.contains(current_ids().0)
+    }
+
+    /// Sets or clears the watched bit of `tgid`, keeping [`Self::watched_bound`]; returns
+    /// whether it was set.
+    fn update_watched(&self, tgid: i32, set: bool) -> bool {
+        if set {
+            self.watched_bound.fetch_add(1, Full);
+        }
+        let was_set = self.watched.update(tgid, set);
+        if was_set {
+            // Set before: taken back after the bit was set again (nothing to count) or
+            // cleared.
+            self.watched_bound.fetch_add(-1, Full);
+        }
+        was_set
     }
 
     /// Whether the children of `tgid` are watched too.
@@ -298,13 +304,13 @@ impl WatchSet {
     pub(crate) fn add(&self, tgid: i32, follow: bool) {
         self.exited.update(tgid, false);
         self.follow.update(tgid, follow);
-        self.watched.update(tgid, true);
+        self.update_watched(tgid, true);
     }
 
     /// Stops watching `tgid`; returns whether it was watched.
     pub(crate) fn remove(&self, tgid: i32) -> bool {
         self.follow.update(tgid, false);
-        let was_watched = self.watched.update(tgid, false);
+        let was_watched = self.update_watched(tgid, false);
         self.exited.update(tgid, false);
         was_watched
     }
@@ -440,7 +446,8 @@ impl WatchSet {
                 }
                 Request::Remove { tgid: None } => {}
                 Request::Clear => {
-                    self.watched.clear_all();
+                    let cleared = self.watched.clear_all();
+                    self.watched_bound.fetch_add(-i64::from(cleared), Full);
                     self.follow.clear_all();
                     self.exited.clear_all();
                 }
