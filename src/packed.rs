@@ -8,10 +8,10 @@
 //! the fault type and flags, then for a fault the distance from the previous fault's address
 //! and instruction pointer and the pages it mapped, for every other kind the arguments its
 //! line shows ([`Kind::args`]), the result, a system call's duration and the text; last, the
-//! user call stack, each entry as its
-//! distance from the entry at the same depth in the previous record. A fault of a thread
+//! user call stack: its length, a mask of the entries that differ from the previous record's
+//! at the same depth, and each of those as its distance from that entry. A fault of a thread
 //! that keeps faulting on the next page takes about 8 bytes, a call stack that did not change
-//! one byte an entry.
+//! two.
 //!
 //! Every block of a ring starts from [`State::ZERO`], so a reader can start at any block
 //! (after the ones before it were overwritten) and needs nothing else to decode it.
@@ -25,9 +25,20 @@ const VARINT_MAX: usize = 10;
 
 /// Most bytes a packed record takes: tag, time, pid and tid (zigzag of an `i32`: 5 bytes
 /// each), type and flags (a 12-bit value), the arguments, result, duration, text length and
-/// text of a call (larger than a fault's fields), the stack length and entries.
-pub(crate) const PACKED_MAX: usize =
-    1 + VARINT_MAX + 5 + 5 + 2 + (8 * VARINT_MAX + 2 + TEXT_CAPACITY) + 1 + STACK_MAX * VARINT_MAX;
+/// text of a call (larger than a fault's fields), the stack length, which entries changed and
+/// the entries.
+pub(crate) const PACKED_MAX: usize = 1
+    + VARINT_MAX
+    + 5
+    + 5
+    + 2
+    + (8 * VARINT_MAX + 2 + TEXT_CAPACITY)
+    + 1
+    + VARINT_MAX
+    + STACK_MAX * VARINT_MAX;
+
+// A stack record marks its changed entries with one bit each in a `u64`.
+const _: () = assert!(STACK_MAX <= 64);
 
 const TAG_KIND: u8 = 0x1f;
 const TAG_IDS: u8 = 1 << 5;
@@ -264,8 +275,19 @@ pub(crate) fn encode(
     if !stack.is_empty() {
         // CAST: at most STACK_MAX entries.
         w.uvar(stack.len() as u64);
+        // One bit for each entry that differs from the previous record's at its depth, then
+        // those entries only, as distances: in a storm from one place, two bytes in all.
+        let mut changed = 0u64;
         for (depth, entry) in stack.iter().enumerate() {
-            w.delta(state.previous(depth), *entry);
+            if *entry != state.previous(depth) {
+                changed |= 1 << depth;
+            }
+        }
+        w.uvar(changed);
+        for (depth, entry) in stack.iter().enumerate() {
+            if changed & (1 << depth) != 0 {
+                w.delta(state.previous(depth), *entry);
+            }
             state.set_previous(depth, *entry);
         }
     }
@@ -338,8 +360,19 @@ pub(crate) fn decode(
         if stack_len > STACK_MAX {
             return None;
         }
+        let changed = r.uvar()?;
+        // No bit for an entry beyond the stack's end.
+        // CAST: at most STACK_MAX (64) entries.
+        if changed.checked_shr(stack_len as u32).unwrap_or(0) != 0 {
+            return None;
+        }
         for (depth, entry) in stack.iter_mut().enumerate().take(stack_len) {
-            *entry = r.delta(state.previous(depth))?;
+            let previous = state.previous(depth);
+            *entry = if changed & (1 << depth) != 0 {
+                r.delta(previous)?
+            } else {
+                previous
+            };
             state.set_previous(depth, *entry);
         }
     }
