@@ -8,10 +8,10 @@
 //! the fault type and flags, then for a fault the distance from the previous fault's address
 //! and instruction pointer and the pages it mapped, for every other kind the arguments its
 //! line shows ([`Kind::args`]), the result, a system call's duration and the text; last, the
-//! user call stack: its length, a mask of the entries that differ from the previous record's
-//! at the same depth, and each of those as its distance from that entry. A fault of a thread
-//! that keeps faulting on the next page takes about 8 bytes, a call stack that did not change
-//! two.
+//! user call stack: its length, a mask of the entries that differ from the last entry
+//! written at the same depth in the block, and each of those as its distance from it. A
+//! fault of a thread that keeps faulting on the next page takes about 8 bytes, a call stack
+//! that did not change two.
 //!
 //! Every block of a ring starts from [`State::ZERO`], so a reader can start at any block
 //! (after the ones before it were overwritten) and needs nothing else to decode it.
