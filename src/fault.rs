@@ -65,16 +65,16 @@ unsafe extern "C" fn mm_fault(
 ) {
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
-    // Every fault of every process comes here: the rest is out of line, so that an unwatched
-    // one costs the look at the watch set and little else (no frame for the event).
-    if !state.watch.contains_current() {
+    // Every fault of every process comes here: while no process is watched, one load and a
+    // return; the rest is out of line (a tail call), so that this path saves no register.
+    if !state.watch.any_watched() {
         return;
     }
     // SAFETY: The caller passes `report` and `regs` as this function's safety section says.
     unsafe { record(state, address, flags, major, report, regs) };
 }
 
-/// Records a fault of a watched process.
+/// Records a fault if the current process is watched.
 ///
 /// # Safety
 ///
@@ -88,6 +88,9 @@ unsafe fn record(
     report: *const bindings::vm_fault_report,
     regs: *mut bindings::pt_regs,
 ) {
+    if !state.watch.contains_current() {
+        return;
+    }
     // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault of the
     // current process's address space.
     if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
