@@ -240,7 +240,7 @@ pub(crate) struct WatchSet {
     forks_in_progress: Atomic<i32>,
     /// Never less than the number of watched processes, and equal to it whenever no change
     /// is in progress: raised before a bit is set, lowered after one is cleared. While it is
-    /// 0, no process is watched, and the handlers ask nothing else ([`Self::contains_current`]).
+    /// 0, no process is watched, and the handlers ask nothing else ([`Self::any_watched`]).
     watched_bound: Atomic<i64>,
     /// Serialises writers so that each write applies as a whole.
     #[pin]
@@ -273,12 +273,15 @@ impl WatchSet {
     /// no call, so that a handler can return before it saves a register.
     #[inline(always)]
     pub(crate) fn any_watched(&self) -> bool {
+        // FIXME(read_once): Replace with `read_once` when available on the Rust side.
+        //
         // This `read_volatile` is intended to correspond to a READ_ONCE call, as in
         // `kernel::fs::File::flags`: `Atomic::load` calls an out-of-line C helper, and that
         // call made every fault of every process save and restore six registers.
         //
-        // SAFETY: The pointer is `watched_bound`'s own, valid and aligned for `i64`, and every
-        // store to it is atomic, so this single-copy-atomic load races with none.
+        // SAFETY: The pointer is `watched_bound`'s own, valid and aligned for `i64`. Every
+        // store to it is an atomic operation, so this marked (READ_ONCE) load is no data race
+        // under the LKMM; on x86_64 it is one aligned 8-byte load, as `atomic64_read()` is.
         unsafe { self.watched_bound.as_ptr().read_volatile() > 0 }
     }
 
