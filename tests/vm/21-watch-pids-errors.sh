@@ -27,10 +27,11 @@ expect_eq "a 4096-byte write" "$(wc -c < /tmp/w4096)" 4096
 cat /tmp/w4096 > $w || fail "a 4096-byte write was refused"
 expect_eq "after the 4096-byte write" "$(cat $w)" "1-3"
 echo "-3" > $w
+kmsg_mark
 head -c 4096 /dev/zero | tr '\0' ' ' > /tmp/w4097 && echo >> /tmp/w4097
 if cat /tmp/w4097 > $w 2>/dev/null; then fail "a 4097-byte write was accepted"; fi
 expect_eq "set unchanged after 4097 bytes" "$(cat $w)" "1-2"
-expect_match "dmesg on 4097 bytes" "$(dmesg | tail -n 1)" "rejected a write of 4097 bytes"
+expect_match "dmesg on 4097 bytes" "$(kmsg_new)" "memmon: watch-pids: rejected a write of 4097 bytes"
 # not root: the file is 0600 root
 if /progs/asuser 65534 sh -c "echo 3 > $w" 2>/tmp/err; then fail "a non-root write was accepted"; fi
 expect_match "non-root error" "$(cat /tmp/err)" "Permission denied"

@@ -4,8 +4,9 @@
 # sysfs): no line has stack=. Values out of range are refused (EINVAL, dmesg line), at load
 # and at run time.
 . /host/lib.sh
+kmsg_mark
 if insmod /memmon/memmon.ko stack_depth=65 2>/dev/null; then fail "stack_depth=65 was accepted"; fi
-expect_match "dmesg says why" "$(dmesg | tail -n 3)" 'memmon: stack_depth=65 is not valid: it must be 0 \(off\) to 64'
+expect_match "dmesg says why" "$(kmsg_new)" 'memmon: stack_depth=65 is not valid: it must be 0 \(off\) to 64'
 load buflen=4194304 stack_depth=16
 P=/sys/module/memmon/parameters/stack_depth
 expect_eq "stack_depth" "$(cat $P)" 16

@@ -12,8 +12,9 @@
 P=/sys/module/memmon/parameters/sample_ms
 NPAGES=4096
 
+kmsg_mark
 if insmod /memmon/memmon.ko sample_ms=5 2>/dev/null; then fail "sample_ms=5 was accepted"; fi
-expect_match "dmesg says why" "$(dmesg | tail -n 3)" \
+expect_match "dmesg says why" "$(kmsg_new)" \
     'memmon: sample_ms=5 is not valid: it must be 0 \(off\) or 10 to 60000 milliseconds'
 
 # --- sample_ms=0 (default): nothing is armed ----------------------------------------------
@@ -28,11 +29,13 @@ expect_eq "access faults (sample_ms=0)" "$(grep -c ' fault type=access ' /tmp/ev
 expect_eq "generations (sample_ms=0)" "$(stat_of generations)" 0
 crosscheck "$(window /tmp/ev0 "$pid")" /tmp/out0
 expect_eq "faults of loop 3 over resident pages (sample_ms=0)" "$(value_of faults "$(cat /tmp/out0)")" 0
+kmsg_mark
 if echo 70000 > $P 2>/dev/null; then fail "sample_ms=70000 was accepted at run time"; fi
-expect_match "dmesg says why (run time)" "$(dmesg | tail -n 3)" 'memmon: sample_ms=70000 is not valid'
+expect_match "dmesg says why (run time)" "$(kmsg_new)" 'memmon: sample_ms=70000 is not valid'
 if echo 1 > /proc/sys/kernel/numa_balancing 2>/dev/null; then
+    kmsg_mark
     if echo 100 > $P 2>/dev/null; then fail "sample_ms=100 was accepted with NUMA balancing on"; fi
-    expect_match "dmesg says why (NUMA balancing)" "$(dmesg | tail -n 3)" \
+    expect_match "dmesg says why (NUMA balancing)" "$(kmsg_new)" \
         'memmon: sample_ms=100: access sampling is refused while automatic NUMA balancing is on'
     echo 0 > /proc/sys/kernel/numa_balancing || fail "cannot turn NUMA balancing off again"
 else

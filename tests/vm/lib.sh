@@ -27,6 +27,17 @@ unload() {
     rmmod memmon || fail "rmmod memmon: exit $?"
 }
 
+# kmsg_mark: remember where the kernel log ends now, for kmsg_new
+kmsg_mark() {
+    kmsg_mark_lines=$(dmesg | wc -l)
+}
+
+# kmsg_new: the memmon lines the kernel logged since kmsg_mark. Other kernel messages (the
+# clocksource's, for one) arrive at any time, so "the last line of dmesg" is not memmon's.
+kmsg_new() {
+    dmesg | tail -n +$((kmsg_mark_lines + 1)) | grep 'memmon:'
+}
+
 # stat_of NAME: one counter of /proc/memmon/stats
 stat_of() {
     awk -v k="$1" '$1 == k { print $2 }' /proc/memmon/stats
