@@ -1,6 +1,6 @@
 # One event written while a reader sleeps in read, poll, select or epoll: it gets it within
 # 10 ms (the rings wake readers only when one waits, and batch wake-ups, but a lone event
-# still gets through, after at most 0.5 ms). Five trials each; the median counts, so that a
+# still gets through, after about 1 ms). Five trials each; the median counts, so that a
 # host busy elsewhere does not decide (under TCG the guest's clock is the host's).
 . /host/lib.sh
 # On the debug kernel (make check-debug: lockdep, KASAN, kmemleak) everything is several
