@@ -56,11 +56,11 @@ check_expected /tmp/out /tmp/ev "$(pid_of_run /tmp/ev)" || fail "syscall lines d
 sleep 100 &
 s=$!
 echo 0 > /sys/kernel/debug/kprobes/enabled
-dmesg -c > /dev/null
+kmsg_mark
 err=$( (echo $s > /proc/memmon/watch-pids) 2>&1 ) && fail "watching $s succeeded with kprobes disabled"
 echo 1 > /sys/kernel/debug/kprobes/enabled
 expect_match "the write's error" "$err" 'busy'
-expect_match "the kernel log" "$(dmesg)" 'memmon: watch-pids: cannot arm the syscall probes: kprobes are disabled system-wide'
+expect_match "the kernel log" "$(kmsg_new)" 'memmon: watch-pids: cannot arm the syscall probes: kprobes are disabled system-wide'
 expect_eq "nothing watched after the refused write" "$(cat /proc/memmon/watch-pids)" ""
 expect_disarmed "after the refused write"
 echo $s > /proc/memmon/watch-pids || fail "watch $s with kprobes enabled again"
