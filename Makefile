@@ -158,3 +158,6 @@ clean:
 
 distclean:
 	rm -rf $(BUILD) $(TOP)/userspace/target
+
+# --- Debian's stock kernel (make module-stock, make check-stock): scripts/stock.mk ----------
+-include $(TOP)/scripts/stock.mk
