@@ -74,7 +74,7 @@ userspace_lint() {
     cd "$top/userspace" && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings
 }
 module_rustfmt() {
-    rustfmt --check --edition 2021 --config-path "$linux/.rustfmt.toml" "$top"/src/*.rs
+    find "$top/src" -name '*.rs' -exec rustfmt --check --edition 2021 --config-path "$linux/.rustfmt.toml" {} +
 }
 module_clippy() {
     local out="$top/build/module-clippy"

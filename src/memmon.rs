@@ -4,54 +4,40 @@
 //! typed by the handler that resolved it (anonymous, file, swap-in, write-protect), and every
 //! mm system call, as text lines in `/proc/memmon/events`.
 //!
-//! - [`fault`]: typed page faults, from the `mm:mm_fault` tracepoint of the kernel patch in
-//!   `patches/`, attached through [`tracepoint`];
-//! - [`syscalls`], [`lifecycle`]: kprobes and kretprobes on mm syscalls, fork, exec, exit;
-//! - [`ring`]: the ring buffer of [`event`] records; [`text`]: their line format;
-//! - [`watch`]: the watched processes; [`files`]: the `/proc/memmon` files, served through
-//!   the safe procfs wrappers of [`procfs`] and [`pollqueue`].
+//! - [`state`]: what the parts share; [`ring`]: the per-CPU rings of packed records;
+//!   [`watch`]: the watched processes;
+//! - [`probes`]: one file per kernel hook (faults, mm calls, fork/exec/exit, `rss`, user
+//!   stacks, access sampling);
+//! - [`record`]: the record format, kernel-free (events, packed form, text lines);
+//! - [`files`]: the `/proc/memmon` files;
+//! - [`kernel_ext`]: safe wrappers for what `rust/kernel/` lacks (kprobes, tracepoints,
+//!   procfs, poll queues, timers, work, runtime parameters, the current task).
+//!
+//! Initialisation order: the state (rings, watch set), the kprobes (registered disarmed),
+//! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
+//! in reverse, closing the rings first so that blocked readers return.
 
-use kernel::{
-    prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
-};
+use kernel::{prelude::*, sync::Arc};
 
 // The ring and watch-set spinlocks are taken in kprobe and tracepoint handlers, which must
 // not sleep: on PREEMPT_RT a spinlock is a sleeping lock.
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
-mod copy;
-mod delayed_work;
-mod event;
-mod fault;
 mod files;
-mod killable;
-mod kprobe;
-mod lifecycle;
-mod packed;
-mod pollqueue;
-mod procfs;
+mod kernel_ext;
+mod probes;
+mod record;
 mod ring;
-mod rss;
-mod sample;
-mod stack;
-mod syscalls;
-mod text;
-mod timer;
-mod tracepoint;
+mod state;
 mod watch;
 
-use fault::FaultProbe;
-use kprobe::Unregistration;
-use lifecycle::{ForkProbe, LifecycleProbes};
-use procfs::ProcDir;
+use kernel::sync::atomic::Atomic;
+use kernel_ext::procfs::ProcDir;
+use kernel_ext::tracepoint::{Detached, TracepointProbe};
+use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
 use ring::Ring;
-use syscalls::SyscallProbes;
-use tracepoint::Detached;
+use state::{Monitor, State};
 use watch::WatchSet;
 
 module! {
@@ -80,93 +66,13 @@ const BUFLEN_MAX: u32 = 256 << 20;
 /// Largest accepted `sample_pages` (256 GiB of 4 KiB pages).
 const SAMPLE_PAGES_MAX: u32 = 1 << 26;
 
-/// What the producers (fault hook, probes) and the readers share.
-#[pin_data]
-pub(crate) struct State {
-    #[pin]
-    pub(crate) ring: Ring,
-    #[pin]
-    pub(crate) watch: WatchSet,
-    /// The `buflen` the module was loaded with.
-    pub(crate) buflen: usize,
-}
-
-/// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
-pub(crate) struct Monitor {
-    pub(crate) state: Arc<State>,
-    syscalls: SyscallProbes,
-    lifecycle: LifecycleProbes,
-    /// Open `events` files.
-    pub(crate) readers: Atomic<u64>,
-}
-
-/// What the module holds in memory, in bytes, as `stats` reports it: nothing grows with the
-/// events recorded, and only a bounded buffer per open `events` file with the readers.
-pub(crate) struct Memory {
-    pub(crate) rings: usize,
-    pub(crate) watch: usize,
-    pub(crate) paths: usize,
-    pub(crate) per_reader: usize,
-    pub(crate) readers: u64,
-}
-
-impl Memory {
-    pub(crate) fn total(&self) -> u64 {
-        // CAST: byte counts of allocations fit in u64.
-        (self.rings + self.watch + self.paths) as u64 + self.readers * self.per_reader as u64
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        // One wait for all the kprobes' handlers in flight, not one per probe.
-        let mut batch = Unregistration::new();
-        self.syscalls.unregister_into(&mut batch);
-        self.lifecycle.unregister_into(&mut batch);
-    }
-}
-
-impl Monitor {
-    /// The module's memory, now.
-    pub(crate) fn memory(&self) -> Memory {
-        let ring = self.state.ring.stats();
-        Memory {
-            rings: ring.rings * ring.ring_bytes,
-            watch: self.state.watch.bytes(),
-            paths: self.syscalls.path_bytes(),
-            per_reader: files::reader_bytes(ring.rings),
-            readers: self.readers.load(Relaxed),
-        }
-    }
-
-    /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process.
-    pub(crate) fn apply_watch_write(&self, request: &[u8]) -> Result {
-        self.state.watch.apply(request, || self.syscalls.arm())
-    }
-
-    /// Whether the syscall probes are armed (they are while a process is watched).
-    pub(crate) fn syscall_probes_armed(&self) -> bool {
-        self.syscalls.armed()
-    }
-
-    /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
-    /// recursively.
-    pub(crate) fn probes_missed(&self) -> u64 {
-        self.syscalls.missed() + self.lifecycle.missed()
-    }
-}
-
 struct Memmon {
     state: Arc<State>,
     /// `None` only during drop.
     proc_dir: Option<ProcDir<Monitor>>,
-    /// `None` only during drop.
-    fault_probe: Option<FaultProbe>,
-    /// `None` only during drop.
-    exit_rss_probe: Option<rss::ExitRssProbe>,
-    /// `None` only during drop.
-    fork_probe: Option<ForkProbe>,
-    sampler: Option<sample::Sampler>,
+    /// The tracepoint probes: faults, process exit, fork.
+    tracepoints: KVec<TracepointProbe<State>>,
+    sampler: Option<probes::sample::Sampler>,
 }
 
 impl kernel::Module for Memmon {
@@ -190,7 +96,7 @@ impl kernel::Module for Memmon {
             );
             return Err(EINVAL);
         }
-        event::check_task_layout()?;
+        kernel_ext::task::check_task_layout()?;
         // CAST: `buflen` is at most 256 MiB.
         let buflen = buflen as usize;
         let state = Arc::pin_init(
@@ -220,10 +126,11 @@ impl kernel::Module for Memmon {
             );
             return Err(EOPNOTSUPP);
         }
-        let fault_probe = FaultProbe::attach(state.clone())?;
-        let exit_rss_probe = rss::ExitRssProbe::attach(state.clone())?;
-        let fork_probe = ForkProbe::attach(state.clone())?;
-        let sampler = sample::Sampler::start(state.clone(), sample_pages)?;
+        let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
+        tracepoints.push(probes::fault::attach(state.clone())?, GFP_KERNEL)?;
+        tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
+        tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
+        let sampler = probes::sample::Sampler::start(state.clone(), sample_pages)?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
@@ -241,9 +148,7 @@ impl kernel::Module for Memmon {
         Ok(Self {
             state,
             proc_dir: Some(proc_dir),
-            fault_probe: Some(fault_probe),
-            exit_rss_probe: Some(exit_rss_probe),
-            fork_probe: Some(fork_probe),
+            tracepoints,
             sampler: Some(sampler),
         })
     }
@@ -262,13 +167,7 @@ impl Drop for Memmon {
         drop(self.proc_dir.take());
         // One wait for all the tracepoint probes' calls in flight.
         let mut detached = Detached::new();
-        if let Some(probe) = self.fault_probe.take() {
-            probe.detach_into(&mut detached);
-        }
-        if let Some(probe) = self.exit_rss_probe.take() {
-            probe.detach_into(&mut detached);
-        }
-        if let Some(probe) = self.fork_probe.take() {
+        for probe in core::mem::take(&mut self.tracepoints) {
             probe.detach_into(&mut detached);
         }
         drop(detached);

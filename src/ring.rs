@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The event rings: one per CPU, each a power-of-two number of 1 KiB blocks of
-//! [`crate::packed`] records under its own spinlock, overwritten oldest block first, read by
+//! [`crate::record::packed`] records under its own spinlock, overwritten oldest block first, read by
 //! any number of readers each at its own position and merged by time.
 //!
 //! A producer writes to the ring of the CPU it runs on and stamps the record's time while it
@@ -19,12 +19,13 @@
 //! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
 //! behind `cat`; 1 ms keeps a lone event's latency well under 10 ms on a loaded host.)
 
-use crate::copy::copy_bytes;
-use crate::event::{now_ns, Event, Kind};
-use crate::packed::{self, State, PACKED_MAX};
-use crate::pollqueue::{PollQueue, ALL_EVENTS};
-use crate::procfs::PollTableRef;
-use crate::timer::{OneShotTimer, TimerHandler};
+use crate::kernel_ext::hrtimer::{OneShotTimer, TimerHandler};
+use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
+use crate::kernel_ext::procfs::PollTableRef;
+use crate::kernel_ext::task::now_ns;
+use crate::record::copy::copy_bytes;
+use crate::record::event::{Event, Kind};
+use crate::record::packed::{self, State, PACKED_MAX};
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
@@ -83,7 +84,7 @@ struct Block {
     used: usize,
 }
 
-/// One CPU's ring: blocks of [`BLOCK_BYTES`] of [`crate::packed`] records, each block coded
+/// One CPU's ring: blocks of [`BLOCK_BYTES`] of [`crate::record::packed`] records, each block coded
 /// on its own, written in turn; when all are in use, the oldest block is overwritten whole.
 ///
 /// # Invariants

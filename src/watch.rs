@@ -10,7 +10,7 @@
 //! Updates from `/proc/memmon/watch-pids` are serialised by a mutex so that a write is all or
 //! nothing; exits and forks update single bits atomically from probe context.
 
-use crate::event::current_ids;
+use crate::kernel_ext::task::current_ids;
 use core::{fmt::Write, ptr::NonNull};
 use kernel::{
     alloc::flags::GFP_KERNEL,

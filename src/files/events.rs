@@ -1,63 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats` and `marker`.
+//! `/proc/memmon/events`: the records of every CPU's ring, merged in time order, as text lines.
 
-use crate::copy::copy_bytes;
-use crate::event::{now_ns, Event, Kind};
-use crate::killable::lock_killable;
-use crate::packed;
-use crate::procfs::{PollTableRef, ProcFile};
+use crate::kernel_ext::killable::lock_killable;
+use crate::kernel_ext::procfs::{PollTableRef, ProcFile};
+use crate::kernel_ext::task::now_ns;
+use crate::record::copy::copy_bytes;
+use crate::record::event::Event;
+use crate::record::event::STACK_MAX;
+use crate::record::packed;
+use crate::record::text::{format_event, format_lost, Line};
 use crate::ring::{poll_mask, Cursor, Readiness, BLOCK_BYTES};
-use crate::stack::STACK_MAX;
-use crate::text::{format_event, format_lost, Line};
-use crate::watch::ByteWriter;
-use crate::Monitor;
-use core::fmt::Write;
+use crate::state::Monitor;
 use kernel::{
     alloc::{KVec, VVec},
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
     new_mutex,
     prelude::*,
     sync::{atomic::Relaxed, Arc, ArcBorrow, Mutex},
-    uaccess::{UserSliceReader, UserSliceWriter},
+    uaccess::UserSliceWriter,
 };
-
-/// Largest write accepted by `watch-pids` and `marker`.
-const WRITE_MAX: usize = 4096;
-
-/// `value` in a pinned box, for [`ProcFile::open`].
-fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
-    Ok(KBox::pin(value, GFP_KERNEL)?)
-}
-
-/// Reads all of a small write, refusing one over [`WRITE_MAX`] bytes.
-fn read_small_write(input: UserSliceReader, file: &str) -> Result<KVec<u8>> {
-    if input.len() > WRITE_MAX {
-        pr_info!(
-            "{}: rejected a write of {} bytes (at most {})\n",
-            file,
-            input.len(),
-            WRITE_MAX
-        );
-        return Err(EINVAL);
-    }
-    let mut buf = KVec::new();
-    input.read_all(&mut buf, GFP_KERNEL)?;
-    Ok(buf)
-}
-
-/// Serves `content` from position `pos`, as a regular file would.
-fn read_generated(content: &[u8], mut out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
-    let start = usize::try_from(*pos).map_err(|_| EINVAL)?;
-    let Some(rest) = content.get(start..) else {
-        return Ok(0);
-    };
-    let n = rest.len().min(out.len());
-    out.write_slice(&rest[..n])?;
-    // CAST: `n` is at most the content's length.
-    *pos += n as i64;
-    Ok(n)
-}
 
 /// The packed records a reader copied out of one ring and has not decoded yet: they lie at
 /// `start..end` of the ring's part of [`ReadState::stage`].
@@ -411,121 +373,5 @@ impl ProcFile for EventsFile {
     fn poll(&self, file: &LocalFile, table: &PollTableRef<'_>) -> u32 {
         self.monitor.state.ring.register_poller(file, table);
         poll_mask(self.readiness(true))
-    }
-}
-
-/// An open `/proc/memmon/watch-pids`.
-pub(crate) struct WatchPidsFile {
-    monitor: Arc<Monitor>,
-}
-
-#[vtable]
-impl ProcFile for WatchPidsFile {
-    type Shared = Monitor;
-
-    fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        pin_box(Self {
-            monitor: monitor.into(),
-        })
-    }
-
-    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
-        let content = self.monitor.state.watch.format()?;
-        read_generated(&content, out, pos)
-    }
-
-    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
-        let len = input.len();
-        let request = read_small_write(input, "watch-pids")?;
-        self.monitor.apply_watch_write(&request)?;
-        Ok(len)
-    }
-}
-
-/// An open `/proc/memmon/stats`.
-pub(crate) struct StatsFile {
-    monitor: Arc<Monitor>,
-}
-
-impl StatsFile {
-    fn format(&self) -> Result<KVec<u8>> {
-        let state = &self.monitor.state;
-        let stats = state.ring.stats();
-        let mut out = ByteWriter(KVec::new());
-        (|| -> core::fmt::Result {
-            writeln!(out, "produced {}", stats.produced)?;
-            writeln!(out, "delivered {}", stats.delivered)?;
-            writeln!(out, "overwritten {}", stats.overwritten)?;
-            writeln!(out, "lost_reported {}", stats.reported_lost)?;
-            writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
-            writeln!(out, "watched {}", state.watch.count())?;
-            writeln!(
-                out,
-                "syscall_probes_armed {}",
-                u8::from(self.monitor.syscall_probes_armed())
-            )?;
-            writeln!(out, "rings {}", stats.rings)?;
-            writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
-            writeln!(out, "buflen {}", state.buflen)?;
-            writeln!(out, "generations {}", crate::sample::generation())?;
-            let (arm_ns, armed) = crate::sample::arming_totals();
-            writeln!(out, "sample_arm_ns {arm_ns}")?;
-            writeln!(out, "sample_armed {armed}")?;
-            let memory = self.monitor.memory();
-            writeln!(out, "readers {}", memory.readers)?;
-            writeln!(out, "memory_rings {}", memory.rings)?;
-            writeln!(out, "memory_watch {}", memory.watch)?;
-            writeln!(out, "memory_paths {}", memory.paths)?;
-            writeln!(out, "memory_per_reader {}", memory.per_reader)?;
-            writeln!(out, "memory_total {}", memory.total())?;
-            for kind in Kind::ALL {
-                writeln!(out, "{} {}", kind.name(), stats.per_kind[kind as usize])?;
-            }
-            Ok(())
-        })()
-        .map_err(|_| ENOMEM)?;
-        Ok(out.0)
-    }
-}
-
-#[vtable]
-impl ProcFile for StatsFile {
-    type Shared = Monitor;
-
-    fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        pin_box(Self {
-            monitor: monitor.into(),
-        })
-    }
-
-    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
-        read_generated(&self.format()?, out, pos)
-    }
-}
-
-/// An open `/proc/memmon/marker`: each write becomes a `mark` event.
-pub(crate) struct MarkerFile {
-    monitor: Arc<Monitor>,
-}
-
-#[vtable]
-impl ProcFile for MarkerFile {
-    type Shared = Monitor;
-
-    fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
-        pin_box(Self {
-            monitor: monitor.into(),
-        })
-    }
-
-    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
-        let len = input.len();
-        let text = read_small_write(input, "marker")?;
-        let text = text.strip_suffix(b"\n").unwrap_or(&text);
-        let mut event = Event::new(Kind::Mark);
-        event.set_text(text);
-        self.monitor.state.ring.push(&event);
-        crate::rss::mark_all(&self.monitor.state);
-        Ok(len)
     }
 }

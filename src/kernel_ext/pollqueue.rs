@@ -11,7 +11,7 @@
 //! `__wake_up_pollfree()` does) and waits until the woken poll and select callers have taken
 //! theirs off. The kernel crate's `PollCondVar` does the first but not the second.
 
-use crate::procfs::PollTableRef;
+use crate::kernel_ext::procfs::PollTableRef;
 use kernel::{
     bindings,
     fs::LocalFile,

@@ -44,7 +44,7 @@ pub(crate) trait ProcFile: Sized + Send + Sync {
     }
 }
 
-/// The `poll_table` of one poll, select or epoll call, for [`crate::pollqueue::PollQueue`].
+/// The `poll_table` of one poll, select or epoll call, for [`crate::kernel_ext::pollqueue::PollQueue`].
 ///
 /// # Invariants
 ///

@@ -62,6 +62,33 @@ impl<T: Send + Sync> TracepointProbe<T> {
 }
 
 impl<T: Send + Sync> TracepointProbe<T> {
+    /// Attaches `probe` to the core kernel tracepoint called `name` (exported or not), as
+    /// [`TracepointProbe::attach`] does, with a kernel log line if it is missing or refused.
+    ///
+    /// # Safety
+    ///
+    /// `probe` must be an `unsafe extern "C" fn` with that tracepoint's probe signature:
+    /// `(data: *mut c_void, TP_PROTO arguments...)`, that reads `data` as `*const T`.
+    pub(crate) unsafe fn attach_named(
+        name: &CStr,
+        probe: *mut c_void,
+        data: Arc<T>,
+    ) -> Result<Self> {
+        let Some(tracepoint) = find_kernel_tracepoint(name) else {
+            pr_err!("cannot find the {} tracepoint\n", name);
+            return Err(ENOENT);
+        };
+        // SAFETY: A core kernel tracepoint outlives every module; the caller guarantees the
+        // signature of `probe`.
+        unsafe { Self::attach(tracepoint, probe, data) }.inspect_err(|e| {
+            pr_err!(
+                "cannot attach to the {} tracepoint: error {}\n",
+                name,
+                e.to_errno()
+            );
+        })
+    }
+
     /// Unregisters the probe without waiting for the calls in flight.
     ///
     /// # Safety

@@ -8,43 +8,17 @@
 //! write-protect, NUMA hinting, hugetlbfs, or nothing: spurious) and how many pages it
 //! mapped, so a process's fault lines equal its rusage minor + major faults by construction.
 
-use crate::event::{fault_flags, Event, FaultType, Kind};
-use crate::stack;
-use crate::tracepoint::{Detached, TracepointProbe};
-use crate::State;
+use crate::kernel_ext::tracepoint::TracepointProbe;
+use crate::probes::stack;
+use crate::record::event::{fault_flags, FaultType, Kind};
+use crate::state::State;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-/// The probe on `mm:mm_fault`, attached from initialisation until drop.
-pub(crate) struct FaultProbe {
-    probe: TracepointProbe<State>,
-}
-
-impl FaultProbe {
-    /// Attaches the probe; faults of watched processes go to `state`'s ring.
-    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
-        // SAFETY: `__tracepoint_mm_fault` is the exported tracepoint of the kernel, which
-        // outlives the module; `mm_fault` has its probe signature and reads `data` as
-        // `*const State`.
-        let probe = unsafe {
-            TracepointProbe::attach(
-                &raw mut bindings::__tracepoint_mm_fault,
-                mm_fault as *mut c_void,
-                state,
-            )
-        }
-        .inspect_err(|e| {
-            pr_err!(
-                "cannot attach to the mm:mm_fault tracepoint: error {}\n",
-                e.to_errno()
-            );
-        })?;
-        Ok(Self { probe })
-    }
-
-    /// Detaches the probe; `batch` waits for its calls in flight.
-    pub(crate) fn detach_into(self, batch: &mut Detached) {
-        self.probe.detach_into(batch);
-    }
+/// Attaches the probe on `mm:mm_fault`; faults of watched processes go to `state`'s ring.
+pub(crate) fn attach(state: Arc<State>) -> Result<TracepointProbe<State>> {
+    // SAFETY: `mm_fault` has the probe signature of `mm:mm_fault` and reads `data` as
+    // `*const State`.
+    unsafe { TracepointProbe::attach_named(c"mm_fault", mm_fault as *mut c_void, state) }
 }
 
 /// The probe: `TP_PROTO(struct vm_area_struct *vma, unsigned long address, unsigned int flags,
@@ -98,7 +72,7 @@ unsafe fn record(
     }
     // SAFETY: The caller passes a valid report for the duration of the call.
     let report = unsafe { &*report };
-    let mut event = Event::new(Kind::Fault);
+    let mut event = crate::probes::current_event(Kind::Fault);
     event.fault_type = match report.handler {
         bindings::mm_fault_handler_MM_FAULT_ANON => FaultType::Anon,
         bindings::mm_fault_handler_MM_FAULT_FILE => FaultType::File,
@@ -138,7 +112,7 @@ unsafe fn record(
     }
     // An access maps nothing: its record carries the generation instead of pages.
     event.args[2] = if event.fault_type == FaultType::Access {
-        crate::sample::generation()
+        crate::probes::sample::generation()
     } else {
         u64::from(report.nr_pages)
     };

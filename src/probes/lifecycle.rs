@@ -6,7 +6,7 @@
 //!   once per new task before the task first runs. A new process of a followed parent is
 //!   added to the watch set there, so it is watched from its first instruction. A number left
 //!   in the set by a watched process whose exit probe was missed (marked at its
-//!   `sched_process_exit`, see `rss.rs`) is taken out there, so that it never watches the
+//!   `sched_process_exit`, below) is taken out there, so that it never watches the
 //!   process that reuses it. A tracepoint probe is never missed.
 //! - exec: a kretprobe on `begin_new_exec(bprm)`, the point of no return of execve; on
 //!   success the task has its new mm and comm.
@@ -14,10 +14,13 @@
 //!   the last thread of a thread group, after the mm is gone. The process leaves the watch
 //!   set there, so that a reused pid is never watched by accident.
 
-use crate::event::{current_ids, Event, Kind};
-use crate::kprobe::{Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration};
-use crate::tracepoint::{find_kernel_tracepoint, Detached, TracepointProbe};
-use crate::State;
+use crate::kernel_ext::kprobe::{
+    Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
+};
+use crate::kernel_ext::task::current_ids;
+use crate::kernel_ext::tracepoint::TracepointProbe;
+use crate::record::event::Kind;
+use crate::state::State;
 use core::mem::MaybeUninit;
 use kernel::{bindings, prelude::*, sync::Arc};
 
@@ -45,34 +48,60 @@ unsafe extern "C" fn process_fork(
     let Some(follow) = state.watch.fork(current_ids().0, child_tgid) else {
         return;
     };
-    let mut event = Event::new(Kind::Fork);
+    let mut event = crate::probes::current_event(Kind::Fork);
     event.ret = i64::from(child_tgid);
     event.args[0] = u64::from(follow);
     state.ring.push(&event);
 }
 
-/// The probe on `sched_process_fork`, attached from initialisation until drop.
-pub(crate) struct ForkProbe {
-    probe: TracepointProbe<State>,
+/// Attaches the probe on `sched_process_exit`.
+pub(crate) fn attach_exit(state: Arc<State>) -> Result<TracepointProbe<State>> {
+    // SAFETY: `process_exit` has the probe signature of `sched_process_exit` and reads
+    // `data` as `*const State`.
+    unsafe {
+        TracepointProbe::attach_named(c"sched_process_exit", process_exit as *mut c_void, state)
+    }
 }
 
-impl ForkProbe {
-    /// Attaches the probe.
-    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
-        let Some(tracepoint) = find_kernel_tracepoint(c"sched_process_fork") else {
-            pr_err!("cannot find the sched_process_fork tracepoint\n");
-            return Err(ENOENT);
-        };
-        // SAFETY: `tracepoint` is a core kernel tracepoint, which outlives the module;
-        // `process_fork` has its probe signature and reads `data` as `*const State`.
-        let probe =
-            unsafe { TracepointProbe::attach(tracepoint, process_fork as *mut c_void, state) }?;
-        Ok(Self { probe })
+/// The probe: `TP_PROTO(struct task_struct *p, bool group_dead)`, fired by `do_exit()` of
+/// the current task (`p`) before `exit_mm()`.
+///
+/// # Safety
+///
+/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`].
+unsafe extern "C" fn process_exit(
+    data: *mut c_void,
+    _task: *mut bindings::task_struct,
+    group_dead: bool,
+) {
+    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
+    let state = unsafe { &*data.cast::<State>() };
+    let tgid = current_ids().0;
+    if !group_dead || !state.watch.contains(tgid) {
+        return;
     }
+    // The exit probe (a kprobe, which can be missed) takes it out of the watch set later;
+    // this tracepoint cannot be missed: the mark lets a new process with this number see a
+    // stale bit.
+    state.watch.exiting(tgid);
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address
+    // space (null for a kernel thread).
+    let mm = unsafe { (*task).mm };
+    if mm.is_null() {
+        return;
+    }
+    // SAFETY: `mm` is the current task's.
+    let event = unsafe { crate::probes::rss::rss_event(mm, crate::probes::rss::RssAt::Exit) };
+    state.ring.push(&event);
+}
 
-    /// Detaches the probe; `batch` waits for its calls in flight.
-    pub(crate) fn detach_into(self, batch: &mut Detached) {
-        self.probe.detach_into(batch);
+/// Attaches the probe on `sched_process_fork`.
+pub(crate) fn attach_fork(state: Arc<State>) -> Result<TracepointProbe<State>> {
+    // SAFETY: `process_fork` has the probe signature of `sched_process_fork` and reads
+    // `data` as `*const State`.
+    unsafe {
+        TracepointProbe::attach_named(c"sched_process_fork", process_fork as *mut c_void, state)
     }
 }
 
@@ -94,7 +123,7 @@ impl KprobeHandler for ExitProbe {
         if !self.state.watch.contains(tgid) {
             return;
         }
-        let mut event = Event::new(Kind::Exit);
+        let mut event = crate::probes::current_event(Kind::Exit);
         let task = kernel::task::Task::current_raw();
         // The status wait(2) reports (wait_task_zombie()): the group exit code after
         // exit_group() or a fatal signal, else the exit code of the group leader, which need
@@ -132,9 +161,9 @@ impl KretprobeHandler for ExecProbe {
         let mm = unsafe { (*task).mm };
         if !mm.is_null() {
             // SAFETY: `mm` is the current task's.
-            self.state
-                .ring
-                .push(&unsafe { crate::rss::rss_event(mm, crate::rss::RssAt::Exec) });
+            self.state.ring.push(&unsafe {
+                crate::probes::rss::rss_event(mm, crate::probes::rss::RssAt::Exec)
+            });
         }
         // The first argument register holds the `struct linux_binprm *`.
         data.write(regs.di);
@@ -147,7 +176,7 @@ impl KretprobeHandler for ExecProbe {
             return;
         }
         let bprm = *bprm as *const bindings::linux_binprm;
-        let mut event = Event::new(Kind::Exec);
+        let mut event = crate::probes::current_event(Kind::Exec);
         let task = kernel::task::Task::current_raw();
         // SAFETY: `current` is valid and its `comm` is a NUL-padded array of 16 bytes, updated
         // by the exec that just succeeded in this task.

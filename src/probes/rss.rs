@@ -4,15 +4,14 @@
 //! (RssAnon, RssFile, RssShmem, VmSwap, VmHWM), when its address space is released (exit,
 //! and exec replacing it) and at each mark.
 //!
-//! The exit line comes from the `sched_process_exit` tracepoint of the thread that ends the
-//! group (`group_dead`), which `do_exit()` fires before `exit_mm()`, while the address space
-//! is still whole; the exec line from the exec probe, before the new program's address space
-//! replaces the old one.
+//! The exit line is taken at the `sched_process_exit` tracepoint of the thread that ends the
+//! group (`group_dead`, [`crate::probes::lifecycle`]), which `do_exit()` fires before
+//! `exit_mm()`, while the address space is still whole; the exec line from the exec probe,
+//! before the new program's address space replaces the old one.
 
-use crate::event::{current_ids, Event, Kind};
-use crate::tracepoint::{find_kernel_tracepoint, Detached, TracepointProbe};
-use crate::State;
-use kernel::{bindings, prelude::*, sync::Arc};
+use crate::record::event::{Event, Kind};
+use crate::state::State;
+use kernel::bindings;
 
 /// When an `rss` line was taken (its `at=`).
 #[derive(Clone, Copy)]
@@ -48,7 +47,7 @@ pub(crate) unsafe fn rss_event(mm: *mut bindings::mm_struct, at: RssAt) -> Event
     // SAFETY: `mm` is valid; `hiwater_rss` is read racily, as `/proc/PID/status` does.
     let hiwater = unsafe { (*mm).__bindgen_anon_1.hiwater_rss } as u64;
     let peak = hiwater.max(anon + file + shmem);
-    let mut event = Event::new(Kind::Rss);
+    let mut event = crate::probes::current_event(Kind::Rss);
     let page = bindings::PAGE_SIZE as u64;
     event.args = [
         anon * page,
@@ -93,62 +92,4 @@ pub(crate) fn mark_all(state: &State) {
         event.tid = tgid;
         state.ring.push(&event);
     });
-}
-
-/// The probe on `sched_process_exit`, attached from initialisation until drop.
-pub(crate) struct ExitRssProbe {
-    probe: TracepointProbe<State>,
-}
-
-impl ExitRssProbe {
-    /// Attaches the probe.
-    pub(crate) fn attach(state: Arc<State>) -> Result<Self> {
-        let Some(tracepoint) = find_kernel_tracepoint(c"sched_process_exit") else {
-            pr_err!("cannot find the sched_process_exit tracepoint\n");
-            return Err(ENOENT);
-        };
-        // SAFETY: `tracepoint` is a core kernel tracepoint, which outlives the module;
-        // `process_exit` has its probe signature and reads `data` as `*const State`.
-        let probe =
-            unsafe { TracepointProbe::attach(tracepoint, process_exit as *mut c_void, state) }?;
-        Ok(Self { probe })
-    }
-
-    /// Detaches the probe; `batch` waits for its calls in flight.
-    pub(crate) fn detach_into(self, batch: &mut Detached) {
-        self.probe.detach_into(batch);
-    }
-}
-
-/// The probe: `TP_PROTO(struct task_struct *p, bool group_dead)`, fired by `do_exit()` of
-/// the current task (`p`) before `exit_mm()`.
-///
-/// # Safety
-///
-/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`].
-unsafe extern "C" fn process_exit(
-    data: *mut c_void,
-    _task: *mut bindings::task_struct,
-    group_dead: bool,
-) {
-    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
-    let state = unsafe { &*data.cast::<State>() };
-    let tgid = current_ids().0;
-    if !group_dead || !state.watch.contains(tgid) {
-        return;
-    }
-    // The exit probe (a kprobe, which can be missed) takes it out of the watch set later;
-    // this tracepoint cannot be missed: the mark lets a new process with this number see a
-    // stale bit.
-    state.watch.exiting(tgid);
-    let task = kernel::task::Task::current_raw();
-    // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address
-    // space (null for a kernel thread).
-    let mm = unsafe { (*task).mm };
-    if mm.is_null() {
-        return;
-    }
-    // SAFETY: `mm` is the current task's.
-    let event = unsafe { rss_event(mm, RssAt::Exit) };
-    state.ring.push(&event);
 }

@@ -7,7 +7,7 @@
 //! of its accessible VMAs through `mm_access_sample_arm()` (`patches/0002`), which makes them
 //! PROT_NONE as NUMA balancing does. The next access to each takes a hinting fault that only
 //! restores the page, and that the `mm:mm_fault` tracepoint reports as type `access`
-//! ([`crate::fault`] adds `gen=`). Once every watched process is armed, one `gen` line per
+//! ([`crate::probes::fault`] adds `gen=`). Once every watched process is armed, one `gen` line per
 //! process is written and the generation number moves on: accesses from then on carry it.
 //!
 //! The arming is bounded: at most `sample_pages` pages per process and generation (the next
@@ -20,9 +20,10 @@
 //! and a kernel log line, and any non-zero value with `EBUSY` while automatic NUMA balancing
 //! is on (its hinting faults could not be told from sampling ones).
 
-use crate::event::{Event, Kind};
-use crate::State;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::kernel_ext::runtime_param::runtime_param;
+use crate::record::event::Kind;
+use crate::state::State;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     bindings,
     prelude::*,
@@ -40,8 +41,13 @@ const SCAN_CHUNK: c_ulong = 16384;
 /// Longest sleep before the thread looks at `sample_ms` again, in milliseconds.
 const POLL_MS: u32 = 100;
 
-/// The current `sample_ms`: 0 while sampling is off.
-static SAMPLE_MS: AtomicU32 = AtomicU32::new(0);
+runtime_param! {
+    /// The current `sample_ms`: 0 while sampling is off.
+    static SAMPLE_MS: u32 = 0;
+    name: "sample_ms",
+    description: "Access sampling period in ms (0: off, or 10-60000)",
+    check: check_sample_ms,
+}
 
 /// The last generation whose arming completed: what `gen=` of an access says.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -86,76 +92,29 @@ fn arming_allowed() -> bool {
     ret != ebusy()
 }
 
-/// `kernel_param_ops.set` of `sample_ms`: at load and on writes to sysfs.
-///
-/// # Safety
-///
-/// Called by the module parameter code with a NUL-terminated value.
-unsafe extern "C" fn set_sample_ms(
-    val: *const c_char,
-    _param: *const bindings::kernel_param,
-) -> c_int {
-    let mut value: c_uint = 0;
-    // SAFETY: `val` is a NUL-terminated string; `value` is valid for writes.
-    let ret = unsafe { bindings::kstrtouint(val, 0, &mut value) };
-    if ret != 0 || (value != 0 && !(SAMPLE_MS_MIN..=SAMPLE_MS_MAX).contains(&value)) {
-        // SAFETY: `val` is a NUL-terminated string.
-        let text = unsafe { kernel::str::CStr::from_char_ptr(val) };
+/// Accepts a `sample_ms` of 0 (off) or [`SAMPLE_MS_MIN`] to [`SAMPLE_MS_MAX`], and a
+/// period only while access sampling is allowed.
+fn check_sample_ms(value: Option<u32>, text: &str) -> Result {
+    let Some(value) = value.filter(|&v| v == 0 || (SAMPLE_MS_MIN..=SAMPLE_MS_MAX).contains(&v))
+    else {
         pr_err!(
             "sample_ms={} is not valid: it must be 0 (off) or {} to {} milliseconds\n",
-            text.to_str().unwrap_or("?").trim_end(),
+            text,
             SAMPLE_MS_MIN,
             SAMPLE_MS_MAX
         );
-        return EINVAL.to_errno();
-    }
+        return Err(EINVAL);
+    };
     if value != 0 && !arming_allowed() {
         pr_err!(
             "sample_ms={}: access sampling is refused while automatic NUMA balancing is on \
              (its hinting faults would be taken for accesses): set kernel.numa_balancing=0\n",
             value
         );
-        return EBUSY.to_errno();
+        return Err(EBUSY);
     }
-    SAMPLE_MS.store(value, Ordering::Relaxed);
-    0
+    Ok(())
 }
-
-static SAMPLE_MS_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
-    flags: 0,
-    set: Some(set_sample_ms),
-    get: Some(bindings::param_get_uint),
-    free: None,
-};
-
-#[link_section = "__param"]
-#[used(compiler)]
-static SAMPLE_MS_PARAM: kernel::module_param::KernelParam =
-    kernel::module_param::KernelParam::new(bindings::kernel_param {
-        name: kernel::str::as_char_ptr_in_const_context(c"sample_ms"),
-        // `__this_module` is set up by the kernel at load time and stays until the module is
-        // unloaded.
-        mod_: &raw mut bindings::__this_module,
-        ops: core::ptr::from_ref(&SAMPLE_MS_OPS),
-        // Readable by everyone, writable by root.
-        perm: 0o644,
-        level: -1,
-        flags: 0,
-        __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 {
-            // `param_get_uint` reads an unsigned int here; an `AtomicU32` has its layout.
-            arg: core::ptr::from_ref(&SAMPLE_MS).cast_mut().cast(),
-        },
-    });
-
-// What `modinfo` shows of the parameter, as `MODULE_PARM_DESC()` and `module_param()` record
-// it for a loadable module.
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static SAMPLE_MS_PARMTYPE: [u8; 24] = *b"parmtype=sample_ms:uint\0";
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static SAMPLE_MS_PARM: [u8; 66] =
-    *b"parm=sample_ms:Access sampling period in ms (0: off, or 10-60000)\0";
 
 /// What the sampling thread shares with its owner.
 #[pin_data]
@@ -268,13 +227,13 @@ unsafe extern "C" fn thread_main(data: *mut c_void) -> c_int {
             }
             continue;
         }
-        let start = crate::event::now_ns();
+        let start = crate::kernel_ext::task::now_ns();
         generation_pass(shared, &mut cursors);
         // Sleep the rest of the period, a slice at a time, so that a new `sample_ms` applies.
         let mut stopped = false;
         loop {
             let ms = SAMPLE_MS.load(Ordering::Relaxed);
-            let elapsed = (crate::event::now_ns().saturating_sub(start) / 1_000_000)
+            let elapsed = (crate::kernel_ext::task::now_ns().saturating_sub(start) / 1_000_000)
                 .try_into()
                 .unwrap_or(u32::MAX);
             if ms == 0 || elapsed >= ms {
@@ -310,7 +269,7 @@ fn generation_pass(shared: &Shared, cursors: &mut KVec<(i32, c_ulong)>) {
         pr_warn!("access sampling: out of memory listing the watched processes\n");
     }
     let generation = GENERATION.load(Ordering::Relaxed) + 1;
-    let started = crate::event::now_ns();
+    let started = crate::kernel_ext::task::now_ns();
     let mut armed_per_pid: KVec<(i32, u64)> = KVec::new();
     for &pid in pids.iter() {
         if should_stop(shared) {
@@ -324,13 +283,13 @@ fn generation_pass(shared: &Shared, cursors: &mut KVec<(i32, c_ulong)>) {
         }
     }
     ARM_NS.fetch_add(
-        crate::event::now_ns().saturating_sub(started),
+        crate::kernel_ext::task::now_ns().saturating_sub(started),
         Ordering::Relaxed,
     );
     // Processes no longer watched forget their cursor.
     cursors.retain(|(pid, _)| shared.state.watch.contains(*pid));
     for &(pid, armed) in armed_per_pid.iter() {
-        let mut event = Event::new(Kind::Gen);
+        let mut event = crate::probes::current_event(Kind::Gen);
         event.pid = pid;
         event.tid = pid;
         event.args[0] = generation;

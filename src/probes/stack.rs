@@ -5,20 +5,39 @@
 //!
 //! `stack_depth` (0 to [`STACK_MAX`], default 0: off) is also writable at run time by root
 //! through `/sys/module/memmon/parameters/stack_depth`; other values are refused with
-//! `EINVAL` and a kernel log line. The Rust `module!` parameters are set once at load, so this
-//! one is declared by hand, as `module_param_cb()` would.
+//! `EINVAL` and a kernel log line.
 
-use crate::event::Event;
+use crate::kernel_ext::runtime_param::runtime_param;
+use crate::kernel_ext::task::current_user_regs;
+use crate::record::event::{Event, STACK_MAX};
 use crate::ring::Ring;
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::{bindings, prelude::*};
 
-/// Most return addresses a stack can have.
-pub(crate) const STACK_MAX: usize = 64;
+runtime_param! {
+    /// The current `stack_depth`.
+    static STACK_DEPTH: u32 = 0;
+    name: "stack_depth",
+    description: "User stack entries per fault and syscall (0-64, 0: off)",
+    check: check_stack_depth,
+}
 
-/// The current `stack_depth`.
-static STACK_DEPTH: AtomicU32 = AtomicU32::new(0);
+/// Accepts a `stack_depth` of 0 (off) to [`STACK_MAX`].
+fn check_stack_depth(value: Option<u32>, text: &str) -> Result {
+    match value {
+        // CAST: u32 to usize is lossless on 64-bit.
+        Some(value) if value as usize <= STACK_MAX => Ok(()),
+        _ => {
+            pr_err!(
+                "stack_depth={} is not valid: it must be 0 (off) to {}\n",
+                text,
+                STACK_MAX
+            );
+            Err(EINVAL)
+        }
+    }
+}
 
 /// The `stack_depth` in force: how many entries to record, 0 for none.
 pub(crate) fn depth() -> usize {
@@ -26,80 +45,8 @@ pub(crate) fn depth() -> usize {
     STACK_DEPTH.load(Ordering::Relaxed) as usize
 }
 
-/// `kernel_param_ops.set` of `stack_depth`: at load and on writes to sysfs.
-///
-/// # Safety
-///
-/// Called by the module parameter code with a NUL-terminated value.
-unsafe extern "C" fn set_stack_depth(
-    val: *const c_char,
-    _param: *const bindings::kernel_param,
-) -> c_int {
-    let mut value: c_uint = 0;
-    // SAFETY: `val` is a NUL-terminated string; `value` is valid for writes.
-    let ret = unsafe { bindings::kstrtouint(val, 0, &mut value) };
-    if ret != 0 || value as usize > STACK_MAX {
-        // SAFETY: `val` is a NUL-terminated string.
-        let text = unsafe { kernel::str::CStr::from_char_ptr(val) };
-        pr_err!(
-            "stack_depth={} is not valid: it must be 0 (off) to {}\n",
-            text.to_str().unwrap_or("?"),
-            STACK_MAX
-        );
-        return EINVAL.to_errno();
-    }
-    STACK_DEPTH.store(value, Ordering::Relaxed);
-    0
-}
-
-static STACK_DEPTH_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
-    flags: 0,
-    set: Some(set_stack_depth),
-    get: Some(bindings::param_get_uint),
-    free: None,
-};
-
-#[link_section = "__param"]
-#[used(compiler)]
-static STACK_DEPTH_PARAM: kernel::module_param::KernelParam =
-    kernel::module_param::KernelParam::new(bindings::kernel_param {
-        name: kernel::str::as_char_ptr_in_const_context(c"stack_depth"),
-        // `__this_module` is set up by the kernel at load time and stays until the module is
-        // unloaded.
-        mod_: &raw mut bindings::__this_module,
-        ops: core::ptr::from_ref(&STACK_DEPTH_OPS),
-        // Readable by everyone, writable by root.
-        perm: 0o644,
-        level: -1,
-        flags: 0,
-        __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 {
-            // `param_get_uint` reads an unsigned int here; an `AtomicU32` has its layout.
-            arg: core::ptr::from_ref(&STACK_DEPTH).cast_mut().cast(),
-        },
-    });
-
 /// Highest user address plus one on x86_64 (4-level paging; 5-level tables only add more).
 const USER_LIMIT: u64 = 1 << 56;
-
-/// The user registers saved at the top of the current task's kernel stack when it entered
-/// the kernel (`task_pt_regs(current)`): those of the system call it is in. `None` for a
-/// kernel thread or a user worker (io_uring, vhost), which has no user context of its own.
-fn current_user_regs() -> Option<&'static bindings::pt_regs> {
-    let task = kernel::task::Task::current_raw();
-    // SAFETY: `current` is valid; `flags` is only changed by the task itself.
-    let flags = unsafe { (*task).flags };
-    if flags & (bindings::PF_KTHREAD | bindings::PF_USER_WORKER) != 0 {
-        return None;
-    }
-    let thread_size = bindings::PAGE_SIZE << bindings::THREAD_SIZE_ORDER;
-    // SAFETY: `current` is valid; its `stack` is the base of its kernel stack.
-    let stack = unsafe { (*task).stack } as usize;
-    let top = stack + thread_size - bindings::TOP_OF_KERNEL_STACK_PADDING as usize;
-    let regs = (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs;
-    // SAFETY: A user task that entered the kernel saved its user registers there (the entry
-    // code builds `pt_regs` at the top of the kernel stack); they stay while it runs.
-    Some(unsafe { &*regs })
-}
 
 /// Pushes `event` to `ring` with the current task's user stack, at most `stack_depth`
 /// entries: walked from `regs` (a fault from user mode), else from the registers of the
@@ -175,13 +122,3 @@ fn walk_user(
     }
     count
 }
-
-// What `modinfo` shows of the parameter, as `MODULE_PARM_DESC()` and `module_param()` record
-// it for a loadable module.
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static STACK_DEPTH_PARMTYPE: [u8; 26] = *b"parmtype=stack_depth:uint\0";
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static STACK_DEPTH_PARM: [u8; 73] =
-    *b"parm=stack_depth:User stack entries per fault and syscall (0-64, 0: off)\0";

@@ -7,11 +7,12 @@
 //! and the time spent in the call, stamped when the call returned. Faults taken inside the
 //! call therefore come before the call's line, in time as in the stream.
 
-use crate::delayed_work::{CancellableWork, WorkHandler};
-use crate::event::{now_ns, Event, Kind};
-use crate::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
-use crate::stack;
-use crate::State;
+use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
+use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
+use crate::kernel_ext::task::now_ns;
+use crate::probes::stack;
+use crate::record::event::{Event, Kind};
+use crate::state::State;
 use core::mem::MaybeUninit;
 use kernel::{
     alloc::KVec,
@@ -83,7 +84,7 @@ impl KretprobeHandler for SyscallProbe {
         // call.
         let user = unsafe { &*user };
         let call = data.write(PendingCall {
-            event: Event::new(self.kind),
+            event: crate::probes::current_event(self.kind),
         });
         let event = &mut call.event;
         // When the call began, for its duration.

@@ -4,11 +4,13 @@
 //!
 //! A record is a fixed-size, plain-data copy of everything its line will need, so that the
 //! producers (fault hook, probes) only fill in integers and copy a few bytes, in atomic context,
-//! without allocating. The text form is produced on the read side, in [`crate::text`].
+//! without allocating. The text form is produced on the read side, in [`crate::record::text`].
 
-use crate::copy::copy_to;
+use crate::record::copy::copy_to;
 use core::mem::MaybeUninit;
-use kernel::{bindings, prelude::*};
+
+/// Most return addresses a record's user call stack can have.
+pub(crate) const STACK_MAX: usize = 64;
 
 /// Bytes of inline text a record can carry (file path, marker text, exec file name).
 pub(crate) const TEXT_CAPACITY: usize = 112;
@@ -213,10 +215,10 @@ pub(crate) mod fault_flags {
     pub(crate) const RETRY: u32 = 1 << 5;
 }
 
-/// One event, as the producers fill it in and the reader formats it ([`crate::packed`] is
+/// One event, as the producers fill it in and the reader formats it ([`crate::record::packed`] is
 /// its compact form in the ring).
 ///
-/// The meaning of `args`, `ret` and `text` depends on `kind`; [`crate::text`] documents it by
+/// The meaning of `args`, `ret` and `text` depends on `kind`; [`crate::record::text`] documents it by
 /// printing it. All fields are plain data: a zeroed record is valid (and prints as a fault).
 #[derive(Clone, Copy)]
 pub(crate) struct Event {
@@ -244,7 +246,7 @@ pub(crate) struct Event {
     /// Syscall return value, exit code, child pid.
     pub(crate) ret: i64,
     /// Syscalls: nanoseconds spent in the call. When 0 as the event is written, the record's
-    /// duration is its time stamp minus `time_ns`, the call's start ([`crate::packed::encode`]):
+    /// duration is its time stamp minus `time_ns`, the call's start ([`crate::record::packed::encode`]):
     /// the exit handler leaves it 0 unless something slow (a user stack walk) comes between
     /// the call's return and the record.
     pub(crate) dur_ns: u64,
@@ -255,9 +257,9 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    /// A record of `kind` for the current task. The ring stamps its time when it is written.
-    pub(crate) fn new(kind: Kind) -> Self {
-        let (pid, tid) = current_ids();
+    /// A record of `kind` for thread `tid` of process `pid`. The ring stamps its time when it
+    /// is written.
+    pub(crate) fn new(kind: Kind, pid: i32, tid: i32) -> Self {
         Self {
             time_ns: 0,
             pid,
@@ -358,50 +360,4 @@ impl Event {
             )
         }
     }
-}
-
-/// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
-/// different CPUs merge in order. Callable in any context but NMI (no producer runs there).
-pub(crate) fn now_ns() -> u64 {
-    // SAFETY: `ktime_get` has no preconditions outside NMI context.
-    let now = unsafe { bindings::ktime_get() };
-    u64::try_from(now).unwrap_or(0)
-}
-
-/// Thread-group id and thread id of the current task, in the initial pid namespace.
-pub(crate) fn current_ids() -> (i32, i32) {
-    let task = kernel::task::Task::current_raw();
-    // SAFETY: `current` is always a valid task. Its `pid` changes only in its own context
-    // (`de_thread()` during exec), never concurrently with this read.
-    unsafe { ((*task).tgid, (*task).pid) }
-}
-
-/// Checks that the `task_struct` layout the bindings describe is the kernel's, by reading the
-/// current task's ids both through the bindings and through the kernel's own accessor.
-///
-/// bindgen lays out an empty but cacheline-aligned struct (`struct sched_statistics` without
-/// `CONFIG_SCHEDSTATS`) differently from C, which shifts every later `task_struct` field.
-pub(crate) fn check_task_layout() -> Result {
-    let task = kernel::task::Task::current_raw();
-    let (tgid, pid) = current_ids();
-    // SAFETY: `current` is valid; `init_pid_ns` is the initial pid namespace, which is static.
-    let (kernel_pid, kernel_tgid) = unsafe {
-        let ns = &raw mut bindings::init_pid_ns;
-        (
-            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_PID, ns),
-            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_TGID, ns),
-        )
-    };
-    if (pid, tgid) != (kernel_pid, kernel_tgid) {
-        pr_err!(
-            "task_struct as built into this module does not match the kernel's \
-             (read pid {}/{}, kernel says {}/{}): build the kernel with CONFIG_SCHEDSTATS=y\n",
-            tgid,
-            pid,
-            kernel_tgid,
-            kernel_pid
-        );
-        return Err(EINVAL);
-    }
-    Ok(())
 }

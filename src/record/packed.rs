@@ -16,9 +16,9 @@
 //! Every block of a ring starts from [`State::ZERO`], so a reader can start at any block
 //! (after the ones before it were overwritten) and needs nothing else to decode it.
 
-use crate::copy::copy_bytes;
-use crate::event::{Event, FaultType, Kind, TEXT_CAPACITY};
-use crate::stack::STACK_MAX;
+use crate::record::copy::copy_bytes;
+use crate::record::event::STACK_MAX;
+use crate::record::event::{Event, FaultType, Kind, TEXT_CAPACITY};
 
 /// Most bytes a varint takes.
 const VARINT_MAX: usize = 10;

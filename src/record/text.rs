@@ -2,9 +2,9 @@
 
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
-use crate::copy::copy_bytes;
-use crate::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
-use crate::stack::STACK_MAX;
+use crate::record::copy::copy_bytes;
+use crate::record::event::STACK_MAX;
+use crate::record::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats`, `marker` and `unwind`.
+
+use kernel::{
+    alloc::KVec,
+    prelude::*,
+    uaccess::{UserSliceReader, UserSliceWriter},
+};
+
+mod events;
+mod marker;
+mod stats;
+mod watch_pids;
+
+pub(crate) use events::{reader_bytes, EventsFile};
+pub(crate) use marker::MarkerFile;
+pub(crate) use stats::StatsFile;
+pub(crate) use watch_pids::WatchPidsFile;
+
+/// Largest write accepted by `watch-pids` and `marker`.
+pub(crate) const WRITE_MAX: usize = 4096;
+
+/// `value` in a pinned box, for [`ProcFile::open`].
+pub(crate) fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
+    Ok(KBox::pin(value, GFP_KERNEL)?)
+}
+
+/// Reads all of a small write, refusing one over [`WRITE_MAX`] bytes.
+pub(crate) fn read_small_write(input: UserSliceReader, file: &str) -> Result<KVec<u8>> {
+    if input.len() > WRITE_MAX {
+        pr_info!(
+            "{}: rejected a write of {} bytes (at most {})\n",
+            file,
+            input.len(),
+            WRITE_MAX
+        );
+        return Err(EINVAL);
+    }
+    let mut buf = KVec::new();
+    input.read_all(&mut buf, GFP_KERNEL)?;
+    Ok(buf)
+}
+
+/// Serves `content` from position `pos`, as a regular file would.
+pub(crate) fn read_generated(
+    content: &[u8],
+    mut out: UserSliceWriter,
+    pos: &mut i64,
+) -> Result<usize> {
+    let start = usize::try_from(*pos).map_err(|_| EINVAL)?;
+    let Some(rest) = content.get(start..) else {
+        return Ok(0);
+    };
+    let n = rest.len().min(out.len());
+    out.write_slice(&rest[..n])?;
+    // CAST: `n` is at most the content's length.
+    *pos += n as i64;
+    Ok(n)
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/proc/memmon/stats`: counters and memory use, one `name value` line each.
+
+use super::{pin_box, read_generated};
+use crate::kernel_ext::procfs::ProcFile;
+use crate::record::event::Kind;
+use crate::state::Monitor;
+use crate::watch::ByteWriter;
+use core::fmt::Write;
+use kernel::{
+    alloc::KVec,
+    fs::{File, LocalFile},
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    uaccess::UserSliceWriter,
+};
+
+/// An open `/proc/memmon/stats`.
+pub(crate) struct StatsFile {
+    monitor: Arc<Monitor>,
+}
+
+impl StatsFile {
+    fn format(&self) -> Result<KVec<u8>> {
+        let state = &self.monitor.state;
+        let stats = state.ring.stats();
+        let mut out = ByteWriter(KVec::new());
+        (|| -> core::fmt::Result {
+            writeln!(out, "produced {}", stats.produced)?;
+            writeln!(out, "delivered {}", stats.delivered)?;
+            writeln!(out, "overwritten {}", stats.overwritten)?;
+            writeln!(out, "lost_reported {}", stats.reported_lost)?;
+            writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
+            writeln!(out, "watched {}", state.watch.count())?;
+            writeln!(
+                out,
+                "syscall_probes_armed {}",
+                u8::from(self.monitor.syscall_probes_armed())
+            )?;
+            writeln!(out, "rings {}", stats.rings)?;
+            writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
+            writeln!(out, "buflen {}", state.buflen)?;
+            writeln!(out, "generations {}", crate::probes::sample::generation())?;
+            let (arm_ns, armed) = crate::probes::sample::arming_totals();
+            writeln!(out, "sample_arm_ns {arm_ns}")?;
+            writeln!(out, "sample_armed {armed}")?;
+            let memory = self.monitor.memory();
+            writeln!(out, "readers {}", memory.readers)?;
+            writeln!(out, "memory_rings {}", memory.rings)?;
+            writeln!(out, "memory_watch {}", memory.watch)?;
+            writeln!(out, "memory_paths {}", memory.paths)?;
+            writeln!(out, "memory_per_reader {}", memory.per_reader)?;
+            writeln!(out, "memory_total {}", memory.total())?;
+            for kind in Kind::ALL {
+                writeln!(out, "{} {}", kind.name(), stats.per_kind[kind as usize])?;
+            }
+            Ok(())
+        })()
+        .map_err(|_| ENOMEM)?;
+        Ok(out.0)
+    }
+}
+
+#[vtable]
+impl ProcFile for StatsFile {
+    type Shared = Monitor;
+
+    fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
+        pin_box(Self {
+            monitor: monitor.into(),
+        })
+    }
+
+    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
+        read_generated(&self.format()?, out, pos)
+    }
+}

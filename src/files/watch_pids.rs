@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/proc/memmon/watch-pids`: which processes are watched.
+
+use super::{pin_box, read_generated, read_small_write};
+use crate::kernel_ext::procfs::ProcFile;
+use crate::state::Monitor;
+use kernel::{
+    fs::{File, LocalFile},
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    uaccess::{UserSliceReader, UserSliceWriter},
+};
+
+/// An open `/proc/memmon/watch-pids`.
+pub(crate) struct WatchPidsFile {
+    monitor: Arc<Monitor>,
+}
+
+#[vtable]
+impl ProcFile for WatchPidsFile {
+    type Shared = Monitor;
+
+    fn open(monitor: ArcBorrow<'_, Monitor>, _file: &File) -> Result<Pin<KBox<Self>>> {
+        pin_box(Self {
+            monitor: monitor.into(),
+        })
+    }
+
+    fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
+        let content = self.monitor.state.watch.format()?;
+        read_generated(&content, out, pos)
+    }
+
+    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
+        let len = input.len();
+        let request = read_small_write(input, "watch-pids")?;
+        self.monitor.apply_watch_write(&request)?;
+        Ok(len)
+    }
+}

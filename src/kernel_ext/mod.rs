@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers for what `rust/kernel/` lacks, written as if for it: no memmon logic here.
+
+pub(crate) mod delayed_work;
+pub(crate) mod hrtimer;
+pub(crate) mod killable;
+pub(crate) mod kprobe;
+pub(crate) mod pollqueue;
+pub(crate) mod procfs;
+pub(crate) mod runtime_param;
+pub(crate) mod task;
+pub(crate) mod tracepoint;

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The current task: its ids, the clock its records are stamped with, and its saved user
+//! registers.
+
+use kernel::{bindings, prelude::*};
+
+/// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
+/// different CPUs merge in order. Callable in any context but NMI (no producer runs there).
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: `ktime_get` has no preconditions outside NMI context.
+    let now = unsafe { bindings::ktime_get() };
+    u64::try_from(now).unwrap_or(0)
+}
+
+/// Thread-group id and thread id of the current task, in the initial pid namespace.
+pub(crate) fn current_ids() -> (i32, i32) {
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is always a valid task. Its `pid` changes only in its own context
+    // (`de_thread()` during exec), never concurrently with this read.
+    unsafe { ((*task).tgid, (*task).pid) }
+}
+
+/// Checks that the `task_struct` layout the bindings describe is the kernel's, by reading the
+/// current task's ids both through the bindings and through the kernel's own accessor.
+///
+/// bindgen lays out an empty but cacheline-aligned struct (`struct sched_statistics` without
+/// `CONFIG_SCHEDSTATS`) differently from C, which shifts every later `task_struct` field.
+pub(crate) fn check_task_layout() -> Result {
+    let task = kernel::task::Task::current_raw();
+    let (tgid, pid) = current_ids();
+    // SAFETY: `current` is valid; `init_pid_ns` is the initial pid namespace, which is static.
+    let (kernel_pid, kernel_tgid) = unsafe {
+        let ns = &raw mut bindings::init_pid_ns;
+        (
+            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_PID, ns),
+            bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_TGID, ns),
+        )
+    };
+    if (pid, tgid) != (kernel_pid, kernel_tgid) {
+        pr_err!(
+            "task_struct as built into this module does not match the kernel's \
+             (read pid {}/{}, kernel says {}/{}): build the kernel with CONFIG_SCHEDSTATS=y\n",
+            tgid,
+            pid,
+            kernel_tgid,
+            kernel_pid
+        );
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The user registers saved at the top of the current task's kernel stack when it entered
+/// the kernel (`task_pt_regs(current)`): those of the system call it is in. `None` for a
+/// kernel thread or a user worker (io_uring, vhost), which has no user context of its own.
+pub(crate) fn current_user_regs() -> Option<&'static bindings::pt_regs> {
+    let task = kernel::task::Task::current_raw();
+    // SAFETY: `current` is valid; `flags` is only changed by the task itself.
+    let flags = unsafe { (*task).flags };
+    if flags & (bindings::PF_KTHREAD | bindings::PF_USER_WORKER) != 0 {
+        return None;
+    }
+    let thread_size = bindings::PAGE_SIZE << bindings::THREAD_SIZE_ORDER;
+    // SAFETY: `current` is valid; its `stack` is the base of its kernel stack.
+    let stack = unsafe { (*task).stack } as usize;
+    let top = stack + thread_size - bindings::TOP_OF_KERNEL_STACK_PADDING as usize;
+    let regs = (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs;
+    // SAFETY: A user task that entered the kernel saved its user registers there (the entry
+    // code builds `pt_regs` at the top of the kernel stack); they stay while it runs.
+    Some(unsafe { &*regs })
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the module's parts share: the [`State`] the producers write to, and the [`Monitor`]
+//! the `/proc/memmon` files serve.
+
+use crate::files;
+use crate::kernel_ext::kprobe::Unregistration;
+use crate::probes::lifecycle::LifecycleProbes;
+use crate::probes::syscalls::SyscallProbes;
+use crate::ring::Ring;
+use crate::watch::WatchSet;
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+
+/// What the producers (fault hook, probes) and the readers share.
+#[pin_data]
+pub(crate) struct State {
+    #[pin]
+    pub(crate) ring: Ring,
+    #[pin]
+    pub(crate) watch: WatchSet,
+    /// The `buflen` the module was loaded with.
+    pub(crate) buflen: usize,
+}
+
+/// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
+pub(crate) struct Monitor {
+    pub(crate) state: Arc<State>,
+    pub(crate) syscalls: SyscallProbes,
+    pub(crate) lifecycle: LifecycleProbes,
+    /// Open `events` files.
+    pub(crate) readers: Atomic<u64>,
+}
+
+/// What the module holds in memory, in bytes, as `stats` reports it: nothing grows with the
+/// events recorded, and only a bounded buffer per open `events` file with the readers.
+pub(crate) struct Memory {
+    pub(crate) rings: usize,
+    pub(crate) watch: usize,
+    pub(crate) paths: usize,
+    pub(crate) per_reader: usize,
+    pub(crate) readers: u64,
+}
+
+impl Memory {
+    pub(crate) fn total(&self) -> u64 {
+        // CAST: byte counts of allocations fit in u64.
+        (self.rings + self.watch + self.paths) as u64 + self.readers * self.per_reader as u64
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        // One wait for all the kprobes' handlers in flight, not one per probe.
+        let mut batch = Unregistration::new();
+        self.syscalls.unregister_into(&mut batch);
+        self.lifecycle.unregister_into(&mut batch);
+    }
+}
+
+impl Monitor {
+    /// The module's memory, now.
+    pub(crate) fn memory(&self) -> Memory {
+        let ring = self.state.ring.stats();
+        Memory {
+            rings: ring.rings * ring.ring_bytes,
+            watch: self.state.watch.bytes(),
+            paths: self.syscalls.path_bytes(),
+            per_reader: files::reader_bytes(ring.rings),
+            readers: self.readers.load(Relaxed),
+        }
+    }
+
+    /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process.
+    pub(crate) fn apply_watch_write(&self, request: &[u8]) -> Result {
+        self.state.watch.apply(request, || self.syscalls.arm())
+    }
+
+    /// Whether the syscall probes are armed (they are while a process is watched).
+    pub(crate) fn syscall_probes_armed(&self) -> bool {
+        self.syscalls.armed()
+    }
+
+    /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
+    /// recursively.
+    pub(crate) fn probes_missed(&self) -> u64 {
+        self.syscalls.missed() + self.lifecycle.missed()
+    }
+}
