@@ -30,6 +30,7 @@ mod probes;
 mod record;
 mod ring;
 mod state;
+mod unwind;
 mod watch;
 
 use kernel::sync::atomic::Atomic;
@@ -38,6 +39,7 @@ use kernel_ext::tracepoint::{Detached, TracepointProbe};
 use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
 use ring::Ring;
 use state::{Monitor, State};
+use unwind::store::UnwindStore;
 use watch::WatchSet;
 
 module! {
@@ -51,6 +53,10 @@ module! {
             default: 32768,
             description: "Size of the event ring buffer in bytes (8192 to 268435456)",
         },
+        unwind_max_kb: u32 {
+            default: 32768,
+            description: "Memory for unwind tables and ranges, in KiB (0 to 4194304, 0: none)",
+        },
         sample_pages: u32 {
             default: 65536,
             description: "Access sampling: pages armed per process and generation at most (1 to 67108864)",
@@ -62,6 +68,9 @@ module! {
 const BUFLEN_MIN: u32 = 8192;
 /// Largest accepted `buflen`.
 const BUFLEN_MAX: u32 = 256 << 20;
+
+/// Largest accepted `unwind_max_kb` (4 GiB).
+const UNWIND_MAX_KB_MAX: u32 = 4 << 20;
 
 /// Largest accepted `sample_pages` (256 GiB of 4 KiB pages).
 const SAMPLE_PAGES_MAX: u32 = 1 << 26;
@@ -96,6 +105,17 @@ impl kernel::Module for Memmon {
             );
             return Err(EINVAL);
         }
+        let unwind_max_kb = module_parameters::unwind_max_kb.value();
+        if unwind_max_kb > UNWIND_MAX_KB_MAX {
+            pr_err!(
+                "unwind_max_kb={} is out of range: it must be 0 to {} KiB\n",
+                unwind_max_kb,
+                UNWIND_MAX_KB_MAX
+            );
+            return Err(EINVAL);
+        }
+        // CAST: at most 4 GiB, in a usize of 64 bits.
+        let unwind_max_bytes = unwind_max_kb as usize * 1024;
         kernel_ext::task::check_task_layout()?;
         // CAST: `buflen` is at most 256 MiB.
         let buflen = buflen as usize;
@@ -103,6 +123,7 @@ impl kernel::Module for Memmon {
             try_pin_init!(State {
                 ring <- Ring::new(buflen)?,
                 watch <- WatchSet::new()?,
+                unwind <- UnwindStore::new(unwind_max_bytes),
                 buflen,
             }),
             GFP_KERNEL,
@@ -135,6 +156,7 @@ impl kernel::Module for Memmon {
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
         proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
         proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
+        proc_dir.create::<files::UnwindFile>(c"unwind", 0o600)?;
         // Last: once it exists a reader may block in it, and nothing after it can fail (a
         // failed init would remove the files without closing the ring first).
         proc_dir.create::<files::EventsFile>(c"events", 0o400)?;

@@ -8,6 +8,7 @@ use crate::kernel_ext::kprobe::Unregistration;
 use crate::probes::lifecycle::LifecycleProbes;
 use crate::probes::syscalls::SyscallProbes;
 use crate::ring::Ring;
+use crate::unwind::store::UnwindStore;
 use crate::watch::WatchSet;
 use kernel::{
     prelude::*,
@@ -24,6 +25,9 @@ pub(crate) struct State {
     pub(crate) ring: Ring,
     #[pin]
     pub(crate) watch: WatchSet,
+    /// The unwind tables and the ranges of the processes that use them.
+    #[pin]
+    pub(crate) unwind: UnwindStore,
     /// The `buflen` the module was loaded with.
     pub(crate) buflen: usize,
 }
@@ -43,6 +47,7 @@ pub(crate) struct Memory {
     pub(crate) rings: usize,
     pub(crate) watch: usize,
     pub(crate) paths: usize,
+    pub(crate) unwind: usize,
     pub(crate) per_reader: usize,
     pub(crate) readers: u64,
 }
@@ -50,7 +55,7 @@ pub(crate) struct Memory {
 impl Memory {
     pub(crate) fn total(&self) -> u64 {
         // CAST: byte counts of allocations fit in u64.
-        (self.rings + self.watch + self.paths) as u64 + self.readers * self.per_reader as u64
+        (self.rings + self.watch + self.paths + self.unwind) as u64 + self.readers * self.per_reader as u64
     }
 }
 
@@ -71,6 +76,7 @@ impl Monitor {
             rings: ring.rings * ring.ring_bytes,
             watch: self.state.watch.bytes(),
             paths: self.syscalls.path_bytes(),
+            unwind: self.state.unwind.memory().0,
             per_reader: files::reader_bytes(ring.rings),
             readers: self.readers.load(Relaxed),
         }

@@ -11,11 +11,13 @@ use kernel::{
 mod events;
 mod marker;
 mod stats;
+mod unwind;
 mod watch_pids;
 
 pub(crate) use events::{reader_bytes, EventsFile};
 pub(crate) use marker::MarkerFile;
 pub(crate) use stats::StatsFile;
+pub(crate) use unwind::UnwindFile;
 pub(crate) use watch_pids::WatchPidsFile;
 
 /// Largest write accepted by `watch-pids` and `marker`.

@@ -50,8 +50,13 @@ impl StatsFile {
             writeln!(out, "memory_rings {}", memory.rings)?;
             writeln!(out, "memory_watch {}", memory.watch)?;
             writeln!(out, "memory_paths {}", memory.paths)?;
+            writeln!(out, "memory_unwind {}", memory.unwind)?;
             writeln!(out, "memory_per_reader {}", memory.per_reader)?;
             writeln!(out, "memory_total {}", memory.total())?;
+            let (tables, processes) = state.unwind.counts();
+            writeln!(out, "unwind_tables {tables}")?;
+            writeln!(out, "unwind_processes {processes}")?;
+            writeln!(out, "unwind_max_bytes {}", state.unwind.memory().1)?;
             for kind in Kind::ALL {
                 writeln!(out, "{} {}", kind.name(), stats.per_kind[kind as usize])?;
             }

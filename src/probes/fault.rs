@@ -130,5 +130,5 @@ unsafe fn record(
     } else {
         None
     };
-    stack::push_with_user_stack(&state.ring, &event, user_regs);
+    stack::push_with_user_stack(state, &mut event, user_regs);
 }

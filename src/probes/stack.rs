@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! User call stacks: the module parameter `stack_depth` and a frame-pointer walk of the
-//! current task's user stack that never sleeps and never faults.
+//! User call stacks: the module parameter `stack_depth` and a walk of the current task's user
+//! stack that never sleeps and never faults. It follows the unwind tables that userspace
+//! loaded for the process ([`crate::unwind`], docs/unwind.md) wherever they cover the pc, and
+//! the frame pointer elsewhere.
 //!
 //! `stack_depth` (0 to [`STACK_MAX`], default 0: off) is also writable at run time by root
 //! through `/sys/module/memmon/parameters/stack_depth`; other values are refused with
@@ -9,8 +11,10 @@
 
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::current_user_regs;
-use crate::record::event::{Event, STACK_MAX};
-use crate::ring::Ring;
+use crate::record::event::{Event, StackEnd, STACK_MAX};
+use crate::state::State;
+use crate::unwind::format::{Row, Rule};
+use crate::unwind::store::ProcessRanges;
 use core::mem::MaybeUninit;
 use core::sync::atomic::Ordering;
 use kernel::{bindings, prelude::*};
@@ -48,77 +52,197 @@ pub(crate) fn depth() -> usize {
 /// Highest user address plus one on x86_64 (4-level paging; 5-level tables only add more).
 const USER_LIMIT: u64 = 1 << 56;
 
-/// Pushes `event` to `ring` with the current task's user stack, at most `stack_depth`
+/// Pushes `event` to the ring with the current task's user stack, at most `stack_depth`
 /// entries: walked from `regs` (a fault from user mode), else from the registers of the
-/// system call the task is in. Not inlined, so that its 512-byte buffer takes stack space
-/// only when stacks are on; the buffer is not cleared, only the entries walked are written.
+/// system call the task is in, with the unwind tables of the process where it has them.
+/// Not inlined, so that its 512-byte buffer takes stack space only when stacks are on; the
+/// buffer is not cleared, only the entries walked are written.
 #[inline(never)]
-pub(crate) fn push_with_user_stack(ring: &Ring, event: &Event, regs: Option<&bindings::pt_regs>) {
+pub(crate) fn push_with_user_stack(
+    state: &State,
+    event: &mut Event,
+    regs: Option<&bindings::pt_regs>,
+) {
     let mut frames = [MaybeUninit::<u64>::uninit(); STACK_MAX];
     let regs = match regs {
         Some(regs) => Some(regs),
         None => current_user_regs(),
     };
-    let count = regs.map_or(0, |regs| walk_user(regs, depth(), &mut frames));
+    let (count, end) = match regs {
+        Some(regs) => state
+            .unwind
+            .with_current(|ranges| walk_user(regs, depth(), &mut frames, ranges)),
+        None => (0, StackEnd::Complete),
+    };
+    event.stack_end = end;
     // SAFETY: `walk_user` initialised the first `count <= STACK_MAX` entries.
     let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), count) };
-    ring.push_with_stack(event, frames);
+    state.ring.push_with_stack(event, frames);
+}
+
+/// The registers a frame is unwound from.
+#[derive(Clone, Copy)]
+struct Frame {
+    ip: u64,
+    sp: u64,
+    bp: u64,
 }
 
 /// Writes into `out` the user stack of `regs`, innermost first: the instruction pointer,
-/// then the return addresses found by following the frame pointers, at most `depth` entries
-/// (and at most [`STACK_MAX`]). Stops early, never past a frame it cannot read or trust.
-/// Returns the number of entries, which it initialised at the start of `out`. Callable in
-/// atomic context: it reads user memory with page faults disabled.
+/// then the return addresses found with the process's unwind tables (`ranges`) where they
+/// cover the frame, by its frame pointer elsewhere; at most `depth` entries (and at most
+/// [`STACK_MAX`]). Never goes past a frame it cannot read or trust. Returns the number of
+/// entries, which it initialised at the start of `out`, and why the stack ends there.
+/// Callable in atomic context: it takes no lock and reads user memory with page faults
+/// disabled; it takes at most `depth` steps, each two binary searches and two reads at most.
 fn walk_user(
     regs: &bindings::pt_regs,
     depth: usize,
     out: &mut [MaybeUninit<u64>; STACK_MAX],
-) -> usize {
+    ranges: Option<&ProcessRanges>,
+) -> (usize, StackEnd) {
     let depth = depth.min(STACK_MAX);
     if depth == 0 {
-        return 0;
+        return (0, StackEnd::Complete);
     }
     // CAST: registers are 64 bits wide on x86_64.
-    out[0].write(regs.ip as u64);
+    let mut frame = Frame {
+        ip: regs.ip as u64,
+        sp: regs.sp as u64,
+        bp: regs.bp as u64,
+    };
+    out[0].write(frame.ip);
     let mut count = 1;
-    let mut frame = regs.bp as u64;
-    while count < depth {
-        if frame == 0 || frame % 8 != 0 || frame >= USER_LIMIT - 16 {
-            break;
-        }
-        let mut words = [0u64; 2];
-        // SAFETY: `words` is valid for 16 bytes of writes; `copy_from_user_nofault` checks the
-        // user range and reads it with page faults disabled, failing instead of faulting.
-        let ret = unsafe {
-            bindings::copy_from_user_nofault(
-                words.as_mut_ptr().cast(),
-                frame as *const c_void,
-                core::mem::size_of_val(&words),
-            )
+    loop {
+        // Above the innermost frame the pc is a return address, which may lie past the end of
+        // the calling function (a call to a function that does not return): look up the call.
+        let pc = if count == 1 {
+            frame.ip
+        } else {
+            frame.ip.wrapping_sub(1)
         };
-        if ret != 0 {
-            break;
-        }
-        let [next, ret_addr] = words;
-        // A return address points into code: one that points into the stack being walked
-        // (between the stack pointer and this frame) is a frame pointer chain through code
-        // built without frame pointers, where `rbp` held something else.
-        // CAST: registers are 64 bits wide on x86_64.
-        let in_stack = (regs.sp as u64..=frame.saturating_add(4096)).contains(&ret_addr);
-        if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
-            break;
-        }
-        let Some(slot) = out.get_mut(count) else {
-            break;
+        let caller = match step(&frame, pc, ranges) {
+            Ok(Some(caller)) => caller,
+            Ok(None) => return (count, StackEnd::Complete),
+            Err(end) => return (count, end),
         };
-        slot.write(ret_addr);
+        let Some(slot) = out.get_mut(count).filter(|_| count < depth) else {
+            return (count, StackEnd::Depth);
+        };
+        slot.write(caller.ip);
         count += 1;
-        // Callers' frames lie higher on the stack: a frame that does not is garbage.
-        if next <= frame {
-            break;
-        }
-        frame = next;
+        frame = caller;
     }
-    count
+}
+
+/// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.
+fn step(
+    frame: &Frame,
+    pc: u64,
+    ranges: Option<&ProcessRanges>,
+) -> Result<Option<Frame>, StackEnd> {
+    let row = ranges.and_then(|ranges| ranges.row(pc));
+    match row {
+        Some(row @ Row {
+            rule: Rule::Rsp | Rule::Rbp,
+            ..
+        }) => table_step(frame, row),
+        Some(Row {
+            rule: Rule::Outermost,
+            ..
+        }) => Ok(None),
+        Some(Row {
+            rule: Rule::NotFollowable,
+            ..
+        }) => frame_pointer_step(frame, StackEnd::Unsupported),
+        _ => frame_pointer_step(frame, StackEnd::NoTable),
+    }
+}
+
+/// Reads `N` words of user memory at `addr`, with page faults disabled.
+fn read_user<const N: usize>(addr: u64) -> Option<[u64; N]> {
+    // CAST: N is at most 2.
+    if addr >= USER_LIMIT - 8 * N as u64 {
+        return None;
+    }
+    let mut words = [0u64; N];
+    // SAFETY: `words` is valid for `8 * N` bytes of writes; `copy_from_user_nofault` checks the
+    // user range and reads it with page faults disabled, failing instead of faulting.
+    let ret = unsafe {
+        bindings::copy_from_user_nofault(
+            words.as_mut_ptr().cast(),
+            addr as *const c_void,
+            core::mem::size_of_val(&words),
+        )
+    };
+    (ret == 0).then_some(words)
+}
+
+/// A step by a table row whose CFA is RSP or RBP plus an offset: the return address is at
+/// CFA - 8, RBP saved where the row says, and the caller's RSP is the CFA.
+fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
+    let base = if row.rule == Rule::Rsp {
+        frame.sp
+    } else {
+        frame.bp
+    };
+    let cfa = base.wrapping_add(u64::from(row.cfa));
+    // The caller's frame lies above this one's.
+    if cfa <= frame.sp || cfa >= USER_LIMIT {
+        return Err(StackEnd::Unreadable);
+    }
+    let (ret_addr, bp) = match row.rbp {
+        0 => (read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?[0], frame.bp),
+        // Saved just below the return address, as `push rbp` leaves it: one read.
+        -2 => {
+            let [bp, ret_addr] = read_user::<2>(cfa - 16).ok_or(StackEnd::Unreadable)?;
+            (ret_addr, bp)
+        }
+        slot => {
+            let [ret_addr] = read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?;
+            let at = cfa.wrapping_add_signed(i64::from(slot) * 8);
+            let [bp] = read_user::<1>(at).ok_or(StackEnd::Unreadable)?;
+            (ret_addr, bp)
+        }
+    };
+    if ret_addr == 0 {
+        // A zero return address ends a stack whose outermost frame has no table row saying so.
+        return Ok(None);
+    }
+    if ret_addr >= USER_LIMIT {
+        return Err(StackEnd::Unreadable);
+    }
+    Ok(Some(Frame {
+        ip: ret_addr,
+        sp: cfa,
+        bp,
+    }))
+}
+
+/// A step by the frame pointer: RBP points at the saved RBP, the return address above it.
+/// `broken` is the reason given when the frame pointer does not lead to a caller.
+fn frame_pointer_step(frame: &Frame, broken: StackEnd) -> Result<Option<Frame>, StackEnd> {
+    let fp = frame.bp;
+    if fp == 0 {
+        // The outermost frame clears RBP (`_start`, thread start routines).
+        return Ok(None);
+    }
+    // Callers' frames lie higher on the stack: a frame pointer that does not point there is
+    // not one (code built without frame pointers uses RBP for data).
+    if fp % 8 != 0 || fp < frame.sp || fp >= USER_LIMIT - 16 {
+        return Err(broken);
+    }
+    let [next, ret_addr] = read_user::<2>(fp).ok_or(broken)?;
+    // A return address points into code: one that points into the stack being walked
+    // (between the stack pointer and this frame) is a frame pointer chain through code built
+    // without frame pointers, where RBP held something else.
+    let in_stack = (frame.sp..=fp.saturating_add(4096)).contains(&ret_addr);
+    if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
+        return Err(broken);
+    }
+    Ok(Some(Frame {
+        ip: ret_addr,
+        sp: fp + 16,
+        bp: next,
+    }))
 }

@@ -118,7 +118,7 @@ impl KretprobeHandler for SyscallProbe {
         } else {
             // Measured before the user stack is walked, which may take long.
             event.dur_ns = now_ns().saturating_sub(event.time_ns).max(1);
-            stack::push_with_user_stack(&self.state.ring, event, None);
+            stack::push_with_user_stack(&self.state, event, None);
         }
     }
 }

@@ -12,6 +12,46 @@ use core::mem::MaybeUninit;
 /// Most return addresses a record's user call stack can have.
 pub(crate) const STACK_MAX: usize = 64;
 
+/// Why a user call stack ends where it does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum StackEnd {
+    /// At the outermost frame: the stack is whole (no `stack_end=` in the line).
+    Complete = 0,
+    /// At `stack_depth` entries: it goes on.
+    Depth = 1,
+    /// A frame's return address or saved registers could not be read (or lay outside the
+    /// stack).
+    Unreadable = 2,
+    /// No unwind table covers the frame, and its frame pointer led nowhere.
+    NoTable = 3,
+    /// The frame's table row cannot be followed (an expression, a signal frame), and its
+    /// frame pointer led nowhere.
+    Unsupported = 4,
+}
+
+impl StackEnd {
+    /// Every reason, indexed by discriminant.
+    pub(crate) const ALL: [Self; 5] = [
+        Self::Complete,
+        Self::Depth,
+        Self::Unreadable,
+        Self::NoTable,
+        Self::Unsupported,
+    ];
+
+    /// Its name in the line's `stack_end=`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Depth => "depth",
+            Self::Unreadable => "unreadable",
+            Self::NoTable => "no_table",
+            Self::Unsupported => "unsupported",
+        }
+    }
+}
+
 /// Bytes of inline text a record can carry (file path, marker text, exec file name).
 pub(crate) const TEXT_CAPACITY: usize = 112;
 
@@ -240,6 +280,8 @@ pub(crate) struct Event {
     pub(crate) text_head_cut: bool,
     /// Kind-specific flag bits ([`fault_flags`]).
     pub(crate) flags: u32,
+    /// Why the record's user call stack ends where it does (with a stack only).
+    pub(crate) stack_end: StackEnd,
     /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages, or
     /// for an access its generation).
     pub(crate) args: [u64; 6],
@@ -281,6 +323,7 @@ impl Event {
             text_truncated: false,
             text_head_cut: false,
             flags: 0,
+            stack_end: StackEnd::Complete,
             args: [0; 6],
             ret: 0,
             dur_ns: 0,
@@ -301,6 +344,7 @@ impl Event {
         self.text_truncated = false;
         self.text_head_cut = false;
         self.flags = 0;
+        self.stack_end = StackEnd::Complete;
         self.args = [0; 6];
         self.ret = 0;
         self.dur_ns = 0;

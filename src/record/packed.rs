@@ -18,7 +18,7 @@
 
 use crate::record::copy::copy_bytes;
 use crate::record::event::STACK_MAX;
-use crate::record::event::{Event, FaultType, Kind, TEXT_CAPACITY};
+use crate::record::event::{Event, FaultType, Kind, StackEnd, TEXT_CAPACITY};
 
 /// Most bytes a varint takes.
 const VARINT_MAX: usize = 10;
@@ -273,8 +273,9 @@ pub(crate) fn encode(
         }
     }
     if !stack.is_empty() {
+        // Its length and why it ends there (3 bits).
         // CAST: at most STACK_MAX entries.
-        w.uvar(stack.len() as u64);
+        w.uvar(((stack.len() as u64) << 3) | u64::from(event.stack_end as u8));
         // One bit for each entry that differs from the previous record's at its depth, then
         // those entries only, as distances: in a storm from one place, two bytes in all.
         let mut changed = 0u64;
@@ -356,7 +357,10 @@ pub(crate) fn decode(
     }
     let mut stack_len = 0;
     if tag & TAG_STACK != 0 {
-        stack_len = usize::try_from(r.uvar()?).ok()?;
+        let len_end = r.uvar()?;
+        // CAST: 3 bits.
+        event.stack_end = *StackEnd::ALL.get((len_end & 7) as usize)?;
+        stack_len = usize::try_from(len_end >> 3).ok()?;
         if stack_len > STACK_MAX {
             return None;
         }

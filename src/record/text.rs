@@ -3,14 +3,13 @@
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
 use crate::record::copy::copy_bytes;
-use crate::record::event::STACK_MAX;
-use crate::record::event::{fault_flags, Event, FaultType, Kind, TEXT_CAPACITY};
+use crate::record::event::{fault_flags, Event, FaultType, Kind, StackEnd, STACK_MAX, TEXT_CAPACITY};
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
 /// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each).
 pub(crate) const LINE_MAX: usize = 2304;
-const _: () = assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX);
+const _: () = assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX + 24);
 
 /// A line being formatted.
 ///
@@ -321,15 +320,20 @@ pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) {
 pub(crate) fn format_event(out: &mut Line, event: &Event, stack: &[u64]) {
     out.clear();
     // A full line is cut by `finish`.
-    let _ = write_event(out, event).and_then(|()| write_stack(out, stack));
+    let _ = write_event(out, event).and_then(|()| write_stack(out, stack, event.stack_end));
     out.finish();
 }
 
-/// Writes ` stack=0x..,0x..` for a non-empty stack.
-fn write_stack(out: &mut Line, stack: &[u64]) -> fmt::Result {
+/// Writes ` stack=0x..,0x..` for a non-empty stack, and ` stack_end=REASON` after it when
+/// the stack is not whole.
+fn write_stack(out: &mut Line, stack: &[u64], end: StackEnd) -> fmt::Result {
     for (i, entry) in stack.iter().enumerate() {
         out.push_bytes(if i == 0 { b" stack=" } else { b"," })?;
         out.push_hex(*entry)?;
+    }
+    if !stack.is_empty() && end != StackEnd::Complete {
+        out.push_bytes(b" stack_end=")?;
+        out.push_bytes(end.name().as_bytes())?;
     }
     Ok(())
 }

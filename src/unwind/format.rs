@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The binary format of `/proc/memmon/unwind` writes (docs/unwind.md), free of the kernel:
+//! [`parse`] validates a whole write and says what it asks for, or why it is refused.
+
+/// `MMUW`, the first four bytes of every write.
+pub(crate) const MAGIC: [u8; 4] = *b"MMUW";
+/// The one version of the format.
+pub(crate) const VERSION: u16 = 1;
+/// Bytes of the header every write starts with.
+pub(crate) const HEADER_BYTES: usize = 16;
+/// Bytes of a table key.
+pub(crate) const KEY_BYTES: usize = 16;
+/// Bytes of one row.
+pub(crate) const ROW_BYTES: usize = 8;
+/// Bytes of one range.
+pub(crate) const RANGE_BYTES: usize = 40;
+/// Most rows in one table.
+pub(crate) const ROWS_MAX: usize = 4 << 20;
+/// Most ranges of one process.
+pub(crate) const RANGES_MAX: usize = 4096;
+/// Largest write: a header, a table's key and counts, and its rows.
+pub(crate) const WRITE_MAX: usize = HEADER_BYTES + KEY_BYTES + 8 + ROWS_MAX * ROW_BYTES;
+
+const COMMAND_ADD_TABLE: u16 = 1;
+const COMMAND_SET_MAPS: u16 = 2;
+const COMMAND_DROP_TABLE: u16 = 3;
+
+/// A table key: the object's build ID, or its device and inode (userspace chooses).
+pub(crate) type Key = [u8; KEY_BYTES];
+
+/// How a row finds the caller's frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum Rule {
+    /// CFA = RSP + `cfa`.
+    Rsp = 0,
+    /// CFA = RBP + `cfa`.
+    Rbp = 1,
+    /// Information the walker cannot follow: take a frame-pointer step.
+    NotFollowable = 2,
+    /// No unwind information: take a frame-pointer step.
+    NoInfo = 3,
+    /// The outermost frame: the stack is complete.
+    Outermost = 4,
+}
+
+impl Rule {
+    fn from_u8(value: u8) -> Option<Self> {
+        Some(match value {
+            0 => Self::Rsp,
+            1 => Self::Rbp,
+            2 => Self::NotFollowable,
+            3 => Self::NoInfo,
+            4 => Self::Outermost,
+            _ => return None,
+        })
+    }
+}
+
+/// One row of a table: from object address `pc` to the next row's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Row {
+    pub(crate) pc: u32,
+    pub(crate) cfa: u16,
+    pub(crate) rule: Rule,
+    /// 0: RBP unchanged; else RBP was saved at CFA + 8 × `rbp`.
+    pub(crate) rbp: i8,
+}
+
+/// One executable mapping of a process and the table that describes it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RangeSpec {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// Run-time address minus object address.
+    pub(crate) bias: u64,
+    pub(crate) key: Key,
+}
+
+/// What a valid write asks for.
+pub(crate) enum Command<'a> {
+    /// Load the table `key` with `rows` rows, given valid in `rows`.
+    AddTable { key: Key, rows: Rows<'a> },
+    /// Replace the ranges of process `pid`.
+    SetMaps { pid: u32, ranges: Ranges<'a> },
+    /// Remove the table `key` from the set loaded.
+    DropTable { key: Key },
+}
+
+/// The rows of a validated `ADD_TABLE`.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a>(&'a [u8]);
+
+impl Rows<'_> {
+    /// How many rows.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len() / ROW_BYTES
+    }
+
+    /// The rows, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Row> + '_ {
+        // `parse` checked every row.
+        self.0.chunks_exact(ROW_BYTES).filter_map(row)
+    }
+}
+
+/// The ranges of a validated `SET_MAPS`.
+#[derive(Clone, Copy)]
+pub(crate) struct Ranges<'a>(&'a [u8]);
+
+impl Ranges<'_> {
+    /// How many ranges.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len() / RANGE_BYTES
+    }
+
+    /// The ranges, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = RangeSpec> + '_ {
+        self.0.chunks_exact(RANGE_BYTES).map(range)
+    }
+}
+
+/// Why a write is refused: the text of its kernel log line.
+pub(crate) type Refusal = &'static str;
+
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    let mut word = [0u8; 2];
+    if let Some(src) = bytes.get(at..at + 2) {
+        word.copy_from_slice(src);
+    }
+    u16::from_le_bytes(word)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    if let Some(src) = bytes.get(at..at + 4) {
+        word.copy_from_slice(src);
+    }
+    u32::from_le_bytes(word)
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    if let Some(src) = bytes.get(at..at + 8) {
+        word.copy_from_slice(src);
+    }
+    u64::from_le_bytes(word)
+}
+
+fn key_at(bytes: &[u8], at: usize) -> Key {
+    let mut key = [0u8; KEY_BYTES];
+    if let Some(src) = bytes.get(at..at + KEY_BYTES) {
+        key.copy_from_slice(src);
+    }
+    key
+}
+
+/// The row coded in `bytes` (8 of them), if its rule is known.
+fn row(bytes: &[u8]) -> Option<Row> {
+    Some(Row {
+        pc: u32_at(bytes, 0),
+        cfa: u16_at(bytes, 4),
+        rule: Rule::from_u8(*bytes.get(6)?)?,
+        rbp: i8::from_le_bytes([*bytes.get(7)?]),
+    })
+}
+
+/// The range coded in `bytes` (40 of them).
+fn range(bytes: &[u8]) -> RangeSpec {
+    RangeSpec {
+        start: u64_at(bytes, 0),
+        end: u64_at(bytes, 8),
+        bias: u64_at(bytes, 16),
+        key: key_at(bytes, 24),
+    }
+}
+
+/// Checks one row on its own.
+fn check_row(row: &Row) -> Result<(), Refusal> {
+    match row.rule {
+        Rule::Rsp if row.cfa < 8 => return Err("a row's CFA is RSP plus less than 8"),
+        Rule::Rbp if row.cfa < 16 => return Err("a row's CFA is RBP plus less than 16"),
+        Rule::Rsp | Rule::Rbp => {}
+        _ if row.cfa != 0 || row.rbp != 0 => {
+            return Err("a row without a CFA rule has a CFA offset or a saved RBP")
+        }
+        _ => {}
+    }
+    if row.rbp > -2 && row.rbp != 0 {
+        return Err("a row saves RBP at or above the return address");
+    }
+    Ok(())
+}
+
+/// Validates a whole write and says what it asks for.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
+    if bytes.len() < HEADER_BYTES {
+        return Err("a write shorter than the 16-byte header");
+    }
+    if bytes.get(..4) != Some(&MAGIC[..]) {
+        return Err("a write that does not start with MMUW");
+    }
+    if u16_at(bytes, 4) != VERSION {
+        return Err("a write of a version other than 1");
+    }
+    // CAST: u32 to usize is lossless on 64-bit.
+    if u32_at(bytes, 8) as usize != bytes.len() {
+        return Err("a write whose length field is not its size");
+    }
+    if u32_at(bytes, 12) != 0 {
+        return Err("a header whose reserved field is not 0");
+    }
+    let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
+    match u16_at(bytes, 6) {
+        COMMAND_ADD_TABLE => parse_add_table(body),
+        COMMAND_SET_MAPS => parse_set_maps(body),
+        COMMAND_DROP_TABLE => {
+            if body.len() != KEY_BYTES {
+                return Err("a DROP_TABLE whose body is not one key");
+            }
+            Ok(Command::DropTable {
+                key: key_at(body, 0),
+            })
+        }
+        _ => Err("an unknown command"),
+    }
+}
+
+fn parse_add_table(body: &[u8]) -> Result<Command<'_>, Refusal> {
+    let fixed = KEY_BYTES + 8;
+    if body.len() < fixed {
+        return Err("an ADD_TABLE shorter than its key and counts");
+    }
+    // CAST: u32 to usize is lossless on 64-bit.
+    let count = u32_at(body, KEY_BYTES) as usize;
+    if count == 0 || count > ROWS_MAX {
+        return Err("an ADD_TABLE of 0 rows or more than 4194304");
+    }
+    if u32_at(body, KEY_BYTES + 4) != 0 {
+        return Err("an ADD_TABLE whose reserved field is not 0");
+    }
+    let rows = body.get(fixed..).unwrap_or(&[]);
+    if rows.len() != count * ROW_BYTES {
+        return Err("an ADD_TABLE whose size is not that of its rows");
+    }
+    let mut last: Option<Row> = None;
+    for bytes in rows.chunks_exact(ROW_BYTES) {
+        let row = row(bytes).ok_or("a row of an unknown rule")?;
+        check_row(&row)?;
+        if last.is_some_and(|last| last.pc >= row.pc) {
+            return Err("rows not in strictly increasing order of pc");
+        }
+        last = Some(row);
+    }
+    if last.map(|row| row.rule) != Some(Rule::NoInfo) {
+        return Err("a table whose last row is not the end (rule 3)");
+    }
+    Ok(Command::AddTable {
+        key: key_at(body, 0),
+        rows: Rows(rows),
+    })
+}
+
+fn parse_set_maps(body: &[u8]) -> Result<Command<'_>, Refusal> {
+    if body.len() < 8 {
+        return Err("a SET_MAPS shorter than its pid and count");
+    }
+    let pid = u32_at(body, 0);
+    // CAST: u32 to usize is lossless on 64-bit.
+    let count = u32_at(body, 4) as usize;
+    if count > RANGES_MAX {
+        return Err("a SET_MAPS of more than 4096 ranges");
+    }
+    let ranges = body.get(8..).unwrap_or(&[]);
+    if ranges.len() != count * RANGE_BYTES {
+        return Err("a SET_MAPS whose size is not that of its ranges");
+    }
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err("a SET_MAPS of pid 0 or out of range");
+    }
+    let mut last_end = 0;
+    for (i, bytes) in ranges.chunks_exact(RANGE_BYTES).enumerate() {
+        let range = range(bytes);
+        if range.start >= range.end {
+            return Err("a range that does not start before its end");
+        }
+        if i > 0 && range.start < last_end {
+            return Err("ranges not sorted, or overlapping");
+        }
+        last_end = range.end;
+    }
+    Ok(Command::SetMaps {
+        pid,
+        ranges: Ranges(ranges),
+    })
+}

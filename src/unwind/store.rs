@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The unwind tables loaded and the ranges of each process that use them.
+//!
+//! Writers (the `unwind` file) take a mutex, build a new [`Snapshot`] of every process's
+//! ranges and publish it with one pointer store; the walker reads the pointer under the RCU
+//! read lock, so it takes no lock and never sleeps. The old snapshot is freed after a grace
+//! period. Tables are immutable once loaded and held by reference count.
+
+use super::format::{Key, Ranges, Row, Rows, Rule};
+use crate::watch::WatchSet;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use kernel::{
+    alloc::{KVVec, KVec},
+    bindings, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// Memory a table costs beyond its rows.
+const TABLE_OVERHEAD: usize = 64;
+/// Memory a process's ranges cost beyond the ranges themselves.
+const PROCESS_OVERHEAD: usize = 64;
+
+/// One object's rows, sorted by `pc`, the last one the end of the table.
+pub(crate) struct Table {
+    key: Key,
+    rows: KVVec<Row>,
+}
+
+impl Table {
+    /// The row that covers object address `pc`, if any.
+    pub(crate) fn row(&self, pc: u64) -> Option<Row> {
+        let pc = u32::try_from(pc).ok()?;
+        let after = self.rows.partition_point(|row| row.pc <= pc);
+        let row = *self.rows.get(after.checked_sub(1)?)?;
+        // Past the last row (the end marker) nothing is covered.
+        (row.rule != Rule::NoInfo || after < self.rows.len()).then_some(row)
+    }
+
+    /// Memory it takes.
+    fn bytes(&self) -> usize {
+        TABLE_OVERHEAD + self.rows.len() * core::mem::size_of::<Row>()
+    }
+}
+
+/// One executable mapping and the table of the object mapped there.
+struct Range {
+    start: u64,
+    end: u64,
+    bias: u64,
+    table: Arc<Table>,
+}
+
+/// The ranges of one address space, sorted by start and not overlapping.
+pub(crate) struct ProcessRanges {
+    tgid: i32,
+    /// The address space they were given for: compared, never dereferenced.
+    mm: usize,
+    /// The start time of its thread-group leader, against a reused pid with a reused `mm`.
+    start_time: u64,
+    ranges: KVVec<Range>,
+}
+
+impl ProcessRanges {
+    /// The row that covers run-time address `pc`, if a range and its table cover it.
+    pub(crate) fn row(&self, pc: u64) -> Option<Row> {
+        let after = self.ranges.partition_point(|range| range.start <= pc);
+        let range = self.ranges.get(after.checked_sub(1)?)?;
+        if pc >= range.end {
+            return None;
+        }
+        range.table.row(pc.wrapping_sub(range.bias))
+    }
+
+    fn bytes(&self) -> usize {
+        PROCESS_OVERHEAD + self.ranges.len() * core::mem::size_of::<Range>()
+    }
+
+    fn uses(&self, table: &Arc<Table>) -> bool {
+        self.ranges.iter().any(|r| Arc::ptr_eq(&r.table, table))
+    }
+}
+
+/// Every process's ranges, sorted by thread-group id: what the walker reads.
+struct Snapshot {
+    processes: KVec<Arc<ProcessRanges>>,
+}
+
+/// What only writers touch, under the mutex.
+struct Inner {
+    tables: KVec<Arc<Table>>,
+}
+
+/// The tables and ranges, with the memory they take bounded by `max_bytes`.
+///
+/// # Invariants
+///
+/// `current` is null or a pointer from `KBox::into_raw` of a [`Snapshot`], replaced only
+/// under `inner` and freed only after an RCU grace period that followed its replacement.
+#[pin_data(PinnedDrop)]
+pub(crate) struct UnwindStore {
+    current: AtomicPtr<Snapshot>,
+    #[pin]
+    inner: Mutex<Inner>,
+    /// Memory the tables and ranges take now.
+    bytes: AtomicUsize,
+    max_bytes: usize,
+}
+
+/// What a write that changes nothing gets.
+pub(crate) struct Refused {
+    pub(crate) error: Error,
+}
+
+impl UnwindStore {
+    /// An empty store that takes at most `max_bytes`.
+    pub(crate) fn new(max_bytes: usize) -> impl PinInit<Self, Error> {
+        // INVARIANT: `current` is null.
+        try_pin_init!(Self {
+            current: AtomicPtr::new(core::ptr::null_mut()),
+            inner <- new_mutex!(Inner { tables: KVec::new() }),
+            bytes: AtomicUsize::new(0),
+            max_bytes,
+        })
+    }
+
+    /// Memory the tables and ranges take now, and the most they may take.
+    pub(crate) fn memory(&self) -> (usize, usize) {
+        (self.bytes.load(Ordering::Relaxed), self.max_bytes)
+    }
+
+    /// Calls `f` with the current process's ranges, if it has any for its address space now;
+    /// in any context (under the RCU read lock, taken here).
+    pub(crate) fn with_current<R>(&self, f: impl FnOnce(Option<&ProcessRanges>) -> R) -> R {
+        // Nothing loaded: no RCU read lock (an out-of-line call) either.
+        if self.current.load(Ordering::Relaxed).is_null() {
+            return f(None);
+        }
+        let _rcu = kernel::sync::rcu::read_lock();
+        let snapshot = self.current.load(Ordering::Acquire);
+        // SAFETY: By the type invariants `snapshot` is null or a live `Snapshot`, which stays
+        // alive while the RCU read lock is held.
+        let Some(snapshot) = (unsafe { snapshot.as_ref() }) else {
+            return f(None);
+        };
+        let task = kernel::task::Task::current_raw();
+        // SAFETY: `current` is valid; its `tgid` and `mm` change only in its own context, and
+        // its group leader lives as long as the group does.
+        let (tgid, mm, start_time) =
+            unsafe { ((*task).tgid, (*task).mm as usize, (*(*task).group_leader).start_time) };
+        let Ok(at) = snapshot.processes.binary_search_by_key(&tgid, |p| p.tgid) else {
+            return f(None);
+        };
+        let process = snapshot.processes.get(at).map(|p| &**p);
+        f(process.filter(|p| p.mm == mm && p.start_time == start_time))
+    }
+
+    /// Loads a table; a table of that key already loaded stays as it is.
+    pub(crate) fn add_table(&self, key: Key, rows: Rows<'_>) -> Result<(), Refused> {
+        let mut inner = self.inner.lock();
+        if inner.tables.iter().any(|t| t.key == key) {
+            return Ok(());
+        }
+        let bytes = TABLE_OVERHEAD + rows.len() * core::mem::size_of::<Row>();
+        self.reserve(bytes)?;
+        let table = (|| -> Result<Arc<Table>> {
+            let mut stored = KVVec::with_capacity(rows.len(), GFP_KERNEL)?;
+            for row in rows.iter() {
+                stored.push(row, GFP_KERNEL)?;
+            }
+            let table = Arc::new(Table { key, rows: stored }, GFP_KERNEL)?;
+            inner.tables.push(table.clone(), GFP_KERNEL)?;
+            Ok(table)
+        })();
+        table.map(|_| ()).map_err(|error| {
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+            Refused { error }
+        })
+    }
+
+    /// Removes a table that no process's ranges use.
+    pub(crate) fn drop_table(&self, key: Key, watch: &WatchSet) -> Result<(), Refused> {
+        let mut inner = self.inner.lock();
+        let Some(at) = inner.tables.iter().position(|t| t.key == key) else {
+            return Err(refused(ENOENT, "DROP_TABLE of a table not loaded"));
+        };
+        // Ranges of processes no longer watched go first: they may be what holds it.
+        self.publish(&mut inner, watch, None, 0)?;
+        let Some(table) = inner.tables.get(at).cloned() else {
+            return Err(refused(ENOENT, "DROP_TABLE of a table not loaded"));
+        };
+        if self.with_snapshot(|processes| processes.iter().any(|p| p.uses(&table))) {
+            return Err(refused(EBUSY, "DROP_TABLE of a table that ranges use"));
+        }
+        let bytes = table.bytes();
+        drop(inner.tables.remove(at));
+        self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replaces the ranges of process `nr` (of the caller's pid namespace).
+    pub(crate) fn set_maps(
+        &self,
+        nr: u32,
+        ranges: Ranges<'_>,
+        watch: &WatchSet,
+    ) -> Result<(), Refused> {
+        let (tgid, mm, start_time) = resolve(nr)?;
+        if !watch.contains(tgid) {
+            return Err(refused(ESRCH, "SET_MAPS of a process that is not watched"));
+        }
+        let mut inner = self.inner.lock();
+        let process = if ranges.len() == 0 {
+            None
+        } else {
+            let mut stored = KVVec::with_capacity(ranges.len(), GFP_KERNEL).map_err(oom)?;
+            for spec in ranges.iter() {
+                let Some(table) = inner.tables.iter().find(|t| t.key == spec.key) else {
+                    return Err(refused(ENOENT, "SET_MAPS names a table not loaded"));
+                };
+                let range = Range {
+                    start: spec.start,
+                    end: spec.end,
+                    bias: spec.bias,
+                    table: table.clone(),
+                };
+                stored.push(range, GFP_KERNEL).map_err(oom)?;
+            }
+            let process = ProcessRanges {
+                tgid,
+                mm,
+                start_time,
+                ranges: stored,
+            };
+            Some(Arc::new(process, GFP_KERNEL).map_err(oom)?)
+        };
+        self.publish(&mut inner, watch, process, tgid)
+    }
+
+    /// Calls `f` with the processes of the current snapshot (writers only).
+    fn with_snapshot<R>(&self, f: impl FnOnce(&[Arc<ProcessRanges>]) -> R) -> R {
+        let snapshot = self.current.load(Ordering::Acquire);
+        // SAFETY: Writers hold `inner`, under which alone the snapshot is replaced and freed.
+        match unsafe { snapshot.as_ref() } {
+            Some(snapshot) => f(&snapshot.processes),
+            None => f(&[]),
+        }
+    }
+
+    /// Publishes a snapshot with the ranges of process `tgid` replaced by `process` (none:
+    /// forgotten; `tgid` 0: only pruning), without the processes no longer watched, then
+    /// frees the old one after a grace period.
+    fn publish(
+        &self,
+        _inner: &mut Inner,
+        watch: &WatchSet,
+        process: Option<Arc<ProcessRanges>>,
+        tgid: i32,
+    ) -> Result<(), Refused> {
+        let added = process.as_ref().map_or(0, |p| p.bytes());
+        let mut freed = 0;
+        let mut processes = KVec::new();
+        self.with_snapshot(|old| -> Result<(), Refused> {
+            processes.reserve(old.len() + 1, GFP_KERNEL).map_err(oom)?;
+            for p in old {
+                if p.tgid == tgid || !watch.contains(p.tgid) {
+                    freed += p.bytes();
+                } else {
+                    processes.push(p.clone(), GFP_KERNEL).map_err(oom)?;
+                }
+            }
+            Ok(())
+        })?;
+        if let Some(process) = process {
+            let at = processes
+                .binary_search_by_key(&process.tgid, |p| p.tgid)
+                .unwrap_or_else(|at| at);
+            processes
+                .insert_within_capacity(at, process)
+                .map_err(|_| Refused { error: ENOMEM })?;
+        }
+        let new = if processes.is_empty() {
+            None
+        } else {
+            Some(KBox::new(Snapshot { processes }, GFP_KERNEL).map_err(oom)?)
+        };
+        if added > freed {
+            self.reserve(added - freed)?;
+        } else {
+            self.bytes.fetch_sub(freed - added, Ordering::Relaxed);
+        }
+        let new = new.map_or(core::ptr::null_mut(), KBox::into_raw);
+        // INVARIANT: replaced under `inner` (held by the caller, as `_inner` shows).
+        let old = self.current.swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: Sleeping is allowed here (a write to the file, process context): it
+            // returns once every walker that may have read `old` is done.
+            unsafe { bindings::synchronize_rcu() };
+            // SAFETY: `old` came from `KBox::into_raw`, is no longer published, and no walker
+            // reads it any more.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        Ok(())
+    }
+
+    /// Counts `bytes` more, or refuses them if that would pass the bound.
+    fn reserve(&self, bytes: usize) -> Result<(), Refused> {
+        let now = self.bytes.load(Ordering::Relaxed);
+        if now.saturating_add(bytes) > self.max_bytes {
+            pr_err!(
+                "unwind: {} bytes more would pass unwind_max_kb={} ({} bytes in use): \
+                 load memmon with a larger unwind_max_kb\n",
+                bytes,
+                self.max_bytes / 1024,
+                now
+            );
+            return Err(Refused { error: ENOSPC });
+        }
+        // Only writers, under `inner`, change the count.
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Lines for the `unwind` file: the tables, then the processes.
+    pub(crate) fn format(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let inner = self.inner.lock();
+        self.with_snapshot(|processes| {
+            for table in inner.tables.iter() {
+                out.write_str("table ")?;
+                for byte in table.key {
+                    write!(out, "{byte:02x}")?;
+                }
+                let users = processes
+                    .iter()
+                    .map(|p| p.ranges.iter().filter(|r| Arc::ptr_eq(&r.table, table)).count())
+                    .sum::<usize>();
+                writeln!(
+                    out,
+                    " rows={} bytes={} ranges={}",
+                    table.rows.len(),
+                    table.bytes(),
+                    users
+                )?;
+            }
+            for p in processes {
+                let mut tables = 0;
+                for (i, r) in p.ranges.iter().enumerate() {
+                    let seen = p.ranges.iter().take(i).any(|o| Arc::ptr_eq(&o.table, &r.table));
+                    tables += usize::from(!seen);
+                }
+                writeln!(
+                    out,
+                    "process {} ranges={} tables={}",
+                    p.tgid,
+                    p.ranges.len(),
+                    tables
+                )?;
+            }
+            let (bytes, max) = self.memory();
+            writeln!(out, "total bytes={bytes} max={max}")
+        })
+    }
+
+    /// How many tables and processes.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let inner = self.inner.lock();
+        (inner.tables.len(), self.with_snapshot(|p| p.len()))
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for UnwindStore {
+    fn drop(self: Pin<&mut Self>) {
+        let old = self.current.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `old` came from `KBox::into_raw`; the store is dropped once every probe
+            // that walks stacks has been detached and waited for, so no walker reads it.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+    }
+}
+
+fn refused(error: Error, why: &str) -> Refused {
+    pr_info!("unwind: refused: {}\n", why);
+    Refused { error }
+}
+
+fn oom(_: impl Into<Error>) -> Refused {
+    Refused { error: ENOMEM }
+}
+
+/// The thread-group id (initial namespace), address space and leader start time of the
+/// process of task `nr` of the caller's pid namespace; `ESRCH` if there is none.
+fn resolve(nr: u32) -> Result<(i32, usize, u64), Refused> {
+    let nr = i32::try_from(nr).map_err(|_| refused(ESRCH, "SET_MAPS of no such process"))?;
+    // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
+    let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
+    let _rcu = kernel::sync::rcu::read_lock();
+    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is the
+    // current task's namespace.
+    let task = unsafe {
+        let pid = bindings::find_pid_ns(nr, ns);
+        if pid.is_null() {
+            core::ptr::null_mut()
+        } else {
+            bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
+        }
+    };
+    if task.is_null() {
+        return Err(refused(ESRCH, "SET_MAPS of no such process"));
+    }
+    // SAFETY: `task` is valid while the RCU read lock is held; its group leader too. `mm` is
+    // read as a value to compare, never dereferenced.
+    let ids = unsafe {
+        (
+            (*task).tgid,
+            (*task).mm as usize,
+            (*(*task).group_leader).start_time,
+        )
+    };
+    if ids.1 == 0 {
+        return Err(refused(ESRCH, "SET_MAPS of a process without an address space"));
+    }
+    Ok(ids)
+}
