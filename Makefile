@@ -86,7 +86,14 @@ userspace:
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu; fi
 
 # --- test programs (static C, run in the guest) -------------------------------------------
-progs: $(PROGS)
+UNWIND_PROGS_STAMP := $(BUILD)/progs/.unwind-built
+progs: $(PROGS) $(UNWIND_PROGS_STAMP)
+
+# The unwinding test programs: built with and without frame pointers, against Debian's shared
+# libraries, and in Rust (tests/unwind/build.sh).
+$(UNWIND_PROGS_STAMP): $(wildcard $(TOP)/tests/unwind/*)
+	@$(TOP)/tests/unwind/build.sh $(BUILD)/progs
+	@touch $@
 
 $(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
 	@mkdir -p $(dir $@)

@@ -13,9 +13,10 @@ KERNEL_DEB_SHA256="703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181
 BINDGEN_VERSION="0.73.2"
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
           qemu-system-x86 busybox-static gcc make git xz-utils python3 file
-          golang-go chromium)
+          golang-go chromium libsqlite3-dev zlib1g-dev)
 # golang-go: `go tool pprof` reads the pprof output in the report tests; chromium: the
-# report page is loaded headless in its tests.
+# report page is loaded headless in its tests; libsqlite3-dev, zlib1g-dev: the unwinding
+# tests run Debian's shared libsqlite3 and libz (tests/unwind/).
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"
