@@ -1,1 +1,17 @@
 //! Unwind tables for the memmon module: DWARF CFI compiled into rows the kernel walks.
+//!
+//! - [`compile`] reads an ELF object's `.eh_frame` / `.debug_frame` into [`Table`] rows;
+//! - [`key`] names each object's table (build ID, or device and inode);
+//! - [`protocol`] encodes the writes to `/proc/memmon/unwind` and validates them as the
+//!   module does; [`fuzz`] makes invalid writes for the module's tests;
+//! - [`maps`] reads `/proc/PID/maps` into the objects mapped and their load bias;
+//! - [`loader`] keeps the tables, and loads those of a process into the module;
+//! - [`walk`] is the walk of docs/unwind.md, in userspace, as a reference.
+
+pub mod compile;
+pub mod key;
+pub mod protocol;
+
+pub use compile::{compile, CompileError, CompileStats, Table};
+pub use key::{FileId, Key};
+pub use protocol::{Range, Row, Rule};

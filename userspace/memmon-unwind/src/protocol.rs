@@ -1,0 +1,761 @@
+//! The binary format of writes to `/proc/memmon/unwind`, version 1 (docs/unwind.md):
+//! encoders for the three commands, and a decoder that validates a write by the same rules,
+//! in the same order, as the module, plus [`KernelModel`], which also keeps the module's
+//! state (tables loaded, processes watched, memory) to say which errno a write gets.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::key::{Key, KEY_BYTES};
+
+/// `MMUW`, the first four bytes of every write.
+pub const MAGIC: [u8; 4] = *b"MMUW";
+/// The version of the format this crate writes.
+pub const VERSION: u16 = 1;
+/// Bytes of the header every write starts with.
+pub const HEADER_BYTES: usize = 16;
+/// Bytes of one row.
+pub const ROW_BYTES: usize = 8;
+/// Bytes of one range.
+pub const RANGE_BYTES: usize = 40;
+/// Most rows in one table.
+pub const ROWS_MAX: usize = 4 << 20;
+/// Most ranges of one process.
+pub const RANGES_MAX: usize = 4096;
+/// Bytes of an `ADD_TABLE` before its rows: header, key, row count, reserved.
+pub const ADD_TABLE_FIXED: usize = HEADER_BYTES + KEY_BYTES + 8;
+/// Bytes of a `SET_MAPS` before its ranges: header, pid, range count.
+pub const SET_MAPS_FIXED: usize = HEADER_BYTES + 8;
+/// Bytes of a `DROP_TABLE`.
+pub const DROP_TABLE_BYTES: usize = HEADER_BYTES + KEY_BYTES;
+
+/// The command numbers of the header.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u16)]
+pub enum CommandCode {
+    /// Load a table.
+    AddTable = 1,
+    /// Replace a process's ranges.
+    SetMaps = 2,
+    /// Remove a table from the set loaded.
+    DropTable = 3,
+}
+
+/// How a row finds the caller's frame.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Rule {
+    /// CFA = RSP + `cfa`.
+    Rsp = 0,
+    /// CFA = RBP + `cfa`.
+    Rbp = 1,
+    /// Information the walker cannot follow: it takes a frame-pointer step.
+    NotFollowable = 2,
+    /// No unwind information (a gap, or the end of the table): a frame-pointer step.
+    NoInfo = 3,
+    /// The outermost frame (return address undefined): the stack is complete.
+    Outermost = 4,
+}
+
+impl Rule {
+    /// All rules, by number.
+    pub const ALL: [Rule; 5] = [
+        Rule::Rsp,
+        Rule::Rbp,
+        Rule::NotFollowable,
+        Rule::NoInfo,
+        Rule::Outermost,
+    ];
+
+    /// The rule numbered `value`, if there is one.
+    pub fn from_u8(value: u8) -> Option<Rule> {
+        Rule::ALL.get(usize::from(value)).copied()
+    }
+}
+
+/// One row of a table: it applies from object address `pc` to the next row's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Row {
+    /// Object address (ELF virtual address) where the row starts.
+    pub pc: u32,
+    /// Offset added to the CFA register (rules 0 and 1; else 0).
+    pub cfa: u16,
+    /// How the CFA is found.
+    pub rule: Rule,
+    /// 0: RBP unchanged; else RBP was saved at CFA + 8 × `rbp` (−128 to −2).
+    pub rbp: i8,
+}
+
+impl Row {
+    /// A row of rule 2, 3 or 4 (no CFA offset, no saved RBP) at `pc`.
+    pub fn bare(pc: u32, rule: Rule) -> Row {
+        Row {
+            pc,
+            cfa: 0,
+            rule,
+            rbp: 0,
+        }
+    }
+
+    /// The 8 bytes of the row.
+    pub fn to_bytes(&self) -> [u8; ROW_BYTES] {
+        let mut out = [0u8; ROW_BYTES];
+        out[0..4].copy_from_slice(&self.pc.to_le_bytes());
+        out[4..6].copy_from_slice(&self.cfa.to_le_bytes());
+        out[6] = self.rule as u8;
+        out[7] = self.rbp.to_le_bytes()[0];
+        out
+    }
+
+    /// Whether the row, on its own, obeys the format's rules (cfa and rbp against the rule).
+    pub fn check(&self) -> Result<(), Invalid> {
+        check_row(self)
+    }
+}
+
+/// One executable mapping of a process and the table of the object mapped there.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Range {
+    /// First address of the mapping.
+    pub start: u64,
+    /// Its end (exclusive).
+    pub end: u64,
+    /// Run-time address minus object address (wrapping).
+    pub bias: u64,
+    /// The table of the object.
+    pub key: Key,
+}
+
+impl Range {
+    /// The 40 bytes of the range.
+    pub fn to_bytes(&self) -> [u8; RANGE_BYTES] {
+        let mut out = [0u8; RANGE_BYTES];
+        out[0..8].copy_from_slice(&self.start.to_le_bytes());
+        out[8..16].copy_from_slice(&self.end.to_le_bytes());
+        out[16..24].copy_from_slice(&self.bias.to_le_bytes());
+        out[24..40].copy_from_slice(&self.key.0);
+        out
+    }
+}
+
+fn header(command: CommandCode, length: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(length);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(command as u16).to_le_bytes());
+    // CAST: callers bound `length` (at most ADD_TABLE_FIXED + ROWS_MAX rows); a longer write
+    // is refused by the module for its length field anyway.
+    out.extend_from_slice(&(length as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out
+}
+
+/// The `ADD_TABLE` write that loads `rows` as the table `key`. The rows are written as
+/// given: [`decode`] says whether the module will take them.
+pub fn encode_add_table(key: &Key, rows: &[Row]) -> Vec<u8> {
+    let mut out = header(
+        CommandCode::AddTable,
+        ADD_TABLE_FIXED + rows.len() * ROW_BYTES,
+    );
+    out.extend_from_slice(&key.0);
+    // CAST: see `header`.
+    out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    for row in rows {
+        out.extend_from_slice(&row.to_bytes());
+    }
+    out
+}
+
+/// The `SET_MAPS` write that replaces the ranges of process `pid` by `ranges` (none: forget).
+pub fn encode_set_maps(pid: u32, ranges: &[Range]) -> Vec<u8> {
+    let mut out = header(
+        CommandCode::SetMaps,
+        SET_MAPS_FIXED + ranges.len() * RANGE_BYTES,
+    );
+    out.extend_from_slice(&pid.to_le_bytes());
+    // CAST: see `header`.
+    out.extend_from_slice(&(ranges.len() as u32).to_le_bytes());
+    for range in ranges {
+        out.extend_from_slice(&range.to_bytes());
+    }
+    out
+}
+
+/// The `DROP_TABLE` write that removes the table `key`.
+pub fn encode_drop_table(key: &Key) -> Vec<u8> {
+    let mut out = header(CommandCode::DropTable, DROP_TABLE_BYTES);
+    out.extend_from_slice(&key.0);
+    out
+}
+
+/// Why the module refuses a write with `EINVAL`, in the order it checks.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+pub enum Invalid {
+    /// Shorter than the 16-byte header.
+    #[error("a write shorter than the 16-byte header")]
+    ShortHeader,
+    /// Does not start with `MMUW`.
+    #[error("a write that does not start with MMUW")]
+    Magic,
+    /// A version other than 1.
+    #[error("a write of a version other than 1")]
+    Version,
+    /// The length field is not the write's size.
+    #[error("a write whose length field is not its size")]
+    Length,
+    /// The header's reserved field is not 0.
+    #[error("a header whose reserved field is not 0")]
+    HeaderReserved,
+    /// The command is not 1, 2 or 3.
+    #[error("an unknown command")]
+    Command,
+    /// An `ADD_TABLE` shorter than its key and counts.
+    #[error("an ADD_TABLE shorter than its key and counts")]
+    AddTableShort,
+    /// An `ADD_TABLE` of 0 rows or more than 4194304.
+    #[error("an ADD_TABLE of 0 rows or more than 4194304")]
+    RowCount,
+    /// An `ADD_TABLE` whose reserved field is not 0.
+    #[error("an ADD_TABLE whose reserved field is not 0")]
+    AddTableReserved,
+    /// An `ADD_TABLE` whose size is not that of its rows.
+    #[error("an ADD_TABLE whose size is not that of its rows")]
+    RowsSize,
+    /// A row of a rule other than 0 to 4.
+    #[error("a row of an unknown rule")]
+    RowRule,
+    /// A rule 0 row with a CFA offset below 8.
+    #[error("a row's CFA is RSP plus less than 8")]
+    RspCfa,
+    /// A rule 1 row with a CFA offset below 16.
+    #[error("a row's CFA is RBP plus less than 16")]
+    RbpCfa,
+    /// A row of rule 2, 3 or 4 with a CFA offset or a saved RBP.
+    #[error("a row without a CFA rule has a CFA offset or a saved RBP")]
+    BareRow,
+    /// A row whose `rbp` is −1 or positive.
+    #[error("a row saves RBP at or above the return address")]
+    RbpSlot,
+    /// Rows whose `pc` does not strictly increase.
+    #[error("rows not in strictly increasing order of pc")]
+    RowsOrder,
+    /// A table whose last row is not of rule 3.
+    #[error("a table whose last row is not the end (rule 3)")]
+    LastRow,
+    /// A `SET_MAPS` shorter than its pid and count.
+    #[error("a SET_MAPS shorter than its pid and count")]
+    SetMapsShort,
+    /// A `SET_MAPS` of more than 4096 ranges.
+    #[error("a SET_MAPS of more than 4096 ranges")]
+    RangeCount,
+    /// A `SET_MAPS` whose size is not that of its ranges.
+    #[error("a SET_MAPS whose size is not that of its ranges")]
+    RangesSize,
+    /// A `SET_MAPS` of pid 0 or above `i32::MAX`.
+    #[error("a SET_MAPS of pid 0 or out of range")]
+    Pid,
+    /// A range whose start is not below its end.
+    #[error("a range that does not start before its end")]
+    EmptyRange,
+    /// Ranges not sorted by start, or overlapping.
+    #[error("ranges not sorted, or overlapping")]
+    RangesOrder,
+    /// A `DROP_TABLE` whose body is not one key.
+    #[error("a DROP_TABLE whose body is not one key")]
+    DropTableSize,
+}
+
+/// Why the module refuses a write, with the errno it returns.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+pub enum Reject {
+    /// `EINVAL`: the write breaks the format.
+    #[error("invalid: {0}")]
+    Invalid(#[from] Invalid),
+    /// `ENOENT`: a `SET_MAPS` names, or a `DROP_TABLE` drops, a table not loaded.
+    #[error("a table not loaded")]
+    UnknownKey,
+    /// `ESRCH`: a `SET_MAPS` of a process that does not exist or is not watched.
+    #[error("a process not watched")]
+    NotWatched,
+    /// `ENOSPC`: the table memory would pass `unwind_max_kb`.
+    #[error("the table memory would pass unwind_max_kb")]
+    NoSpace,
+    /// `EBUSY`: a `DROP_TABLE` of a table that ranges still use (the module's behaviour;
+    /// docs/unwind.md says the ranges keep it instead).
+    #[error("a table that ranges use")]
+    Busy,
+}
+
+impl Reject {
+    /// The errno the module returns.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Reject::Invalid(_) => libc_errno::EINVAL,
+            Reject::UnknownKey => libc_errno::ENOENT,
+            Reject::NotWatched => libc_errno::ESRCH,
+            Reject::NoSpace => libc_errno::ENOSPC,
+            Reject::Busy => libc_errno::EBUSY,
+        }
+    }
+}
+
+/// The Linux errno values the module returns.
+pub mod libc_errno {
+    /// No such file or directory.
+    pub const ENOENT: i32 = 2;
+    /// No such process.
+    pub const ESRCH: i32 = 3;
+    /// Device or resource busy.
+    pub const EBUSY: i32 = 16;
+    /// Invalid argument.
+    pub const EINVAL: i32 = 22;
+    /// No space left on device.
+    pub const ENOSPC: i32 = 28;
+}
+
+/// A write that passed [`decode`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Command {
+    /// Load the table `key`.
+    AddTable {
+        /// The table's key.
+        key: Key,
+        /// Its rows, valid.
+        rows: Vec<Row>,
+    },
+    /// Replace the ranges of process `pid`.
+    SetMaps {
+        /// The process (thread-group id).
+        pid: u32,
+        /// Its ranges, valid on their own (the keys are not checked).
+        ranges: Vec<Range>,
+    },
+    /// Remove the table `key`.
+    DropTable {
+        /// The table's key.
+        key: Key,
+    },
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::AddTable { key, rows } => write!(f, "ADD_TABLE {key} rows={}", rows.len()),
+            Command::SetMaps { pid, ranges } => {
+                write!(f, "SET_MAPS pid={pid} ranges={}", ranges.len())
+            }
+            Command::DropTable { key } => write!(f, "DROP_TABLE {key}"),
+        }
+    }
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    let mut word = [0u8; 2];
+    if let Some(src) = bytes.get(at..at + 2) {
+        word.copy_from_slice(src);
+    }
+    u16::from_le_bytes(word)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    if let Some(src) = bytes.get(at..at + 4) {
+        word.copy_from_slice(src);
+    }
+    u32::from_le_bytes(word)
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    if let Some(src) = bytes.get(at..at + 8) {
+        word.copy_from_slice(src);
+    }
+    u64::from_le_bytes(word)
+}
+
+fn key_at(bytes: &[u8], at: usize) -> Key {
+    let mut key = [0u8; KEY_BYTES];
+    if let Some(src) = bytes.get(at..at + KEY_BYTES) {
+        key.copy_from_slice(src);
+    }
+    Key(key)
+}
+
+fn check_row(row: &Row) -> Result<(), Invalid> {
+    match row.rule {
+        Rule::Rsp if row.cfa < 8 => return Err(Invalid::RspCfa),
+        Rule::Rbp if row.cfa < 16 => return Err(Invalid::RbpCfa),
+        Rule::Rsp | Rule::Rbp => {}
+        _ if row.cfa != 0 || row.rbp != 0 => return Err(Invalid::BareRow),
+        _ => {}
+    }
+    if row.rbp > -2 && row.rbp != 0 {
+        return Err(Invalid::RbpSlot);
+    }
+    Ok(())
+}
+
+/// Validates a whole write by the format's rules, in the module's order, and says what it
+/// asks for. What depends on the module's state (keys loaded, pids watched, memory) is
+/// [`KernelModel::apply`]'s.
+pub fn decode(bytes: &[u8]) -> Result<Command, Invalid> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(Invalid::ShortHeader);
+    }
+    if bytes.get(..4) != Some(&MAGIC[..]) {
+        return Err(Invalid::Magic);
+    }
+    if u16_at(bytes, 4) != VERSION {
+        return Err(Invalid::Version);
+    }
+    if usize::try_from(u32_at(bytes, 8)).ok() != Some(bytes.len()) {
+        return Err(Invalid::Length);
+    }
+    if u32_at(bytes, 12) != 0 {
+        return Err(Invalid::HeaderReserved);
+    }
+    let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
+    match u16_at(bytes, 6) {
+        1 => decode_add_table(body),
+        2 => decode_set_maps(body),
+        3 => {
+            if body.len() != KEY_BYTES {
+                return Err(Invalid::DropTableSize);
+            }
+            Ok(Command::DropTable {
+                key: key_at(body, 0),
+            })
+        }
+        _ => Err(Invalid::Command),
+    }
+}
+
+fn decode_add_table(body: &[u8]) -> Result<Command, Invalid> {
+    let fixed = KEY_BYTES + 8;
+    if body.len() < fixed {
+        return Err(Invalid::AddTableShort);
+    }
+    let count = usize::try_from(u32_at(body, KEY_BYTES)).unwrap_or(usize::MAX);
+    if count == 0 || count > ROWS_MAX {
+        return Err(Invalid::RowCount);
+    }
+    if u32_at(body, KEY_BYTES + 4) != 0 {
+        return Err(Invalid::AddTableReserved);
+    }
+    let raw = body.get(fixed..).unwrap_or(&[]);
+    if raw.len() != count * ROW_BYTES {
+        return Err(Invalid::RowsSize);
+    }
+    let mut rows: Vec<Row> = Vec::with_capacity(count);
+    for bytes in raw.chunks_exact(ROW_BYTES) {
+        let rule = Rule::from_u8(bytes[6]).ok_or(Invalid::RowRule)?;
+        let row = Row {
+            pc: u32_at(bytes, 0),
+            cfa: u16_at(bytes, 4),
+            rule,
+            rbp: i8::from_le_bytes([bytes[7]]),
+        };
+        check_row(&row)?;
+        if rows.last().is_some_and(|last| last.pc >= row.pc) {
+            return Err(Invalid::RowsOrder);
+        }
+        rows.push(row);
+    }
+    if rows.last().map(|row| row.rule) != Some(Rule::NoInfo) {
+        return Err(Invalid::LastRow);
+    }
+    Ok(Command::AddTable {
+        key: key_at(body, 0),
+        rows,
+    })
+}
+
+fn decode_set_maps(body: &[u8]) -> Result<Command, Invalid> {
+    if body.len() < 8 {
+        return Err(Invalid::SetMapsShort);
+    }
+    let pid = u32_at(body, 0);
+    let count = usize::try_from(u32_at(body, 4)).unwrap_or(usize::MAX);
+    if count > RANGES_MAX {
+        return Err(Invalid::RangeCount);
+    }
+    let raw = body.get(8..).unwrap_or(&[]);
+    if raw.len() != count * RANGE_BYTES {
+        return Err(Invalid::RangesSize);
+    }
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err(Invalid::Pid);
+    }
+    let mut ranges: Vec<Range> = Vec::with_capacity(count);
+    for bytes in raw.chunks_exact(RANGE_BYTES) {
+        let range = Range {
+            start: u64_at(bytes, 0),
+            end: u64_at(bytes, 8),
+            bias: u64_at(bytes, 16),
+            key: key_at(bytes, 24),
+        };
+        if range.start >= range.end {
+            return Err(Invalid::EmptyRange);
+        }
+        if ranges.last().is_some_and(|last| range.start < last.end) {
+            return Err(Invalid::RangesOrder);
+        }
+        ranges.push(range);
+    }
+    Ok(Command::SetMaps { pid, ranges })
+}
+
+/// Memory the module counts for a table beyond its rows (src/unwind/store.rs).
+pub const TABLE_OVERHEAD: usize = 64;
+/// Memory the module counts for a process's ranges beyond the ranges themselves.
+pub const PROCESS_OVERHEAD: usize = 64;
+/// Memory the module counts for one range (three u64 and a pointer to the table).
+pub const RANGE_COST: usize = 32;
+
+/// The module's unwind state as a write sees it: the tables loaded, the processes watched,
+/// their ranges and the memory bound. [`KernelModel::apply`] takes a write the way the
+/// module does, changing nothing when it refuses it.
+#[derive(Clone, Debug)]
+pub struct KernelModel {
+    /// Tables loaded, by key.
+    pub tables: BTreeMap<Key, Vec<Row>>,
+    /// Processes watched (thread-group ids).
+    pub watched: BTreeSet<u32>,
+    /// Ranges of each process that has some.
+    pub processes: BTreeMap<u32, Vec<Range>>,
+    /// The bound on table memory, in bytes (`unwind_max_kb` × 1024).
+    pub max_bytes: usize,
+    /// Whether a `DROP_TABLE` of a table that ranges use is refused with `EBUSY` (as the
+    /// module does) rather than left to the ranges (as docs/unwind.md says).
+    pub busy_on_drop: bool,
+}
+
+impl Default for KernelModel {
+    fn default() -> Self {
+        KernelModel {
+            tables: BTreeMap::new(),
+            watched: BTreeSet::new(),
+            processes: BTreeMap::new(),
+            max_bytes: 32768 * 1024,
+            busy_on_drop: true,
+        }
+    }
+}
+
+impl KernelModel {
+    /// A model with the default bound and nothing loaded or watched.
+    pub fn new() -> KernelModel {
+        KernelModel::default()
+    }
+
+    /// Memory in use, as the module counts it.
+    pub fn bytes(&self) -> usize {
+        let tables: usize = self
+            .tables
+            .values()
+            .map(|rows| TABLE_OVERHEAD + rows.len() * ROW_BYTES)
+            .sum();
+        let processes: usize = self
+            .processes
+            .values()
+            .map(|ranges| PROCESS_OVERHEAD + ranges.len() * RANGE_COST)
+            .sum();
+        tables + processes
+    }
+
+    /// Takes one write: validates it in full, then applies it, or refuses it and changes
+    /// nothing.
+    pub fn apply(&mut self, bytes: &[u8]) -> Result<Command, Reject> {
+        let command = decode(bytes)?;
+        match &command {
+            Command::AddTable { key, rows } => {
+                if self.tables.contains_key(key) {
+                    return Ok(command);
+                }
+                let needed = TABLE_OVERHEAD + rows.len() * ROW_BYTES;
+                if self.bytes().saturating_add(needed) > self.max_bytes {
+                    return Err(Reject::NoSpace);
+                }
+                self.tables.insert(*key, rows.clone());
+            }
+            Command::SetMaps { pid, ranges } => {
+                if !self.watched.contains(pid) {
+                    return Err(Reject::NotWatched);
+                }
+                if ranges.iter().any(|r| !self.tables.contains_key(&r.key)) {
+                    return Err(Reject::UnknownKey);
+                }
+                let old = self
+                    .processes
+                    .get(pid)
+                    .map_or(0, |r| PROCESS_OVERHEAD + r.len() * RANGE_COST);
+                let new = if ranges.is_empty() {
+                    0
+                } else {
+                    PROCESS_OVERHEAD + ranges.len() * RANGE_COST
+                };
+                if new > old && (self.bytes() - old).saturating_add(new) > self.max_bytes {
+                    return Err(Reject::NoSpace);
+                }
+                if ranges.is_empty() {
+                    self.processes.remove(pid);
+                } else {
+                    self.processes.insert(*pid, ranges.clone());
+                }
+            }
+            Command::DropTable { key } => {
+                if !self.tables.contains_key(key) {
+                    return Err(Reject::UnknownKey);
+                }
+                let used = self
+                    .processes
+                    .values()
+                    .any(|ranges| ranges.iter().any(|r| r.key == *key));
+                if used && self.busy_on_drop {
+                    return Err(Reject::Busy);
+                }
+                self.tables.remove(key);
+            }
+        }
+        Ok(command)
+    }
+
+    /// The row that applies at run-time address `pc` of process `pid`: its range's table,
+    /// binary-searched at `pc - bias`, as the walker looks it up. `None` where no range
+    /// covers `pc` or the address is below the table's first row.
+    pub fn lookup(&self, pid: u32, pc: u64) -> Option<Row> {
+        let ranges = self.processes.get(&pid)?;
+        let at = ranges.partition_point(|r| r.start <= pc).checked_sub(1)?;
+        let range = ranges.get(at).filter(|r| pc < r.end)?;
+        let rows = self.tables.get(&range.key)?;
+        lookup_row(rows, pc.wrapping_sub(range.bias))
+    }
+}
+
+/// The row of `rows` (sorted by `pc`) that applies at object address `address`: the last
+/// one whose `pc` is not above it. `None` below the first row, or for an address beyond
+/// 32 bits (which is past every table's end).
+pub fn lookup_row(rows: &[Row], address: u64) -> Option<Row> {
+    let Ok(address) = u32::try_from(address) else {
+        return rows.last().copied();
+    };
+    let at = rows.partition_point(|r| r.pc <= address).checked_sub(1)?;
+    rows.get(at).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<Row> {
+        vec![
+            Row {
+                pc: 0x1000,
+                cfa: 8,
+                rule: Rule::Rsp,
+                rbp: 0,
+            },
+            Row {
+                pc: 0x1001,
+                cfa: 16,
+                rule: Rule::Rsp,
+                rbp: -2,
+            },
+            Row {
+                pc: 0x1004,
+                cfa: 16,
+                rule: Rule::Rbp,
+                rbp: -2,
+            },
+            Row::bare(0x1100, Rule::NotFollowable),
+            Row::bare(0x1200, Rule::Outermost),
+            Row::bare(0x1300, Rule::NoInfo),
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        let key = Key([7; 16]);
+        let bytes = encode_add_table(&key, &rows());
+        assert_eq!(bytes.len(), 16 + 24 + 6 * 8);
+        assert_eq!(&bytes[..4], b"MMUW");
+        assert_eq!(decode(&bytes), Ok(Command::AddTable { key, rows: rows() }));
+        let ranges = vec![
+            Range {
+                start: 0x5555_0000_0000,
+                end: 0x5555_0000_1000,
+                bias: 0x5555_0000_0000,
+                key,
+            },
+            Range {
+                start: 0x5555_0000_1000,
+                end: 0x5555_0000_3000,
+                bias: 0x5555_0000_0000,
+                key,
+            },
+        ];
+        let bytes = encode_set_maps(42, &ranges);
+        assert_eq!(bytes.len(), 16 + 8 + 80);
+        assert_eq!(decode(&bytes), Ok(Command::SetMaps { pid: 42, ranges }));
+        let bytes = encode_drop_table(&key);
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(decode(&bytes), Ok(Command::DropTable { key }));
+        let bytes = encode_set_maps(42, &[]);
+        assert_eq!(
+            decode(&bytes),
+            Ok(Command::SetMaps {
+                pid: 42,
+                ranges: vec![]
+            })
+        );
+    }
+
+    #[test]
+    fn row_layout() {
+        let row = Row {
+            pc: 0x0102_0304,
+            cfa: 0x0506,
+            rule: Rule::Rbp,
+            rbp: -3,
+        };
+        assert_eq!(row.to_bytes(), [4, 3, 2, 1, 6, 5, 1, 0xfd]);
+    }
+
+    #[test]
+    fn model_semantics() {
+        let mut model = KernelModel::new();
+        let key = Key([1; 16]);
+        let table = encode_add_table(&key, &rows());
+        let range = Range {
+            start: 0x1000,
+            end: 0x2000,
+            bias: 0,
+            key,
+        };
+        assert_eq!(
+            model.apply(&encode_set_maps(5, &[range])),
+            Err(Reject::NotWatched)
+        );
+        model.watched.insert(5);
+        assert_eq!(
+            model.apply(&encode_set_maps(5, &[range])),
+            Err(Reject::UnknownKey)
+        );
+        assert!(model.apply(&table).is_ok());
+        assert!(model.apply(&table).is_ok());
+        assert!(model.apply(&encode_set_maps(5, &[range])).is_ok());
+        assert_eq!(model.lookup(5, 0x1002).map(|r| r.cfa), Some(16));
+        assert_eq!(model.lookup(5, 0x0fff), None);
+        assert_eq!(model.apply(&encode_drop_table(&key)), Err(Reject::Busy));
+        assert!(model.apply(&encode_set_maps(5, &[])).is_ok());
+        assert!(model.apply(&encode_drop_table(&key)).is_ok());
+        assert_eq!(
+            model.apply(&encode_drop_table(&key)),
+            Err(Reject::UnknownKey)
+        );
+        model.max_bytes = 100;
+        assert_eq!(model.apply(&table), Err(Reject::NoSpace));
+        assert_eq!(Reject::NoSpace.errno(), 28);
+    }
+}
