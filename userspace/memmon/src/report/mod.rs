@@ -1,34 +1,289 @@
-//! `memmon report`: which code and which mappings hold the memory.
-//!
-//! [`Replay`] replays captures into a model of each address space ([`space`]), with
-//! every resident page attributed to the code site that brought it in and to its mapping
-//! class; [`symbols`] names the sites; the views and output formats build on the
-//! [`Analysis`].
+//! The whole `memmon report` pipeline: captures → replay → symbols → view → a format.
 
-pub mod access;
-pub mod access_html;
-pub mod access_view;
-pub mod chart;
-pub mod class;
-pub mod diff;
-pub mod fasthash;
-pub mod folded;
-pub mod generate;
-pub mod html;
-pub mod maps;
-pub mod picture;
-pub mod pprof;
-pub mod profile_proto;
-pub mod reconcile;
-pub mod replay;
-pub mod sites;
-pub mod space;
-pub mod stats;
-pub mod summary;
-pub mod symbols;
-pub mod text;
-pub mod timeline;
-pub mod view;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
 
-pub use generate::{report, Format, ReportError, ReportOptions};
-pub use replay::{Analysis, Replay, ReplayOptions};
+use super::diff;
+use super::folded::{render_folded, render_svg, Weight};
+use super::pprof::{encode, site_values, ProfileBuilder};
+use super::replay::{Analysis, Replay, ReplayOptions};
+use super::symbols::{SymbolOptions, Symbols};
+use super::text::{self, TextOptions};
+use super::timeline::Slicing;
+use super::view::{build, View, ViewOptions};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Tables for people.
+    #[default]
+    Text,
+    /// One JSON document.
+    Json,
+    /// Folded stacks.
+    Folded,
+    /// A flame graph.
+    Svg,
+    /// Gzipped profile.proto.
+    Pprof,
+    /// One self-contained HTML page.
+    Html,
+}
+
+impl Format {
+    /// Parses `text`, `json`, `folded`, `svg`, `pprof`.
+    pub fn parse(text: &str) -> Option<Format> {
+        Some(match text {
+            "text" => Format::Text,
+            "json" => Format::Json,
+            "folded" => Format::Folded,
+            "svg" => Format::Svg,
+            "pprof" => Format::Pprof,
+            "html" => Format::Html,
+            _ => return None,
+        })
+    }
+}
+
+impl Weight {
+    /// Parses `resident`, `faults`, `mapped`, `swapin`.
+    pub fn parse(text: &str) -> Option<Weight> {
+        Some(match text {
+            "resident" => Weight::Resident,
+            "faults" => Weight::Faults,
+            "mapped" => Weight::Mapped,
+            "swapin" => Weight::Swapin,
+            _ => return None,
+        })
+    }
+}
+
+/// Parses `--interval`: `marks`, or a duration (`1s`, `250ms`, `100us`, `5000ns`; a bare
+/// number is seconds).
+pub fn parse_interval(text: &str) -> Option<Slicing> {
+    if text == "marks" {
+        return Some(Slicing::Marks);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let scale = match unit {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "ns" => 1.0,
+        _ => return None,
+    };
+    let nanos = value * scale;
+    (nanos >= 1.0 && nanos.is_finite()).then_some(Slicing::Every(nanos as u64))
+}
+
+/// Everything `memmon report` can be asked.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Output format.
+    pub format: Format,
+    /// Flame-graph and folded weight.
+    pub weight: Weight,
+    /// Rows per table.
+    pub top: usize,
+    /// The state at this mark instead of the end.
+    pub at: Option<String>,
+    /// Show the timeline (text).
+    pub timeline: bool,
+    /// Timeline slicing.
+    pub slicing: Slicing,
+    /// Flag intervals growing more than this.
+    pub spike: Option<u64>,
+    /// Where binaries are found.
+    pub sysroot: Option<PathBuf>,
+    /// The two captures are BASE and NEW.
+    pub diff: bool,
+    /// The access-sampling report (`--access`) instead of the memory report.
+    pub access: bool,
+    /// `--cold K`: an access is cold when the page went untouched for K generations.
+    pub cold: u64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            format: Format::Text,
+            weight: Weight::Resident,
+            top: 10,
+            at: None,
+            timeline: false,
+            slicing: Slicing::Every(1_000_000_000),
+            spike: None,
+            sysroot: None,
+            diff: false,
+            access: false,
+            cold: super::access_view::DEFAULT_COLD,
+        }
+    }
+}
+
+/// Why a report failed: one line for `memmon: error: ...`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReportError(pub String);
+
+/// Replays captures (merged) into an analysis.
+pub fn analyze(paths: &[PathBuf], slicing: Slicing) -> Result<Analysis, ReportError> {
+    let mut replay = Replay::new(ReplayOptions { slicing });
+    for path in paths {
+        let file = File::open(path)
+            .map_err(|e| ReportError(format!("cannot open {}: {e}", path.display())))?;
+        replay
+            .capture(BufReader::new(file))
+            .map_err(|e| ReportError(format!("{}: {e}", path.display())))?;
+    }
+    Ok(replay.finish())
+}
+
+/// An analysis with its symbols and view.
+pub struct Prepared {
+    /// The replay's result.
+    pub analysis: Analysis,
+    /// Its symbols.
+    pub symbols: Symbols,
+    /// The view asked for.
+    pub view: View,
+}
+
+/// Replays, symbolises and builds the view.
+pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, ReportError> {
+    let analysis = analyze(paths, options.slicing)?;
+    let symbol_options = SymbolOptions {
+        sysroot: options.sysroot.clone(),
+    };
+    let symbols = Symbols::new(&analysis.sites, &symbol_options);
+    let view = build(
+        &analysis,
+        &symbols,
+        &ViewOptions {
+            at: options.at.clone(),
+            spike: options.spike,
+        },
+    )
+    .map_err(|e| ReportError(e.to_string()))?;
+    Ok(Prepared {
+        analysis,
+        symbols,
+        view,
+    })
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ReportError> {
+    let mut out = serde_json::to_vec_pretty(value)
+        .map_err(|e| ReportError(format!("cannot write JSON: {e}")))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// The report's bytes.
+pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, ReportError> {
+    if paths.is_empty() {
+        return Err(ReportError("no capture given".to_owned()));
+    }
+    let symbol_options = SymbolOptions {
+        sysroot: options.sysroot.clone(),
+    };
+    if options.access {
+        return access_report(paths, options);
+    }
+    if options.diff {
+        let [base_path, new_path] = paths else {
+            return Err(ReportError(format!(
+                "--diff takes two captures, BASE and NEW ({} given)",
+                paths.len()
+            )));
+        };
+        let base = prepare(std::slice::from_ref(base_path), options)?;
+        let new = prepare(std::slice::from_ref(new_path), options)?;
+        let difference = diff::diff(&base.view, &new.view);
+        return match options.format {
+            Format::Text => Ok(diff::render(&difference, options.top).into_bytes()),
+            Format::Json => json(&difference),
+            Format::Pprof => {
+                let mut builder = ProfileBuilder::new();
+                let values = site_values(&new.analysis, &new.view);
+                builder.add(&new.analysis, &new.symbols, &symbol_options, &values, 1);
+                let values = site_values(&base.analysis, &base.view);
+                builder.add(&base.analysis, &base.symbols, &symbol_options, &values, -1);
+                encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
+            }
+            Format::Html => {
+                Ok(super::html::render_diff(&base, &new, &difference, options.top).into_bytes())
+            }
+            Format::Folded | Format::Svg => Err(ReportError(
+                "--diff writes text, json or pprof (for a differential flame graph, give two folded outputs to inferno-diff-folded)".to_owned(),
+            )),
+        };
+    }
+    let prepared = prepare(paths, options)?;
+    let view = &prepared.view;
+    match options.format {
+        Format::Text => Ok(text::render(
+            view,
+            TextOptions {
+                top: options.top,
+                timeline: options.timeline,
+            },
+        )
+        .into_bytes()),
+        Format::Json => json(view),
+        Format::Html => Ok(super::html::render(&prepared, options.top, options.cold).into_bytes()),
+        Format::Folded => Ok(render_folded(view, options.weight).into_bytes()),
+        Format::Svg => {
+            let title = format!(
+                "memmon: {} by site at {}",
+                options.weight.name(),
+                view.moment
+            );
+            render_svg(view, options.weight, &title).map_err(ReportError)
+        }
+        Format::Pprof => {
+            let mut builder = ProfileBuilder::new();
+            let values = site_values(&prepared.analysis, view);
+            builder.add(
+                &prepared.analysis,
+                &prepared.symbols,
+                &symbol_options,
+                &values,
+                1,
+            );
+            encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
+        }
+    }
+}
+
+/// `--access`: the access-sampling report (text or JSON).
+fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, ReportError> {
+    if options.diff {
+        return Err(ReportError(
+            "--access does not compare captures (no --diff)".to_owned(),
+        ));
+    }
+    if options.at.is_some() {
+        return Err(ReportError(
+            "--access covers all the generations of the capture (no --at)".to_owned(),
+        ));
+    }
+    let analysis = analyze(paths, options.slicing)?;
+    let symbols = Symbols::new(
+        &analysis.sites,
+        &SymbolOptions {
+            sysroot: options.sysroot.clone(),
+        },
+    );
+    let view = super::access_view::build(&analysis, &symbols, options.cold);
+    match options.format {
+        Format::Text => Ok(super::access_view::render(&view, options.top).into_bytes()),
+        Format::Json => json(&view),
+        _ => Err(ReportError("--access writes text or json".to_owned())),
+    }
+}
