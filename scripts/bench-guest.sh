@@ -83,10 +83,17 @@ run() {
         kill $reader
         wait $reader 2>/dev/null
         lost=$(stat_of lost_reported) ;;
-    record)
+    record|record-fp)
+        # record: user stacks unwound with the tables memmon record loads; record-fp: by
+        # frame pointers only, as without tables.
         unload; load
-        out=$(memmon record -o /tmp/cap -- /progs/bench "$@" 2>/dev/null)
-        lost=$(lost_in /tmp/cap) ;;
+        opts=""
+        [ $setup = record-fp ] && opts=--no-unwind-tables
+        out=$(memmon record $opts -o /tmp/cap -- /progs/bench "$@" 2>/dev/null)
+        lost=$(lost_in /tmp/cap)
+        # Entries per stack of the workload's events, for the cost per frame.
+        frames=$(awk '/ stack=/ { s = $0; sub(/.* stack=/, "", s); sub(/ .*/, "", s); n += split(s, a, ","); e++ } END { printf "%.2f", e ? n / e : 0 }' /tmp/cap)
+        echo "frames $workload $setup $frames" >> $res ;;
     esac
     ns=$(printf '%s\n' "$out" | sed -n 's/^ns=//p')
     echo "$workload $setup ${ns:-0} $lost" >> $res
@@ -97,7 +104,7 @@ run() {
 /progs/bench faults 2 "$N" > /dev/null
 /progs/bench mapunmap "$PAIRS" > /dev/null
 
-setups="none ftrace unwatched other-watched watched record"
+setups="none ftrace unwatched other-watched watched record-fp record"
 nsetups=$(echo $setups | wc -w)
 rep=0
 while [ $((rep += 1)) -le "$REPS" ]; do

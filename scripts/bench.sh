@@ -12,8 +12,11 @@
 #   other-watched  memmon loaded, another (sleeping) process watched, the workload not:
 #              the syscall probes are armed
 #   watched    memmon loaded (default buflen), the workload watched, `cat` as the reader
-#   record     memmon loaded (default buflen), `memmon record -- WORKLOAD`, which turns on
-#              user call stacks (stack_depth=16) for its duration
+#   record-fp  memmon loaded (default buflen), `memmon record --no-unwind-tables -- WORKLOAD`,
+#              which turns on user call stacks (stack_depth=16) for its duration, walked
+#              by frame pointers
+#   record     the same with the unwind tables `memmon record` loads (docs/unwind.md); the
+#              entries per stack of both are printed, and the cost per entry
 # Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
 # throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
@@ -72,6 +75,7 @@ sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 [ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
 echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0})"
 awk '
+    $1 == "frames" { fr[$2 " " $3] = $4; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
       if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
@@ -81,7 +85,7 @@ awk '
         med = (n % 2) ? a[(n + 1) / 2] : int((a[n / 2] + a[n / 2 + 1]) / 2); lo = a[1]; hi = a[n]
     }
     END {
-        nsetups = split("none ftrace unwatched other-watched watched record", setups, " ")
+        nsetups = split("none ftrace unwatched other-watched watched record-fp record", setups, " ")
         for (w = 1; w <= nw; w++) {
             wl = order[w]
             if (wl == "reader" || wl ~ /^sampling/) continue
@@ -95,6 +99,14 @@ awk '
                 over = none ? sprintf("%+.1f%%", 100 * (med - none) / none) : "-"
                 rel = (setups[s] != "none" && setups[s] != "ftrace" && ft != none) ? sprintf("%.2f", (med - none) / (ft - none)) : "-"
                 printf "%-16s %-13s %8d %8d %8d %10s %10s %8d\n", "", setups[s], med, lo, hi, over, rel, lost[key]
+            }
+            if ((wl " record") in fr) {
+                stats(wl " watched"); wat = med
+                stats(wl " record-fp"); rfp = med
+                stats(wl " record"); rt = med
+                ffp = fr[wl " record-fp"]; ft2 = fr[wl " record"]
+                printf "%-16s entries per stack: %s by frame pointers, %s with tables; per entry over watched: %s fp, %s tables\n", "", ffp, ft2, \
+                    ffp > 0 ? sprintf("%d", (rfp - wat) / ffp) : "-", ft2 > 0 ? sprintf("%d", (rt - wat) / ft2) : "-"
             }
         }
         stats("reader memmon"); m = med; mlo = lo; mhi = hi

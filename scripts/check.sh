@@ -127,9 +127,9 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 != "frames" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
-    [ "$n" -eq 18 ] || { echo "want 18 results (6 set-ups x 3 workloads)"; return 1; }
+    [ "$n" -eq 21 ] || { echo "want 21 results (7 set-ups x 3 workloads)"; return 1; }
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
     grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
     grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"
