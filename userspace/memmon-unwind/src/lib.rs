@@ -15,3 +15,5 @@ pub mod protocol;
 pub use compile::{compile, CompileError, CompileStats, Table};
 pub use key::{FileId, Key};
 pub use protocol::{Range, Row, Rule};
+pub mod maps;
+pub mod walk;
