@@ -9,11 +9,14 @@
 //! - [`walk`] is the walk of docs/unwind.md, in userspace, as a reference.
 
 pub mod compile;
+pub mod fuzz;
 pub mod key;
+pub mod loader;
+pub mod maps;
 pub mod protocol;
+pub mod walk;
 
 pub use compile::{compile, CompileError, CompileStats, Table};
 pub use key::{FileId, Key};
+pub use loader::{Loader, UnwindFile, UnwindSink};
 pub use protocol::{Range, Row, Rule};
-pub mod maps;
-pub mod walk;
