@@ -2,10 +2,10 @@
 //! memmon kernel module (`/proc/memmon`).
 
 mod child;
+mod commands;
 mod live;
-mod monitor;
 mod output;
-mod sample;
+mod params;
 mod stacks;
 mod sysinfo;
 
@@ -40,7 +40,7 @@ struct Cli {
         global = true,
         value_name = "DIR",
         env = "MEMMON_PROC_ROOT",
-        default_value = memmon::control::DEFAULT_PROC_ROOT
+        default_value = memmon::capture::control::DEFAULT_PROC_ROOT
     )]
     proc_root: PathBuf,
 
@@ -224,8 +224,8 @@ struct ReportArgs {
     access: bool,
     /// With --access (and in the HTML page's access section): an access is cold when
     /// the page had gone K whole generations without being accessed or brought in.
-    #[arg(long, value_name = "K", default_value_t = memmon::report::access_view::DEFAULT_COLD,
-          value_parser = clap::value_parser!(u64).range(1..=memmon::report::access_view::MAX_COLD))]
+    #[arg(long, value_name = "K", default_value_t = memmon::report::view::access::DEFAULT_COLD,
+          value_parser = clap::value_parser!(u64).range(1..=memmon::report::view::access::MAX_COLD))]
     cold: u64,
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -244,14 +244,15 @@ fn parse_bytes(text: &str) -> Option<u64> {
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode> {
-    use memmon::report::{generate, Format, ReportOptions};
+    use memmon::report::{Format, ReportOptions};
     let options = ReportOptions {
         format: Format::parse(&args.format).context("bad --format")?,
-        weight: memmon::report::folded::Weight::parse(&args.weight).context("bad --weight")?,
+        weight: memmon::report::output::folded::Weight::parse(&args.weight)
+            .context("bad --weight")?,
         top: args.top,
         at: args.at,
         timeline: args.timeline,
-        slicing: generate::parse_interval(&args.interval).with_context(|| {
+        slicing: memmon::report::parse_interval(&args.interval).with_context(|| {
             format!(
                 "bad --interval {:?}: expected a duration like 1s or 250ms, or marks",
                 args.interval
@@ -288,7 +289,7 @@ struct SampleArgs {
     /// Access sampling every MS milliseconds (10 to 60000; module parameter sample_ms,
     /// restored afterwards): each generation's first access to every resident page, for
     /// `memmon report --access`.
-    #[arg(long, value_name = "MS", value_parser = sample::parse_period)]
+    #[arg(long, value_name = "MS", value_parser = params::parse_period)]
     sample: Option<u32>,
 }
 
@@ -337,12 +338,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             command,
         } => {
             let _stacks = stacks::StackDepth::set(stacks, stacks > 0);
-            let _sample = sample::SamplePeriod::set(sample.sample, &cli.proc_root)?;
+            let _sample = params::SamplePeriod::set(sample.sample, &cli.proc_root)?;
             let printer = match output {
                 Some(path) => Printer::new(create_file(&path)?, Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
             };
-            monitor::run_command(&proc, &command, follow, printer, !quiet)
+            commands::follow::run_command(&proc, &command, follow, printer, !quiet)
         }
         Command::Attach { follow, pids } => {
             if follow {
@@ -380,7 +381,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let printer = Printer::new(Box::new(io::stdout().lock()), format.format());
             match input {
                 Some(path) => tail_input(&path, filter, printer),
-                None => monitor::tail_live(&proc, filter, printer),
+                None => commands::follow::tail_live(&proc, filter, printer),
             }
         }
         Command::Record {
@@ -394,19 +395,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let file = create_file(&output)?;
             let stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
-            let sample = sample::SamplePeriod::set(sample.sample, &cli.proc_root)?;
+            let sample = params::SamplePeriod::set(sample.sample, &cli.proc_root)?;
             let code = if command.is_empty() {
-                monitor::record_pids(&proc, &pids, follow, file)
+                commands::follow::record_pids(&proc, &pids, follow, file)
             } else {
-                monitor::record_command(&proc, &command, follow, file)
+                commands::follow::record_command(&proc, &command, follow, file)
             }?;
             drop(sample);
             drop(stacks);
             if !quiet {
                 // From the file, after recording: the summary costs the recording nothing.
-                let every_second = memmon::report::timeline::Slicing::Every(1_000_000_000);
-                match memmon::report::generate::analyze(&[output], every_second) {
-                    Ok(analysis) => eprint!("{}", memmon::report::summary::summary(&analysis)),
+                let every_second = memmon::report::model::timeline::Slicing::Every(1_000_000_000);
+                match memmon::report::analyze(&[output], every_second) {
+                    Ok(analysis) => {
+                        eprint!("{}", memmon::report::output::summary::summary(&analysis))
+                    }
                     Err(error) => eprintln!("memmon: warning: no summary: {error}"),
                 }
             }

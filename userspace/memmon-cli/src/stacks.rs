@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// The module parameter (writable by root at run time, issue 10).
 fn stack_depth_path() -> PathBuf {
-    crate::sample::params_dir().join("stack_depth")
+    crate::params::params_dir().join("stack_depth")
 }
 
 /// Restores the previous `stack_depth` when dropped.

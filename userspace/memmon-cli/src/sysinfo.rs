@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use memmon::capture::{write_header, write_snapshot, CAPTURE_VERSION};
-use memmon::report::maps::MapsLine;
-use memmon::report::symbols::build_id;
+use memmon::capture::file::{write_header, write_snapshot, CAPTURE_VERSION};
+use memmon::report::model::maps::MapsLine;
+use memmon::report::view::symbols::build_id;
 use memmon::SnapshotSource;
 
 use crate::live::monotonic_now;
@@ -35,7 +35,7 @@ pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Res
     }
     // Access sampling (issue 15): the period and the per-generation page budget, so the
     // report can tell generations that hit the budget.
-    let params = crate::sample::params_dir();
+    let params = crate::params::params_dir();
     for (key, name) in [("sample-ms", "sample_ms"), ("sample-pages", "sample_pages")] {
         if let Some(value) = params.join(name).to_str().and_then(read_trimmed) {
             write_header(out, key, &value)?;

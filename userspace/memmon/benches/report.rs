@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use memmon::report::replay::{Replay, ReplayOptions};
-use memmon::report::symbols::{SymbolOptions, Symbols};
-use memmon::report::view::{build, ViewOptions};
+use memmon::report::model::replay::{Replay, ReplayOptions};
+use memmon::report::view::memory::{build, ViewOptions};
+use memmon::report::view::symbols::{SymbolOptions, Symbols};
 
 #[path = "support/generate.rs"]
 mod generate;

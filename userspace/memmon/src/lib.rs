@@ -23,25 +23,19 @@
 #![warn(missing_docs)]
 
 pub mod capture;
-pub mod control;
-mod errno;
-mod escaped;
-mod event;
-pub mod flags;
-mod human;
-mod parse;
 pub mod report;
+pub mod stream;
 
-pub use capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
-pub use control::{ControlError, ProcInterface, Stats, WatchChange};
-pub use errno::Errno;
-pub use escaped::EscapedStr;
-pub use event::{
+pub use capture::control::{ControlError, ProcInterface, Stats, WatchChange};
+pub use capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
+pub use stream::errno::Errno;
+pub use stream::escaped::EscapedStr;
+pub use stream::event::{
     Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp, KIND_NAMES,
 };
-pub use flags::{
+pub use stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
     ShmatFlags,
 };
-pub use human::{describe_wait_status, Human};
-pub use parse::{parse_line, parse_line_bytes, ParseError};
+pub use stream::human::{describe_wait_status, Human};
+pub use stream::parse::{parse_line, parse_line_bytes, ParseError};

@@ -1,6 +1,6 @@
 //! Reading event streams and capture files.
 
-use memmon::capture::{write_header, write_snapshot};
+use memmon::capture::file::{write_header, write_snapshot};
 use memmon::{CaptureReader, EventKind, ParseError, ReadError, Record, SnapshotSource, Timestamp};
 
 const CAPTURE: &str = "\

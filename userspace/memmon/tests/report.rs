@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use memmon::report::generate::{prepare, report, Format, ReportOptions};
-use memmon::report::profile_proto::Profile;
-use memmon::report::replay::CounterSource;
-use memmon::report::timeline::Slicing;
-use memmon::report::view::{Lifetime, SiteRow, View};
+use memmon::report::model::replay::CounterSource;
+use memmon::report::model::timeline::Slicing;
+use memmon::report::output::profile_proto::Profile;
+use memmon::report::view::memory::{Lifetime, SiteRow, View};
+use memmon::report::{prepare, report, Format, ReportOptions};
 use prost::Message;
 
 const MIB: u64 = 1 << 20;

@@ -11,10 +11,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memmon::report::access_view::{build, AccessView};
-use memmon::report::generate::{analyze, report, Format, ReportOptions};
-use memmon::report::symbols::{SymbolOptions, Symbols};
-use memmon::report::timeline::Slicing;
+use memmon::report::model::timeline::Slicing;
+use memmon::report::view::access::{build, AccessView};
+use memmon::report::view::symbols::{SymbolOptions, Symbols};
+use memmon::report::{analyze, report, Format, ReportOptions};
 
 const PID: u32 = 4242;
 const BASE: u64 = 0x7f3a_c000_0000;
@@ -283,7 +283,7 @@ fn access_faults_bring_nothing_into_rss() {
         sysroot: Some(sysroot()),
         ..ReportOptions::default()
     };
-    let view = memmon::report::generate::prepare(&[capture()], &options)
+    let view = memmon::report::prepare(&[capture()], &options)
         .unwrap()
         .view;
     // populate()'s 4096 pages, nothing more, and the model matches the rss line.
@@ -383,7 +383,7 @@ fn html_page_has_the_access_section() {
 
 #[test]
 fn huge_and_unknown_pages() {
-    use memmon::report::replay::{Replay, ReplayOptions};
+    use memmon::report::model::replay::{Replay, ReplayOptions};
     // A process recorded with -p: its pages were resident before watching began. A huge
     // access touches its 2 MiB page (512 pages); a page first touched in generation 9
     // of a process first armed in generation 7 has been idle for 2 generations.

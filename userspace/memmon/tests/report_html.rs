@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use memmon::report::generate::{report, Format, ReportOptions};
+use memmon::report::{report, Format, ReportOptions};
 
 #[path = "../benches/support/generate.rs"]
 mod generate;

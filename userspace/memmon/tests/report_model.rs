@@ -1,9 +1,9 @@
 //! The address-space model of `memmon report` on small hand-written captures that use the
 //! stream additions of issue 10 (stack=, pages=, dur=, rss lines).
 
-use memmon::report::replay::{Replay, ReplayOptions};
-use memmon::report::symbols::{SymbolOptions, Symbols};
-use memmon::report::view::{build, View, ViewOptions};
+use memmon::report::model::replay::{Replay, ReplayOptions};
+use memmon::report::view::memory::{build, View, ViewOptions};
+use memmon::report::view::symbols::{SymbolOptions, Symbols};
 
 const KIB: u64 = 1024;
 
@@ -118,8 +118,8 @@ fn populate_faults_before_the_call_and_a_wrong_rss_line() {
 }
 
 mod never_panics {
-    use memmon::report::generate::{report, Format, ReportOptions};
-    use memmon::report::replay::{Replay, ReplayOptions};
+    use memmon::report::model::replay::{Replay, ReplayOptions};
+    use memmon::report::{report, Format, ReportOptions};
     use proptest::prelude::*;
 
     fn address() -> impl Strategy<Value = u64> {
@@ -203,12 +203,12 @@ mod never_panics {
             let mut replay = Replay::new(ReplayOptions::default());
             replay.capture(text.as_bytes()).unwrap();
             let analysis = replay.finish();
-            let symbols = memmon::report::symbols::Symbols::new(
+            let symbols = memmon::report::view::symbols::Symbols::new(
                 &analysis.sites,
-                &memmon::report::symbols::SymbolOptions::default(),
+                &memmon::report::view::symbols::SymbolOptions::default(),
             );
-            let view = memmon::report::view::build(&analysis, &symbols, &Default::default()).unwrap();
-            let _ = memmon::report::text::render(&view, memmon::report::text::TextOptions { top: 5, timeline: true });
+            let view = memmon::report::view::memory::build(&analysis, &symbols, &Default::default()).unwrap();
+            let _ = memmon::report::output::text::render(&view, memmon::report::output::text::TextOptions { top: 5, timeline: true });
         }
     }
 

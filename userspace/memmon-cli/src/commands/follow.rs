@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use memmon::report::replay::{Replay, ReplayOptions};
+use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::{parse_line, Event, EventKind, ProcInterface, Snapshot, SnapshotSource, Timestamp};
 use nix::sys::signal::Signal;
 
@@ -244,7 +244,10 @@ impl Monitor {
     fn print_summary(&mut self) {
         if let Some(mut replay) = self.summary.take() {
             replay.end_live();
-            eprint!("{}", memmon::report::summary::summary(&replay.finish()));
+            eprint!(
+                "{}",
+                memmon::report::output::summary::summary(&replay.finish())
+            );
         }
     }
 
@@ -483,7 +486,7 @@ fn follow_command(
     }
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {
-        memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
+        memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
     report_lost(proc, monitor.lost);
@@ -524,7 +527,7 @@ pub fn record_pids(
     }
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {
-        memmon::capture::write_header(out, "end", &monotonic_now().to_string())?;
+        memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
     if interrupted() {

@@ -96,7 +96,7 @@ pub fn parse_pid_ranges(text: &str) -> Result<Vec<u32>, String> {
     }
     for part in text.split(',') {
         let number = |s: &str| -> Result<u32, String> {
-            crate::parse::parse_dec(s)
+            crate::stream::parse::parse_dec(s)
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| format!("{s:?} is not a pid"))
         };

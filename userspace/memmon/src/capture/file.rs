@@ -42,8 +42,8 @@ use std::io::{self, BufRead, Write};
 
 use thiserror::Error;
 
-use crate::event::{Event, Timestamp};
-use crate::parse::{parse_line, ParseError};
+use crate::stream::event::{Event, Timestamp};
+use crate::stream::parse::{parse_line, ParseError};
 
 /// Version written in the `# memmon-capture` header.
 pub const CAPTURE_VERSION: u32 = 1;

@@ -1,17 +1,30 @@
-//! The whole `memmon report` pipeline: captures → replay → symbols → view → a format.
+//! `memmon report`: which code and which mappings hold the memory. This file is the
+//! pipeline: captures → [`model`] (the replay) → [`view`] (symbols, rows) → [`output`]
+//! (a format).
+//!
+//! [`Replay`] replays captures into a model of each address space ([`model::space`]),
+//! with every resident page attributed to the code site that brought it in and to its
+//! mapping class; [`view::symbols`] names the sites; the views and output formats build
+//! on the [`Analysis`].
+
+pub mod fasthash;
+pub mod model;
+pub mod output;
+pub mod view;
+
+pub use model::replay::{Analysis, Replay, ReplayOptions};
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use super::diff;
-use super::folded::{render_folded, render_svg, Weight};
-use super::pprof::{encode, site_values, ProfileBuilder};
-use super::replay::{Analysis, Replay, ReplayOptions};
-use super::symbols::{SymbolOptions, Symbols};
-use super::text::{self, TextOptions};
-use super::timeline::Slicing;
-use super::view::{build, View, ViewOptions};
+use crate::report::model::timeline::Slicing;
+use crate::report::output::folded::{render_folded, render_svg, Weight};
+use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
+use crate::report::output::text::{self, TextOptions};
+use crate::report::view::diff;
+use crate::report::view::memory::{build, View, ViewOptions};
+use crate::report::view::symbols::{SymbolOptions, Symbols};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -121,7 +134,7 @@ impl Default for ReportOptions {
             sysroot: None,
             diff: false,
             access: false,
-            cold: super::access_view::DEFAULT_COLD,
+            cold: crate::report::view::access::DEFAULT_COLD,
         }
     }
 }
@@ -217,7 +230,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
                 encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
             }
             Format::Html => {
-                Ok(super::html::render_diff(&base, &new, &difference, options.top).into_bytes())
+                Ok(crate::report::output::html::render_diff(&base, &new, &difference, options.top).into_bytes())
             }
             Format::Folded | Format::Svg => Err(ReportError(
                 "--diff writes text, json or pprof (for a differential flame graph, give two folded outputs to inferno-diff-folded)".to_owned(),
@@ -236,7 +249,12 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         )
         .into_bytes()),
         Format::Json => json(view),
-        Format::Html => Ok(super::html::render(&prepared, options.top, options.cold).into_bytes()),
+        Format::Html => {
+            Ok(
+                crate::report::output::html::render(&prepared, options.top, options.cold)
+                    .into_bytes(),
+            )
+        }
         Format::Folded => Ok(render_folded(view, options.weight).into_bytes()),
         Format::Svg => {
             let title = format!(
@@ -280,9 +298,9 @@ fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, 
             sysroot: options.sysroot.clone(),
         },
     );
-    let view = super::access_view::build(&analysis, &symbols, options.cold);
+    let view = crate::report::view::access::build(&analysis, &symbols, options.cold);
     match options.format {
-        Format::Text => Ok(super::access_view::render(&view, options.top).into_bytes()),
+        Format::Text => Ok(crate::report::view::access::render(&view, options.top).into_bytes()),
         Format::Json => json(&view),
         _ => Err(ReportError("--access writes text or json".to_owned())),
     }

@@ -4,9 +4,9 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use crate::errno::Errno;
-use crate::escaped::EscapedStr;
-use crate::flags::{
+use crate::stream::errno::Errno;
+use crate::stream::escaped::EscapedStr;
+use crate::stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
     ShmatFlags,
 };

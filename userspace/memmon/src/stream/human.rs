@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::event::{Event, EventKind, Ret, SyscallResult};
+use crate::stream::event::{Event, EventKind, Ret, SyscallResult};
 
 /// Wraps an event so that `Display` gives the human-readable form (no newline).
 #[derive(Debug, Clone, Copy)]

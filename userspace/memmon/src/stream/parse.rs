@@ -2,10 +2,12 @@
 
 use thiserror::Error;
 
-use crate::errno::Errno;
-use crate::escaped::EscapedStr;
-use crate::event::{Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp};
-use crate::flags::{
+use crate::stream::errno::Errno;
+use crate::stream::escaped::EscapedStr;
+use crate::stream::event::{
+    Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp,
+};
+use crate::stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
     ShmatFlags, SymbolicFlags,
 };
@@ -272,7 +274,7 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         .ok_or_else(|| ParseError::BadPidTid(quote(ids)))?;
     let kind_text = frame.next().ok_or(ParseError::MissingFrame("kind"))?;
     let rest = frame.next().unwrap_or("");
-    let Some(&name) = crate::event::KIND_NAMES
+    let Some(&name) = crate::stream::event::KIND_NAMES
         .iter()
         .find(|name| **name == kind_text)
     else {

@@ -17,10 +17,10 @@
 
 use std::collections::HashMap;
 
-use super::fasthash::FastMap;
-use super::replay::ProcessKey;
-use super::sites::SiteId;
-use crate::event::Timestamp;
+use crate::report::fasthash::FastMap;
+use crate::report::model::replay::ProcessKey;
+use crate::report::model::sites::SiteId;
+use crate::stream::event::Timestamp;
 
 /// Buckets of the idle histograms: idle 0 to 63, the last one for 64 or more.
 pub const IDLE_BUCKETS: usize = 65;

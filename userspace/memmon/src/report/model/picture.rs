@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use super::class::PageKind;
-use super::fasthash::FastMap;
-use super::sites::SiteId;
+use crate::report::fasthash::FastMap;
+use crate::report::model::class::PageKind;
+use crate::report::model::sites::SiteId;
 
 /// Index of a class in the report's class table.
 pub type ClassId = u32;

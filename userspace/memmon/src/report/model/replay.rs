@@ -5,20 +5,20 @@ use std::io::BufRead;
 
 use serde::Serialize;
 
-use super::access::AccessLog;
-use super::class::{Class, PageKind};
-use super::fasthash::FastMap;
-use super::maps::{Counters, MapsLine};
-use super::picture::{ClassId, KindBytes, Picture, PAGE};
-use super::sites::{
+use crate::capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
+use crate::report::fasthash::FastMap;
+use crate::report::model::access::AccessLog;
+use crate::report::model::class::{Class, PageKind};
+use crate::report::model::maps::{Counters, MapsLine};
+use crate::report::model::picture::{ClassId, KindBytes, Picture, PAGE};
+use crate::report::model::sites::{
     Frame, SiteId, SiteTable, LABEL_BEFORE, LABEL_EXEC, LABEL_KERNEL, LABEL_NO_STACK,
 };
-use super::space::{Ctx, Leave, Page, PageState, Space, Vma};
-use super::stats::{FaultClass, StatsTable};
-use super::timeline::{Interval, Point, Slicing, TimelineBuilder};
-use crate::capture::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
-use crate::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
-use crate::flags::{MmapFlags, MremapFlags};
+use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
+use crate::report::model::stats::{FaultClass, StatsTable};
+use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
+use crate::stream::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
+use crate::stream::flags::{MmapFlags, MremapFlags};
 
 /// The most pages one fault can map (a PUD-level mapping: 1 GiB).
 const MAX_PAGES_PER_FAULT: u64 = 262_144;
@@ -239,7 +239,7 @@ impl Replay {
         }
     }
 
-    fn object(&mut self, path: &str) -> super::sites::ObjectId {
+    fn object(&mut self, path: &str) -> crate::report::model::sites::ObjectId {
         let build_id = self.build_ids.get(path).cloned();
         self.sites.object_with_build_id(path, build_id.as_deref())
     }
@@ -503,7 +503,7 @@ impl Replay {
                     object,
                     shared,
                     shmem,
-                    exec: prot.contains(crate::flags::Prot::EXEC),
+                    exec: prot.contains(crate::stream::flags::Prot::EXEC),
                 };
                 self.map(key, *start, vma);
             }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::fasthash::FastMap;
+use crate::report::fasthash::FastMap;
 
 /// Index of an object (a mapped file) in [`SiteTable::objects`].
 pub type ObjectId = u32;

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::class::PageKind;
-use super::picture::{ClassId, Picture, PAGE};
-use super::sites::{Frame, ObjectId, SiteId};
-use super::stats::StatsTable;
-use super::timeline::TimelineBuilder;
+use crate::report::model::class::PageKind;
+use crate::report::model::picture::{ClassId, Picture, PAGE};
+use crate::report::model::sites::{Frame, ObjectId, SiteId};
+use crate::report::model::stats::StatsTable;
+use crate::report::model::timeline::TimelineBuilder;
 
 /// A mapped region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::event::{FaultType, Timestamp};
+use crate::stream::event::{FaultType, Timestamp};
 
 /// The fault classes of the report's fault view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

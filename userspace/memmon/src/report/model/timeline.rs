@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use super::fasthash::FastMap;
-use super::picture::PAGE;
-use super::sites::SiteId;
-use super::stats::FaultClass;
-use crate::event::Timestamp;
+use crate::report::fasthash::FastMap;
+use crate::report::model::picture::PAGE;
+use crate::report::model::sites::SiteId;
+use crate::report::model::stats::FaultClass;
+use crate::stream::event::Timestamp;
 
 /// How the capture is cut into intervals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

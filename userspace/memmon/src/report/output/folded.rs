@@ -1,7 +1,7 @@
 //! `--format folded` (flamegraph.pl / inferno input) and `--format svg` (an inferno flame
 //! graph), weighted by resident bytes, faults, mapped bytes or swapped-in bytes.
 
-use super::view::{SiteRow, View};
+use crate::report::view::memory::{SiteRow, View};
 
 /// What the width of a frame measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

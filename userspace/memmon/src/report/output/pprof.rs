@@ -11,11 +11,13 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::profile_proto::{Function, Line, Location, Mapping, Profile, Sample, ValueType};
-use super::replay::Analysis;
-use super::sites::{Frame, SiteId};
-use super::symbols::{FrameInfo, SymbolOptions, Symbols};
-use super::view::View;
+use crate::report::model::replay::Analysis;
+use crate::report::model::sites::{Frame, SiteId};
+use crate::report::output::profile_proto::{
+    Function, Line, Location, Mapping, Profile, Sample, ValueType,
+};
+use crate::report::view::memory::View;
+use crate::report::view::symbols::{FrameInfo, SymbolOptions, Symbols};
 
 /// Each object's addresses live at `(id + 1) << OBJECT_SHIFT + file offset`.
 const OBJECT_SHIFT: u32 = 40;
@@ -113,7 +115,9 @@ impl ProfileBuilder {
         };
         let build_id = match known {
             Some(known) => known.to_owned(),
-            None if file.is_file() => super::symbols::build_id(&file).unwrap_or_default(),
+            None if file.is_file() => {
+                crate::report::view::symbols::build_id(&file).unwrap_or_default()
+            }
             None => String::new(),
         };
         let mapping = Mapping {
@@ -256,10 +260,14 @@ pub fn site_values(analysis: &Analysis, view: &View) -> HashMap<SiteId, Values> 
     let mut values = HashMap::new();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
-        let resident = picture.site_resident.get(&id).copied().unwrap_or(0) * super::picture::PAGE;
+        let resident = picture.site_resident.get(&id).copied().unwrap_or(0)
+            * crate::report::model::picture::PAGE;
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         let (faults, swapin) = analysis.stats.get(id).map_or((0, 0), |s| {
-            (s.total_faults(), s.swapped_in * super::picture::PAGE)
+            (
+                s.total_faults(),
+                s.swapped_in * crate::report::model::picture::PAGE,
+            )
         });
         values.insert(
             id,

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use super::replay::Analysis;
-use super::symbols::{SymbolOptions, Symbols};
-use super::text::size;
-use super::view::{build, ViewOptions};
+use crate::report::model::replay::Analysis;
+use crate::report::output::text::size;
+use crate::report::view::memory::{build, ViewOptions};
+use crate::report::view::symbols::{SymbolOptions, Symbols};
 
 /// Sites listed.
 const TOP: usize = 5;

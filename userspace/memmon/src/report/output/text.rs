@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::class::PageKind;
-use super::view::{SiteRow, View};
+use crate::report::model::class::PageKind;
+use crate::report::view::memory::{SiteRow, View};
 
 /// Options of the text form.
 #[derive(Debug, Clone, Copy)]
@@ -101,7 +101,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     writeln!(out, "\nRSS tree")?;
     for kind in PageKind::ALL {
         let rows: Vec<_> = view.tree.iter().filter(|r| r.kind == kind).collect();
-        let total = super::picture::saturating_sum(rows.iter().map(|r| r.resident));
+        let total = crate::report::model::picture::saturating_sum(rows.iter().map(|r| r.resident));
         writeln!(out, "  {:<50} {:>10}", kind.as_str(), size(total))?;
         for row in rows {
             writeln!(out, "    {:<48} {:>10}", row.label, size(row.resident))?;

@@ -1,19 +1,19 @@
 //! `memmon report --access [--cold K]`: the hot/cold picture of access sampling, per
-//! generation and per site, from the [`AccessLog`](super::access::AccessLog) of the
+//! generation and per site, from the [`AccessLog`](crate::report::model::access::AccessLog) of the
 //! replay. A sampled access is *hot* when the page was used in the previous generation
 //! too (idle 0), *cold* when it had gone untouched for at least K whole generations
-//! (idle ≥ K), *warm* in between; see [`super::access`] for idle.
+//! (idle ≥ K), *warm* in between; see [`crate::report::model::access`] for idle.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::access::IDLE_BUCKETS;
-use super::replay::{Analysis, ProcessKey};
-use super::sites::SiteId;
-use super::symbols::{FrameInfo, Symbols};
-use crate::event::Timestamp;
+use crate::report::model::access::IDLE_BUCKETS;
+use crate::report::model::replay::{Analysis, ProcessKey};
+use crate::report::model::sites::SiteId;
+use crate::report::view::symbols::{FrameInfo, Symbols};
+use crate::stream::event::Timestamp;
 
 /// The default of `--cold`.
 pub const DEFAULT_COLD: u64 = 3;

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::text::size;
-use super::view::View;
+use crate::report::output::text::size;
+use crate::report::view::memory::View;
 
 /// The change of one class or site.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

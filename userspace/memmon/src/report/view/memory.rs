@@ -5,16 +5,16 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::class::{Class, PageKind};
-use super::maps::Counters;
-use super::picture::{KindBytes, Picture, PAGE};
-use super::reconcile::{reconcile, Check};
-use super::replay::Analysis;
-use super::sites::SiteId;
-use super::stats::{FaultClass, SiteStats};
-use super::symbols::{FrameInfo, Symbols};
-use super::timeline::Interval;
-use crate::event::Timestamp;
+use crate::report::model::class::{Class, PageKind};
+use crate::report::model::maps::Counters;
+use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::replay::Analysis;
+use crate::report::model::sites::SiteId;
+use crate::report::model::stats::{FaultClass, SiteStats};
+use crate::report::model::timeline::Interval;
+use crate::report::view::reconcile::{reconcile, Check};
+use crate::report::view::symbols::{FrameInfo, Symbols};
+use crate::stream::event::Timestamp;
 
 /// Whether a site's memory stays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -290,7 +290,9 @@ pub fn build(
         stacks: analysis.has_stacks,
         pages_key: analysis.has_pages,
         totals: picture.kind_bytes(),
-        mapped: super::picture::saturating_sum(picture.class_mapped.values().copied()),
+        mapped: crate::report::model::picture::saturating_sum(
+            picture.class_mapped.values().copied(),
+        ),
         tree,
         mapped_by_class,
         sites,

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use super::class::PageKind;
-use super::maps::Counters;
-use super::picture::{KindBytes, PAGE};
-use super::replay::{Analysis, Comparison, CounterSource};
+use crate::report::model::class::PageKind;
+use crate::report::model::maps::Counters;
+use crate::report::model::picture::{KindBytes, PAGE};
+use crate::report::model::replay::{Analysis, Comparison, CounterSource};
 
 /// One comparison and its verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

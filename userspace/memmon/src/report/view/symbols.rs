@@ -9,7 +9,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use serde::Serialize;
 
-use super::sites::{Frame, ObjectId, SiteId, SiteTable};
+use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable};
 
 /// One symbolised frame (a function, or a function inlined into it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -1,11 +1,11 @@
 //! The "Access sampling" section of `--format html`: the generations table and the
-//! sites with their cold pages ([`super::access_view`]), present only when the captures
+//! sites with their cold pages ([`crate::report::view::access`]), present only when the captures
 //! have access sampling.
 
 use std::fmt::Write;
 
-use super::access_view::AccessView;
-use super::chart::escape;
+use crate::report::output::html::chart::escape;
+use crate::report::view::access::AccessView;
 
 fn number(value: u64) -> String {
     format!("<td class=\"n\" data-v=\"{value}\">{value}</td>")

@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use super::picture::saturating_sum;
-use super::replay::Analysis;
-use super::text::size;
-use super::timeline::GROUPS;
-use super::view::View;
+use crate::report::model::picture::saturating_sum;
+use crate::report::model::replay::Analysis;
+use crate::report::model::timeline::GROUPS;
+use crate::report::output::text::size;
+use crate::report::view::memory::View;
 
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 380.0;

@@ -4,14 +4,17 @@
 //! and the sortable top-sites table. With `--diff`, the change tables and a differential
 //! flame graph (red for growth, blue for shrink).
 
+pub mod access;
+pub mod chart;
+
 use std::fmt::Write;
 
-use super::chart::{escape, rss_chart};
-use super::diff::Diff;
-use super::folded::{folded_lines, render_svg_width, Weight};
-use super::generate::Prepared;
-use super::text::size;
-use super::view::View;
+use crate::report::output::folded::{folded_lines, render_svg_width, Weight};
+use crate::report::output::html::chart::{escape, rss_chart};
+use crate::report::output::text::size;
+use crate::report::view::diff::Diff;
+use crate::report::view::memory::View;
+use crate::report::Prepared;
 
 const STYLE: &str = r#"
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
@@ -229,8 +232,12 @@ pub fn render(prepared: &Prepared, top: usize, cold: u64) -> String {
     body.push_str(&breakdown(view));
     body.push_str(&sites_table(view, top.max(100)));
     if !prepared.analysis.access.is_empty() {
-        let access = super::access_view::build(&prepared.analysis, &prepared.symbols, cold);
-        body.push_str(&super::access_html::section(&access, top.max(100)));
+        let access =
+            crate::report::view::access::build(&prepared.analysis, &prepared.symbols, cold);
+        body.push_str(&crate::report::output::html::access::section(
+            &access,
+            top.max(100),
+        ));
     }
     page("memmon report", &body)
 }

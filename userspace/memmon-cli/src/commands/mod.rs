@@ -1,0 +1,3 @@
+//! The subcommands, one file per command or group of commands.
+
+pub mod follow;

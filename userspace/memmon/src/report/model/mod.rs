@@ -1,0 +1,12 @@
+//! The model the replay builds from captures: address spaces, sites, classes, pictures
+//! of what is resident, statistics, the timeline and access sampling.
+
+pub mod access;
+pub mod class;
+pub mod maps;
+pub mod picture;
+pub mod replay;
+pub mod sites;
+pub mod space;
+pub mod stats;
+pub mod timeline;

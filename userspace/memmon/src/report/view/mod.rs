@@ -1,0 +1,8 @@
+//! What the model means for a reader: symbols for the sites, the memory view (site rows,
+//! RSS tree, timeline), the access view, the diff of two views and the reconciliation.
+
+pub mod access;
+pub mod diff;
+pub mod memory;
+pub mod reconcile;
+pub mod symbols;

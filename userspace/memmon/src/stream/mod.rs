@@ -1,0 +1,9 @@
+//! The event line format of docs/events.md: the typed events, their parser and its
+//! number lexers, flags, errno names, escaped strings and the human-readable form.
+
+pub(crate) mod errno;
+pub(crate) mod escaped;
+pub(crate) mod event;
+pub mod flags;
+pub(crate) mod human;
+pub(crate) mod parse;
