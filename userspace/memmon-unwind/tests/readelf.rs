@@ -36,7 +36,11 @@ fn readelf_fdes(path: &Path) -> Vec<ReadelfFde> {
         .expect("readelf (binutils) runs");
     // readelf exits 1, saying nothing, on objects with a .gnu_debuglink it cannot follow:
     // its output is whole all the same.
-    assert!(!out.stdout.is_empty(), "readelf printed nothing for {}", path.display());
+    assert!(
+        !out.stdout.is_empty(),
+        "readelf printed nothing for {}",
+        path.display()
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut cies: HashMap<String, (bool, Vec<ReadelfRow>)> = HashMap::new();
     let mut fdes = Vec::new();
@@ -113,8 +117,7 @@ fn readelf_fdes(path: &Path) -> Vec<ReadelfFde> {
                 Current::Fde(i) => {
                     let fde = &mut fdes[*i];
                     // The FDE's own rows replace the CIE's copied one.
-                    if fde.rows.len() == 1 && fde.rows[0].loc == fde.start && row.loc == fde.start
-                    {
+                    if fde.rows.len() == 1 && fde.rows[0].loc == fde.start && row.loc == fde.start {
                         fde.rows.clear();
                     }
                     fde.rows.push(row);
@@ -179,7 +182,11 @@ fn check_object(path: &str) -> Option<usize> {
             continue;
         }
         for (j, row) in fde.rows.iter().enumerate() {
-            let row_end = fde.rows.get(j + 1).map_or(fde.end, |next| next.loc).min(fde.end);
+            let row_end = fde
+                .rows
+                .get(j + 1)
+                .map_or(fde.end, |next| next.loc)
+                .min(fde.end);
             if row.loc >= row_end {
                 continue;
             }
@@ -198,7 +205,12 @@ fn check_object(path: &str) -> Option<usize> {
         // Just past the FDE: the next FDE's row, or the rule 3 of a gap or the end.
         if fdes.get(i + 1).is_none_or(|next| next.start > fde.end) {
             let got = table.lookup(fde.end).expect("a row past the FDE");
-            assert_eq!(got.rule, Rule::NoInfo, "past the FDE ending at {:#x}", fde.end);
+            assert_eq!(
+                got.rule,
+                Rule::NoInfo,
+                "past the FDE ending at {:#x}",
+                fde.end
+            );
         }
     }
     assert!(
@@ -210,7 +222,10 @@ fn check_object(path: &str) -> Option<usize> {
     );
     let last = table.rows.last().expect("rows");
     assert_eq!(last.rule, Rule::NoInfo);
-    assert_eq!(u64::from(last.pc), fdes.iter().map(|f| f.end).max().unwrap_or(0));
+    assert_eq!(
+        u64::from(last.pc),
+        fdes.iter().map(|f| f.end).max().unwrap_or(0)
+    );
     eprintln!("{}: {compared} rows agree with readelf", path.display());
     Some(compared)
 }
