@@ -91,6 +91,14 @@ fn level1(n: u64) -> Capture {
     c
 }
 
+/// The test's outer function: the chain must reach it.
+#[inline(never)]
+fn outer() -> Capture {
+    let c = level1(std::hint::black_box(7));
+    std::hint::black_box(&c);
+    c
+}
+
 /// The name of the function at `ip`, if the symbols say.
 fn name(ip: u64) -> String {
     let mut found = String::new();
@@ -106,7 +114,7 @@ fn name(ip: u64) -> String {
 
 #[test]
 fn own_stack_unwinds_through_std_and_libc() {
-    let capture = level1(std::hint::black_box(7));
+    let capture = outer();
     let pid = std::process::id();
     let mut model = KernelModel::new();
     model.watched.insert(pid);
@@ -136,7 +144,7 @@ fn own_stack_unwinds_through_std_and_libc() {
     let l3 = position("self_unwind::level3");
     let l2 = position("self_unwind::level2");
     let l1 = position("self_unwind::level1");
-    let test = position("own_stack_unwinds_through_std_and_libc");
+    let test = position("self_unwind::outer");
     assert!(l3 < l2 && l2 < l1 && l1 < test, "{names:?}");
 
     // It is the chain _Unwind_Backtrace finds, to the end of the thread's stack.
