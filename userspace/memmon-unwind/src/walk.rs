@@ -92,7 +92,7 @@ where
                     walk.end = End::BadCfa;
                     return walk;
                 };
-                let Some(ra) = read(cfa - 8) else {
+                let Some(ra) = cfa.checked_sub(8).and_then(&mut read) else {
                     walk.end = End::Unreadable;
                     return walk;
                 };
