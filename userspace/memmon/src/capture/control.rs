@@ -96,7 +96,7 @@ pub fn parse_pid_ranges(text: &str) -> Result<Vec<u32>, String> {
     }
     for part in text.split(',') {
         let number = |s: &str| -> Result<u32, String> {
-            crate::stream::parse::parse_dec(s)
+            crate::stream::lex::parse_dec(s)
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| format!("{s:?} is not a pid"))
         };
@@ -238,11 +238,6 @@ impl ProcInterface {
             .read_to_string(&mut text)
             .map_err(|source| self.classify(&path, source))?;
         Ok(text)
-    }
-
-    /// Opens `events` for reading (each open starts at the oldest buffered event).
-    pub fn open_events(&self) -> Result<File, ControlError> {
-        self.open("events", OpenOptions::new().read(true))
     }
 
     /// Opens `events` with extra open(2) flags (e.g. `O_NONBLOCK`).

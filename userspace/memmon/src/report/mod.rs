@@ -7,12 +7,12 @@
 //! mapping class; [`view::symbols`] names the sites; the views and output formats build
 //! on the [`Analysis`].
 
-pub mod fasthash;
 pub mod model;
 pub mod output;
 pub mod view;
 
 pub use model::replay::{Analysis, Replay, ReplayOptions};
+pub use view::memory::{Prepared, View};
 
 use std::fs::File;
 use std::io::BufReader;
@@ -23,7 +23,7 @@ use crate::report::output::folded::{render_folded, render_svg, Weight};
 use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
 use crate::report::output::text::{self, TextOptions};
 use crate::report::view::diff;
-use crate::report::view::memory::{build, View, ViewOptions};
+use crate::report::view::memory::{build, ViewOptions};
 use crate::report::view::symbols::{SymbolOptions, Symbols};
 
 /// Output format.
@@ -155,16 +155,6 @@ pub fn analyze(paths: &[PathBuf], slicing: Slicing) -> Result<Analysis, ReportEr
             .map_err(|e| ReportError(format!("{}: {e}", path.display())))?;
     }
     Ok(replay.finish())
-}
-
-/// An analysis with its symbols and view.
-pub struct Prepared {
-    /// The replay's result.
-    pub analysis: Analysis,
-    /// Its symbols.
-    pub symbols: Symbols,
-    /// The view asked for.
-    pub view: View,
 }
 
 /// Replays, symbolises and builds the view.

@@ -162,7 +162,7 @@ pub trait SymbolicFlags: Sized + Copy {
         let mut bits = 0u64;
         for part in text.split('|') {
             if let Some(hex) = part.strip_prefix("0x") {
-                bits |= crate::stream::parse::parse_hex_digits(hex)?;
+                bits |= crate::stream::lex::parse_hex_digits(hex)?;
             } else {
                 let &(_, mask) = Self::NAMES.iter().find(|(name, _)| *name == part)?;
                 bits |= mask;
@@ -345,7 +345,7 @@ impl Advice {
         if let Some(&(_, number)) = ADVICE_NAMES.iter().find(|(name, _)| *name == text) {
             return Some(Advice(number));
         }
-        crate::stream::parse::parse_signed_dec(text)
+        crate::stream::lex::parse_signed_dec(text)
             .and_then(|value| i32::try_from(value).ok())
             .map(Advice)
     }

@@ -6,4 +6,5 @@ pub(crate) mod escaped;
 pub(crate) mod event;
 pub mod flags;
 pub(crate) mod human;
+pub(crate) mod lex;
 pub(crate) mod parse;

@@ -17,10 +17,10 @@
 
 use std::collections::HashMap;
 
-use crate::report::fasthash::FastMap;
-use crate::report::model::replay::ProcessKey;
 use crate::report::model::sites::SiteId;
+use crate::report::model::ProcessKey;
 use crate::stream::event::Timestamp;
+use rustc_hash::FxHashMap;
 
 /// Buckets of the idle histograms: idle 0 to 63, the last one for 64 or more.
 pub const IDLE_BUCKETS: usize = 65;
@@ -42,7 +42,7 @@ struct Tracker {
     /// Its first generation.
     first: Option<u64>,
     /// Last use by virtual page number.
-    last: FastMap<u64, Seen>,
+    last: FxHashMap<u64, Seen>,
 }
 
 impl Tracker {

@@ -1,7 +1,7 @@
 //! Lines of `/proc/PID/maps` and of the `Vm*`/`Rss*` part of `/proc/PID/status`, as
 //! capture snapshots hold them.
 
-use crate::stream::parse::{parse_dec, parse_hex_digits};
+use crate::stream::lex::{parse_dec, parse_hex_digits};
 
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]

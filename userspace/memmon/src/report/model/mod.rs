@@ -10,3 +10,6 @@ pub mod sites;
 pub mod space;
 pub mod stats;
 pub mod timeline;
+
+/// A process of one capture: (capture index, pid).
+pub type ProcessKey = (usize, u32);

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::report::fasthash::FastMap;
 use crate::report::model::class::PageKind;
 use crate::report::model::sites::SiteId;
+use rustc_hash::FxHashMap;
 
 /// Index of a class in the report's class table.
 pub type ClassId = u32;
@@ -13,13 +13,13 @@ pub type ClassId = u32;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Picture {
     /// Resident pages by site.
-    pub site_resident: FastMap<SiteId, u64>,
+    pub site_resident: FxHashMap<SiteId, u64>,
     /// Mapped bytes by the site of the call that mapped them.
-    pub site_mapped: FastMap<SiteId, u64>,
+    pub site_mapped: FxHashMap<SiteId, u64>,
     /// Resident pages by (page kind, class).
-    pub class_resident: FastMap<(PageKind, ClassId), u64>,
+    pub class_resident: FxHashMap<(PageKind, ClassId), u64>,
     /// Mapped bytes by class.
-    pub class_mapped: FastMap<ClassId, u64>,
+    pub class_mapped: FxHashMap<ClassId, u64>,
     /// Resident pages by kind (anon, file, shmem).
     pub kinds: [u64; 3],
     /// Pages paged out to swap (and not back yet).
@@ -54,7 +54,7 @@ impl KindBytes {
 /// Bytes per page (x86-64 base pages).
 pub const PAGE: u64 = 4096;
 
-fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FastMap<K, u64>, key: K, delta: i64) {
+fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FxHashMap<K, u64>, key: K, delta: i64) {
     let entry = map.entry(key).or_insert(0);
     *entry = entry.saturating_add_signed(delta);
     if *entry == 0 {
@@ -97,14 +97,6 @@ impl Picture {
             *total += more;
         }
         self.swapped += other.swapped;
-    }
-
-    /// Resident bytes of all kinds.
-    pub fn resident_bytes(&self) -> u64 {
-        self.kinds
-            .iter()
-            .fold(0u64, |sum, &pages| sum.saturating_add(pages))
-            .saturating_mul(PAGE)
     }
 
     /// Totals in bytes by kind.

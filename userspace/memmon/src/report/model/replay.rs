@@ -6,7 +6,6 @@ use std::io::BufRead;
 use serde::Serialize;
 
 use crate::capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
-use crate::report::fasthash::FastMap;
 use crate::report::model::access::AccessLog;
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::{Counters, MapsLine};
@@ -17,14 +16,13 @@ use crate::report::model::sites::{
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::{FaultClass, StatsTable};
 use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
+use crate::report::model::ProcessKey;
 use crate::stream::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
 use crate::stream::flags::{MmapFlags, MremapFlags};
+use rustc_hash::FxHashMap;
 
 /// The most pages one fault can map (a PUD-level mapping: 1 GiB).
 const MAX_PAGES_PER_FAULT: u64 = 262_144;
-
-/// A process of one capture: (capture index, pid).
-pub type ProcessKey = (usize, u32);
 
 /// Where a counter value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,7 +70,7 @@ pub struct MarkState {
 #[derive(Debug, Default)]
 struct Process {
     space: Space,
-    raw_sites: FastMap<Vec<u64>, SiteId>,
+    raw_sites: FxHashMap<Vec<u64>, SiteId>,
     raw_epoch: u64,
     /// The totals when the address space was last released (exit/exec).
     released: Option<KindBytes>,

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::report::fasthash::FastMap;
+use rustc_hash::FxHashMap;
 
 /// Index of an object (a mapped file) in [`SiteTable::objects`].
 pub type ObjectId = u32;
@@ -44,7 +44,7 @@ pub struct SiteTable {
     build_ids: Vec<Option<String>>,
     object_ids: HashMap<String, ObjectId>,
     sites: Vec<Vec<Frame>>,
-    site_ids: FastMap<Vec<Frame>, SiteId>,
+    site_ids: FxHashMap<Vec<Frame>, SiteId>,
 }
 
 impl SiteTable {

@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
-use crate::report::fasthash::FastMap;
 use crate::report::model::picture::PAGE;
 use crate::report::model::sites::SiteId;
 use crate::report::model::stats::FaultClass;
 use crate::stream::event::Timestamp;
+use rustc_hash::FxHashMap;
 
 /// How the capture is cut into intervals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct Interval {
     pub swapins: u64,
     /// Net resident change by site (pages), for the top contributors.
     #[serde(skip)]
-    pub site_growth: FastMap<SiteId, i64>,
+    pub site_growth: FxHashMap<SiteId, i64>,
 }
 
 /// The groups of the RSS-over-time series.

@@ -34,7 +34,8 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
-fn signed_size(bytes: i64) -> String {
+/// `+1.5 MiB`, `-12 KiB`, `+0 B`: a change in bytes.
+pub fn signed_size(bytes: i64) -> String {
     let sign = if bytes < 0 { "-" } else { "+" };
     format!("{sign}{}", size(bytes.unsigned_abs()))
 }

@@ -10,8 +10,9 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::report::model::access::IDLE_BUCKETS;
-use crate::report::model::replay::{Analysis, ProcessKey};
+use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
+use crate::report::model::ProcessKey;
 use crate::report::view::symbols::{FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::output::text::size;
+use crate::report::output::text::{signed_size, size};
 use crate::report::view::memory::View;
 
 /// The change of one class or site.
@@ -122,21 +122,19 @@ pub fn diff(base: &View, new: &View) -> Diff {
     }
 }
 
-fn signed(bytes: i64) -> String {
-    let sign = if bytes < 0 { "-" } else { "+" };
-    format!("{sign}{}", size(bytes.unsigned_abs()))
-}
-
 /// The text form.
 pub fn render(diff: &Diff, top: usize) -> String {
-    let mut out = format!("memmon report --diff: resident {}\n", signed(diff.total));
+    let mut out = format!(
+        "memmon report --diff: resident {}\n",
+        signed_size(diff.total)
+    );
     out.push_str("\nBy class\n");
     for change in diff.classes.iter().take(top) {
         out.push_str(&format!(
             "  {:>10} {:>10}  {}  ({} -> {})\n",
-            signed(change.resident),
+            signed_size(change.resident),
             if change.mapped != 0 {
-                format!("{} mapped", signed(change.mapped))
+                format!("{} mapped", signed_size(change.mapped))
             } else {
                 String::new()
             },
@@ -149,9 +147,9 @@ pub fn render(diff: &Diff, top: usize) -> String {
     for change in diff.sites.iter().take(top) {
         out.push_str(&format!(
             "  {:>10} {:>16} {:>8}  {}  ({} -> {})\n",
-            signed(change.resident),
+            signed_size(change.resident),
             if change.mapped != 0 {
-                format!("{} mapped", signed(change.mapped))
+                format!("{} mapped", signed_size(change.mapped))
             } else {
                 String::new()
             },

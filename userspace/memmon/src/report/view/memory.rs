@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::report::model::class::{Class, PageKind};
-use crate::report::model::maps::Counters;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
@@ -15,6 +14,16 @@ use crate::report::model::timeline::Interval;
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::symbols::{FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
+
+/// An analysis with its symbols and its view: what the outputs render.
+pub struct Prepared {
+    /// The replay's result.
+    pub analysis: Analysis,
+    /// Its symbols.
+    pub symbols: Symbols,
+    /// The view asked for.
+    pub view: View,
+}
 
 /// Whether a site's memory stays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -409,13 +418,4 @@ fn timeline_rows(analysis: &Analysis, symbols: &Symbols, spike: Option<u64>) -> 
             }
         })
         .collect()
-}
-
-/// Resident bytes of the counters comparable with a model kind.
-pub fn counter_of(counters: &Counters, kind: PageKind) -> u64 {
-    match kind {
-        PageKind::Anon => counters.anon,
-        PageKind::File => counters.file,
-        PageKind::Shmem => counters.shmem,
-    }
 }

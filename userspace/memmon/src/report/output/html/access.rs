@@ -4,11 +4,11 @@
 
 use std::fmt::Write;
 
-use crate::report::output::html::chart::escape;
+use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::view::access::AccessView;
 
 fn number(value: u64) -> String {
-    format!("<td class=\"n\" data-v=\"{value}\">{value}</td>")
+    number_cell(value, &value.to_string())
 }
 
 /// The section, or nothing without sampling.

@@ -1,14 +1,19 @@
-//! The RSS-over-time chart as hand-laid SVG: resident bytes stacked by group (heap,
-//! anonymous mmap, stacks, file, shmem) against the capture's time, marks as labelled
-//! vertical lines, the process's own counters as a line over the stack, and the spikes of
-//! the timeline shaded with their top sites in a tooltip.
+//! The RSS-over-time chart, an SVG written through quick-xml's writer (as inferno writes
+//! its flame graphs): resident bytes stacked by group (heap, anonymous mmap, stacks,
+//! file, shmem) against the capture's time, marks as labelled vertical lines, the
+//! process's own counters as a line over the stack, and the spikes of the timeline
+//! shaded with their top sites in a tooltip.
 
-use std::fmt::Write;
+use std::io;
+
+use quick_xml::events::{BytesEnd, BytesStart, BytesText, Event};
+use quick_xml::Writer;
 
 use crate::report::model::picture::saturating_sum;
 use crate::report::model::replay::Analysis;
 use crate::report::model::timeline::GROUPS;
-use crate::report::output::text::size;
+use crate::report::output::html::markup::escape;
+use crate::report::output::text::{signed_size, size};
 use crate::report::view::memory::View;
 
 const WIDTH: f64 = 960.0;
@@ -20,31 +25,74 @@ const BOTTOM: f64 = 56.0;
 /// Fill colours of the groups.
 pub const COLOURS: [&str; 5] = ["#e6550d", "#fd8d3c", "#fdae6b", "#3182bd", "#31a354"];
 
-/// Escapes text for HTML and SVG (content and attributes).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 fn seconds(nanos: u128) -> f64 {
     nanos as f64 / 1e9
 }
 
+/// The SVG being written. Text content is given escaped, with the page's escape (the
+/// chart sits inline in the HTML page); attribute values are numbers and names, which
+/// quick-xml's escape leaves as they are.
+struct Svg(Writer<Vec<u8>>);
+
+impl Svg {
+    fn start(name: &str, attributes: &[(&str, &str)]) -> BytesStart<'static> {
+        let mut start = BytesStart::new(name.to_owned());
+        for &attribute in attributes {
+            start.push_attribute(attribute);
+        }
+        start
+    }
+
+    /// `<name attributes/>`.
+    fn empty(&mut self, name: &str, attributes: &[(&str, &str)]) -> io::Result<()> {
+        self.0
+            .write_event(Event::Empty(Svg::start(name, attributes)))
+    }
+
+    /// `<name attributes>text</name>`, `text` already escaped.
+    fn text(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) -> io::Result<()> {
+        self.0
+            .write_event(Event::Start(Svg::start(name, attributes)))?;
+        self.0
+            .write_event(Event::Text(BytesText::from_escaped(text)))?;
+        self.0.write_event(Event::End(BytesEnd::new(name)))
+    }
+
+    /// `<name attributes><title>title</title></name>`: a shape with a tooltip, `title`
+    /// already escaped.
+    fn titled(&mut self, name: &str, attributes: &[(&str, &str)], title: &str) -> io::Result<()> {
+        self.0
+            .write_event(Event::Start(Svg::start(name, attributes)))?;
+        self.text("title", &[], title)?;
+        self.0.write_event(Event::End(BytesEnd::new(name)))
+    }
+}
+
+/// `x,y` pairs joined by spaces, one decimal each.
+fn points(pairs: impl Iterator<Item = (f64, f64)>) -> String {
+    pairs
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The chart, or a note when the capture has no events.
 pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
+    if analysis.series.is_empty() {
+        return "<p>No events: nothing to chart.</p>".to_owned();
+    }
+    let mut svg = Svg(Writer::new(Vec::new()));
+    match draw(&mut svg, analysis, view) {
+        Ok(()) => String::from_utf8_lossy(&svg.0.into_inner()).into_owned(),
+        // Writing into memory does not fail.
+        Err(_) => String::new(),
+    }
+}
+
+fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
     let series = &analysis.series;
     let (Some(first), Some(last)) = (series.first(), series.last()) else {
-        return "<p>No events: nothing to chart.</p>".to_owned();
+        return Ok(());
     };
     let t0 = first.time.as_nanos();
     let span = (last.time.as_nanos().saturating_sub(t0)).max(1);
@@ -65,11 +113,21 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
     let plot_h = HEIGHT - TOP - BOTTOM;
     let x = |t: u128| LEFT + (t.saturating_sub(t0)) as f64 / span as f64 * plot_w;
     let y = |bytes: f64| TOP + plot_h - bytes / top * plot_h;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg id="rss-chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">"#
-    );
+    let (width, height) = (WIDTH.to_string(), HEIGHT.to_string());
+    let (left, top_edge) = (LEFT.to_string(), TOP.to_string());
+    let (bottom_edge, plot_height) = ((TOP + plot_h).to_string(), plot_h.to_string());
+    svg.0.write_event(Event::Start(Svg::start(
+        "svg",
+        &[
+            ("id", "rss-chart"),
+            ("xmlns", "http://www.w3.org/2000/svg"),
+            ("width", &width),
+            ("height", &height),
+            ("viewBox", &format!("0 0 {width} {height}")),
+            ("font-family", "sans-serif"),
+            ("font-size", "11"),
+        ],
+    )))?;
     // Spikes first, under everything.
     for row in view.timeline.iter().filter(|r| r.spike) {
         let (a, b) = (
@@ -79,21 +137,26 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
         let sites: Vec<String> = row
             .top
             .iter()
-            .map(|(name, bytes)| {
-                format!(
-                    "{name}: {}{}",
-                    if *bytes < 0 { "-" } else { "+" },
-                    size(bytes.unsigned_abs())
-                )
-            })
+            .map(|(name, bytes)| format!("{name}: {}", signed_size(*bytes)))
             .collect();
-        let _ = write!(
-            svg,
-            r##"<rect class="spike" x="{a:.1}" y="{TOP}" width="{:.1}" height="{plot_h}" fill="#ff000022" stroke="#ff0000" stroke-dasharray="3,3"><title>spike: {} in this interval&#10;{}</title></rect>"##,
-            (b - a).max(2.0),
-            escape(&size(row.interval.resident_growth.unsigned_abs())),
-            escape(&sites.join("\n")).replace('\n', "&#10;")
-        );
+        svg.titled(
+            "rect",
+            &[
+                ("class", "spike"),
+                ("x", &format!("{a:.1}")),
+                ("y", &top_edge),
+                ("width", &format!("{:.1}", (b - a).max(2.0))),
+                ("height", &plot_height),
+                ("fill", "#ff000022"),
+                ("stroke", "#ff0000"),
+                ("stroke-dasharray", "3,3"),
+            ],
+            &format!(
+                "spike: {} in this interval&#10;{}",
+                escape(&size(row.interval.resident_growth.unsigned_abs())),
+                escape(&sites.join("\n")).replace('\n', "&#10;")
+            ),
+        )?;
     }
     // Stacked areas, bottom group first.
     let mut lower = vec![0u64; series.len()];
@@ -106,118 +169,166 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
         if upper == lower {
             continue;
         }
-        let mut points = String::new();
-        for (p, value) in series.iter().zip(&upper) {
-            let _ = write!(
-                points,
-                "{:.1},{:.1} ",
-                x(p.time.as_nanos()),
-                y(*value as f64)
-            );
-        }
-        for (p, value) in series.iter().zip(&lower).rev() {
-            let _ = write!(
-                points,
-                "{:.1},{:.1} ",
-                x(p.time.as_nanos()),
-                y(*value as f64)
-            );
-        }
-        let _ = write!(
-            svg,
-            r#"<polygon class="area" data-group="{}" points="{}" fill="{colour}" fill-opacity="0.85"><title>{}</title></polygon>"#,
-            escape(GROUPS[group]),
-            points.trim_end(),
-            escape(GROUPS[group])
-        );
+        let outline = series
+            .iter()
+            .zip(&upper)
+            .chain(series.iter().zip(&lower).rev())
+            .map(|(p, value)| (x(p.time.as_nanos()), y(*value as f64)));
+        svg.titled(
+            "polygon",
+            &[
+                ("class", "area"),
+                ("data-group", GROUPS[group]),
+                ("points", &points(outline)),
+                ("fill", colour),
+                ("fill-opacity", "0.85"),
+            ],
+            &escape(GROUPS[group]),
+        )?;
         lower = upper;
     }
     // Axes and ticks.
-    let _ = write!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{}" x2="{}" y2="{}" stroke="#333"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{}" stroke="#333"/>"##,
-        TOP + plot_h,
-        LEFT + plot_w,
-        TOP + plot_h,
-        TOP + plot_h
-    );
+    let right_edge = (LEFT + plot_w).to_string();
+    for (x1, y1, x2, y2) in [
+        (&left, &bottom_edge, &right_edge, &bottom_edge),
+        (&left, &top_edge, &left, &bottom_edge),
+    ] {
+        svg.empty(
+            "line",
+            &[
+                ("x1", x1),
+                ("y1", y1),
+                ("x2", x2),
+                ("y2", y2),
+                ("stroke", "#333"),
+            ],
+        )?;
+    }
     for tick in 0u8..=4 {
         let bytes = top / 1.05 * f64::from(tick) / 4.0;
-        let _ = write!(
-            svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/>"##,
-            LEFT - 6.0,
-            y(bytes) + 4.0,
-            escape(&size(bytes as u64)),
-            y(bytes),
-            LEFT + plot_w,
-            y(bytes)
-        );
+        let level = format!("{:.1}", y(bytes));
+        svg.text(
+            "text",
+            &[
+                ("x", &format!("{:.1}", LEFT - 6.0)),
+                ("y", &format!("{:.1}", y(bytes) + 4.0)),
+                ("text-anchor", "end"),
+            ],
+            &escape(&size(bytes as u64)),
+        )?;
+        svg.empty(
+            "line",
+            &[
+                ("x1", &left),
+                ("y1", &level),
+                ("x2", &format!("{:.1}", LEFT + plot_w)),
+                ("y2", &level),
+                ("stroke", "#ddd"),
+            ],
+        )?;
         let t = t0 + span * u128::from(tick) / 4;
-        let _ = write!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{:.3} s</text>"#,
-            x(t),
-            TOP + plot_h + 16.0,
-            seconds(t)
-        );
+        svg.text(
+            "text",
+            &[
+                ("x", &format!("{:.1}", x(t))),
+                ("y", &format!("{:.1}", TOP + plot_h + 16.0)),
+                ("text-anchor", "middle"),
+            ],
+            &format!("{:.3} s", seconds(t)),
+        )?;
     }
     // Marks.
+    let label_y = format!("{:.1}", TOP - 4.0);
     for mark in &analysis.marks {
-        let mx = x(mark.time.as_nanos());
-        let _ = write!(
-            svg,
-            r##"<line class="mark" x1="{mx:.1}" y1="{TOP}" x2="{mx:.1}" y2="{:.1}" stroke="#555" stroke-dasharray="4,2"/><text class="mark-label" x="{:.1}" y="{:.1}" transform="rotate(-45 {:.1} {:.1})" fill="#333">{}</text>"##,
-            TOP + plot_h,
-            mx,
-            TOP - 4.0,
-            mx,
-            TOP - 4.0,
-            escape(&mark.text)
-        );
+        let mx = format!("{:.1}", x(mark.time.as_nanos()));
+        svg.empty(
+            "line",
+            &[
+                ("class", "mark"),
+                ("x1", &mx),
+                ("y1", &top_edge),
+                ("x2", &mx),
+                ("y2", &format!("{:.1}", TOP + plot_h)),
+                ("stroke", "#555"),
+                ("stroke-dasharray", "4,2"),
+            ],
+        )?;
+        svg.text(
+            "text",
+            &[
+                ("class", "mark-label"),
+                ("x", &mx),
+                ("y", &label_y),
+                ("transform", &format!("rotate(-45 {mx} {label_y})")),
+                ("fill", "#333"),
+            ],
+            &escape(&mark.text),
+        )?;
     }
     // The process's own counters.
     if !counters.is_empty() {
-        let mut points = String::new();
-        for (t, bytes) in &counters {
-            let _ = write!(points, "{:.1},{:.1} ", x(*t), y(*bytes as f64));
-        }
-        let _ = write!(
-            svg,
-            r##"<polyline id="counters" points="{}" fill="none" stroke="#000" stroke-width="1.5"/>"##,
-            points.trim_end()
-        );
-        for (t, bytes) in &counters {
-            let _ = write!(
-                svg,
-                r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#000"><title>process counters: {}</title></circle>"##,
-                x(*t),
-                y(*bytes as f64),
-                escape(&size(*bytes))
-            );
+        let line = counters.iter().map(|&(t, bytes)| (x(t), y(bytes as f64)));
+        svg.empty(
+            "polyline",
+            &[
+                ("id", "counters"),
+                ("points", &points(line)),
+                ("fill", "none"),
+                ("stroke", "#000"),
+                ("stroke-width", "1.5"),
+            ],
+        )?;
+        for &(t, bytes) in &counters {
+            svg.titled(
+                "circle",
+                &[
+                    ("cx", &format!("{:.1}", x(t))),
+                    ("cy", &format!("{:.1}", y(bytes as f64))),
+                    ("r", "3"),
+                    ("fill", "#000"),
+                ],
+                &format!("process counters: {}", escape(&size(bytes))),
+            )?;
         }
     }
     // Legend, under the time axis.
     let legend_y = HEIGHT - 14.0;
+    let baseline = format!("{legend_y:.1}");
     let mut lx = LEFT;
     for (group, colour) in COLOURS.iter().enumerate() {
-        let _ = write!(
-            svg,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{colour}"/><text x="{:.1}" y="{legend_y:.1}">{}</text>"#,
-            legend_y - 9.0,
-            lx + 14.0,
-            escape(GROUPS[group])
-        );
+        svg.empty(
+            "rect",
+            &[
+                ("x", &format!("{lx:.1}")),
+                ("y", &format!("{:.1}", legend_y - 9.0)),
+                ("width", "10"),
+                ("height", "10"),
+                ("fill", colour),
+            ],
+        )?;
+        svg.text(
+            "text",
+            &[("x", &format!("{:.1}", lx + 14.0)), ("y", &baseline)],
+            &escape(GROUPS[group]),
+        )?;
         lx += 120.0;
     }
-    let _ = write!(
-        svg,
-        r##"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#000" stroke-width="1.5"/><text x="{:.1}" y="{legend_y:.1}">process counters</text>"##,
-        legend_y - 4.0,
-        lx + 14.0,
-        legend_y - 4.0,
-        lx + 18.0
-    );
-    svg.push_str("</svg>");
-    svg
+    let line_y = format!("{:.1}", legend_y - 4.0);
+    svg.empty(
+        "line",
+        &[
+            ("x1", &format!("{lx:.1}")),
+            ("y1", &line_y),
+            ("x2", &format!("{:.1}", lx + 14.0)),
+            ("y2", &line_y),
+            ("stroke", "#000"),
+            ("stroke-width", "1.5"),
+        ],
+    )?;
+    svg.text(
+        "text",
+        &[("x", &format!("{:.1}", lx + 18.0)), ("y", &baseline)],
+        "process counters",
+    )?;
+    svg.0.write_event(Event::End(BytesEnd::new("svg")))
 }

@@ -6,78 +6,29 @@
 
 pub mod access;
 pub mod chart;
+pub mod markup;
 
 use std::fmt::Write;
 
 use crate::report::output::folded::{folded_lines, render_svg_width, Weight};
-use crate::report::output::html::chart::{escape, rss_chart};
-use crate::report::output::text::size;
+use crate::report::output::html::chart::rss_chart;
+use crate::report::output::html::markup::{escape, number_cell};
+use crate::report::output::text::{signed_size, size};
 use crate::report::view::diff::Diff;
-use crate::report::view::memory::View;
-use crate::report::Prepared;
+use crate::report::view::memory::{Prepared, View};
 
-const STYLE: &str = r#"
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-th { cursor: pointer; background: #f4f4f4; user-select: none; }
-.warning { color: #a00; } .ok { color: #080; }
-iframe.flame { width: 100%; border: 1px solid #ccc; }
-.switch button { margin-right: 0.4em; } .switch button.on { font-weight: bold; }
-.muted { color: #777; }
-"#;
+/// The page's styles (page.css).
+const STYLE: &str = include_str!("page.css");
 
-const SCRIPT: &str = r#"
-window.memmonErrors = [];
-window.addEventListener('error', function (e) {
-  window.memmonErrors.push(String(e.message));
-  document.body.setAttribute('data-script-errors', window.memmonErrors.join(' | '));
-});
-function showFlame(weight) {
-  document.querySelectorAll('iframe.flame').forEach(function (f) {
-    f.style.display = f.id === 'flame-' + weight ? 'block' : 'none';
-  });
-  document.querySelectorAll('.switch button').forEach(function (b) {
-    b.className = b.getAttribute('data-weight') === weight ? 'on' : '';
-  });
-}
-function sortTable(th) {
-  var table = th.closest('table'), body = table.tBodies[0];
-  var index = Array.prototype.indexOf.call(th.parentNode.children, th);
-  var numeric = th.classList.contains('n');
-  var down = th.getAttribute('data-down') !== 'true';
-  th.setAttribute('data-down', down ? 'true' : 'false');
-  var rows = Array.prototype.slice.call(body.rows);
-  rows.sort(function (a, b) {
-    var x = a.cells[index], y = b.cells[index];
-    var u = numeric ? Number(x.getAttribute('data-v')) : x.textContent;
-    var v = numeric ? Number(y.getAttribute('data-v')) : y.textContent;
-    return (u < v ? -1 : u > v ? 1 : 0) * (down ? -1 : 1);
-  });
-  rows.forEach(function (r) { body.appendChild(r); });
-}
-document.addEventListener('DOMContentLoaded', function () {
-  document.body.setAttribute('data-dom-loaded-ms', String(Math.round(performance.now())));
-  document.querySelectorAll('th').forEach(function (th) {
-    th.addEventListener('click', function () { sortTable(th); });
-  });
-  var first = document.querySelector('.switch button');
-  if (first) { showFlame(first.getAttribute('data-weight')); }
-  document.body.setAttribute('data-ready', 'true');
-});
-"#;
+/// The page's script (page.js): flame-graph switch, sortable tables, and the
+/// `data-ready`/`data-script-errors` attributes the tests look at.
+const SCRIPT: &str = include_str!("page.js");
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body data-script-errors=\"\">\n{body}\n</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>\n{STYLE}</style><script>\n{SCRIPT}</script></head><body data-script-errors=\"\">\n{body}\n</body></html>\n",
         escape(title)
     )
-}
-
-fn number_cell(value: u64, text: &str) -> String {
-    format!("<td class=\"n\" data-v=\"{value}\">{}</td>", escape(text))
 }
 
 fn flame_section(view: &View, weights: &[Weight]) -> String {
@@ -248,9 +199,8 @@ pub fn render_diff(base: &Prepared, new: &Prepared, diff: &Diff, top: usize) -> 
     let mut body = String::from("<h1>memmon report --diff</h1>");
     let _ = write!(
         body,
-        "<p>Resident change: <b>{}{}</b></p>",
-        if diff.total < 0 { "-" } else { "+" },
-        escape(&size(diff.total.unsigned_abs()))
+        "<p>Resident change: <b>{}</b></p>",
+        escape(&signed_size(diff.total))
     );
     let before = folded_lines(&base.view, Weight::Resident).join("\n");
     let after = folded_lines(&new.view, Weight::Resident).join("\n");
@@ -294,23 +244,16 @@ pub fn render_diff(base: &Prepared, new: &Prepared, diff: &Diff, top: usize) -> 
             "<h2>{title}</h2><table id=\"{id}\"><thead><tr><th>name</th><th class=\"n\">resident change</th><th class=\"n\">base</th><th class=\"n\">new</th><th class=\"n\">mapped change</th><th class=\"n\">faults change</th></tr></thead><tbody>"
         );
         for change in changes.iter().take(top.max(20)) {
-            let signed = |v: i64| {
-                format!(
-                    "{}{}",
-                    if v < 0 { "-" } else { "+" },
-                    size(v.unsigned_abs())
-                )
-            };
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td>{}{}<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{:+}</td></tr>",
                 escape(&change.name),
                 change.resident,
-                escape(&signed(change.resident)),
+                escape(&signed_size(change.resident)),
                 number_cell(change.base, &size(change.base)),
                 number_cell(change.new, &size(change.new)),
                 change.mapped,
-                escape(&signed(change.mapped)),
+                escape(&signed_size(change.mapped)),
                 change.faults,
                 change.faults
             );
