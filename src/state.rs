@@ -55,7 +55,8 @@ pub(crate) struct Memory {
 impl Memory {
     pub(crate) fn total(&self) -> u64 {
         // CAST: byte counts of allocations fit in u64.
-        (self.rings + self.watch + self.paths + self.unwind) as u64 + self.readers * self.per_reader as u64
+        (self.rings + self.watch + self.paths + self.unwind) as u64
+            + self.readers * self.per_reader as u64
     }
 }
 

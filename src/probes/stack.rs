@@ -112,6 +112,7 @@ fn walk_user(
         bp: regs.bp as u64,
     };
     out[0].write(frame.ip);
+    let stack_start = frame.sp;
     let mut count = 1;
     loop {
         // Above the innermost frame the pc is a return address, which may lie past the end of
@@ -121,7 +122,7 @@ fn walk_user(
         } else {
             frame.ip.wrapping_sub(1)
         };
-        let caller = match step(&frame, pc, ranges) {
+        let caller = match step(&frame, pc, ranges, stack_start) {
             Ok(Some(caller)) => caller,
             Ok(None) => return (count, StackEnd::Complete),
             Err(end) => return (count, end),
@@ -136,17 +137,21 @@ fn walk_user(
 }
 
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.
+/// `stack_start` is the innermost frame's RSP.
 fn step(
     frame: &Frame,
     pc: u64,
     ranges: Option<&ProcessRanges>,
+    stack_start: u64,
 ) -> Result<Option<Frame>, StackEnd> {
     let row = ranges.and_then(|ranges| ranges.row(pc));
     match row {
-        Some(row @ Row {
-            rule: Rule::Rsp | Rule::Rbp,
-            ..
-        }) => table_step(frame, row),
+        Some(
+            row @ Row {
+                rule: Rule::Rsp | Rule::Rbp,
+                ..
+            },
+        ) => table_step(frame, row),
         Some(Row {
             rule: Rule::Outermost,
             ..
@@ -154,8 +159,8 @@ fn step(
         Some(Row {
             rule: Rule::NotFollowable,
             ..
-        }) => frame_pointer_step(frame, StackEnd::Unsupported),
-        _ => frame_pointer_step(frame, StackEnd::NoTable),
+        }) => frame_pointer_step(frame, stack_start, StackEnd::Unsupported),
+        _ => frame_pointer_step(frame, stack_start, StackEnd::NoTable),
     }
 }
 
@@ -186,13 +191,19 @@ fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
     } else {
         frame.bp
     };
-    let cfa = base.wrapping_add(u64::from(row.cfa));
-    // The caller's frame lies above this one's.
-    if cfa <= frame.sp || cfa >= USER_LIMIT {
+    // The caller's frame lies above this one's: the return address (at CFA - 8) at or above
+    // RSP. Unchecked arithmetic past this point cannot wrap: 16 <= CFA < USER_LIMIT.
+    let cfa = base
+        .checked_add(u64::from(row.cfa))
+        .ok_or(StackEnd::Unreadable)?;
+    if cfa < frame.sp.saturating_add(8) || !(16..USER_LIMIT).contains(&cfa) {
         return Err(StackEnd::Unreadable);
     }
     let (ret_addr, bp) = match row.rbp {
-        0 => (read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?[0], frame.bp),
+        0 => (
+            read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?[0],
+            frame.bp,
+        ),
         // Saved just below the return address, as `push rbp` leaves it: one read.
         -2 => {
             let [bp, ret_addr] = read_user::<2>(cfa - 16).ok_or(StackEnd::Unreadable)?;
@@ -220,8 +231,13 @@ fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
 }
 
 /// A step by the frame pointer: RBP points at the saved RBP, the return address above it.
-/// `broken` is the reason given when the frame pointer does not lead to a caller.
-fn frame_pointer_step(frame: &Frame, broken: StackEnd) -> Result<Option<Frame>, StackEnd> {
+/// `stack_start` is the innermost frame's RSP; `broken` is the reason given when the frame
+/// pointer does not lead to a caller.
+fn frame_pointer_step(
+    frame: &Frame,
+    stack_start: u64,
+    broken: StackEnd,
+) -> Result<Option<Frame>, StackEnd> {
     let fp = frame.bp;
     if fp == 0 {
         // The outermost frame clears RBP (`_start`, thread start routines).
@@ -236,7 +252,7 @@ fn frame_pointer_step(frame: &Frame, broken: StackEnd) -> Result<Option<Frame>, 
     // A return address points into code: one that points into the stack being walked
     // (between the stack pointer and this frame) is a frame pointer chain through code built
     // without frame pointers, where RBP held something else.
-    let in_stack = (frame.sp..=fp.saturating_add(4096)).contains(&ret_addr);
+    let in_stack = (stack_start..=fp.saturating_add(4096)).contains(&ret_addr);
     if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
         return Err(broken);
     }

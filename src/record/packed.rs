@@ -33,7 +33,7 @@ pub(crate) const PACKED_MAX: usize = 1
     + 5
     + 2
     + (8 * VARINT_MAX + 2 + TEXT_CAPACITY)
-    + 1
+    + 2
     + VARINT_MAX
     + STACK_MAX * VARINT_MAX;
 

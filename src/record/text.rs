@@ -3,7 +3,9 @@
 //! The text form of events: one line per event, as documented in `docs/events.md`.
 
 use crate::record::copy::copy_bytes;
-use crate::record::event::{fault_flags, Event, FaultType, Kind, StackEnd, STACK_MAX, TEXT_CAPACITY};
+use crate::record::event::{
+    fault_flags, Event, FaultType, Kind, StackEnd, STACK_MAX, TEXT_CAPACITY,
+};
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme

@@ -190,6 +190,9 @@ fn check_row(row: &Row) -> Result<(), Refusal> {
     if row.rbp > -2 && row.rbp != 0 {
         return Err("a row saves RBP at or above the return address");
     }
+    if row.rule == Rule::Rsp && i32::from(row.rbp) * -8 > i32::from(row.cfa) {
+        return Err("a row saves RBP below RSP");
+    }
     Ok(())
 }
 
@@ -276,6 +279,7 @@ fn parse_set_maps(body: &[u8]) -> Result<Command<'_>, Refusal> {
     if ranges.len() != count * RANGE_BYTES {
         return Err("a SET_MAPS whose size is not that of its ranges");
     }
+    // CAST: i32::MAX is positive.
     if pid == 0 || pid > i32::MAX as u32 {
         return Err("a SET_MAPS of pid 0 or out of range");
     }

@@ -59,6 +59,9 @@ pub(crate) struct ProcessRanges {
     mm: usize,
     /// The start time of its thread-group leader, against a reused pid with a reused `mm`.
     start_time: u64,
+    /// Its exec count (`self_exec_id`), against a later program whose `mm` reuses the
+    /// address of this one's.
+    exec_id: u64,
     ranges: KVVec<Range>,
 }
 
@@ -71,6 +74,11 @@ impl ProcessRanges {
             return None;
         }
         range.table.row(pc.wrapping_sub(range.bias))
+    }
+
+    /// What names the address space the ranges were given for.
+    fn identity(&self) -> (usize, u64, u64) {
+        (self.mm, self.start_time, self.exec_id)
     }
 
     fn bytes(&self) -> usize {
@@ -89,7 +97,15 @@ struct Snapshot {
 
 /// What only writers touch, under the mutex.
 struct Inner {
+    /// Sorted by key.
     tables: KVec<Arc<Table>>,
+}
+
+impl Inner {
+    /// The table of `key`: `Ok(index)` if loaded, else `Err(where it would go)`.
+    fn find(&self, key: &Key) -> core::result::Result<usize, usize> {
+        self.tables.binary_search_by(|t| t.key.cmp(key))
+    }
 }
 
 /// The tables and ranges, with the memory they take bounded by `max_bytes`.
@@ -105,6 +121,9 @@ pub(crate) struct UnwindStore {
     inner: Mutex<Inner>,
     /// Memory the tables and ranges take now.
     bytes: AtomicUsize,
+    /// Tables loaded and processes with ranges, for `stats` (which takes no lock).
+    tables: AtomicUsize,
+    processes: AtomicUsize,
     max_bytes: usize,
 }
 
@@ -121,6 +140,8 @@ impl UnwindStore {
             current: AtomicPtr::new(core::ptr::null_mut()),
             inner <- new_mutex!(Inner { tables: KVec::new() }),
             bytes: AtomicUsize::new(0),
+            tables: AtomicUsize::new(0),
+            processes: AtomicUsize::new(0),
             max_bytes,
         })
     }
@@ -147,55 +168,84 @@ impl UnwindStore {
         let task = kernel::task::Task::current_raw();
         // SAFETY: `current` is valid; its `tgid` and `mm` change only in its own context, and
         // its group leader lives as long as the group does.
-        let (tgid, mm, start_time) =
-            unsafe { ((*task).tgid, (*task).mm as usize, (*(*task).group_leader).start_time) };
+        let (tgid, mm, start_time, exec_id) = unsafe {
+            (
+                (*task).tgid,
+                (*task).mm as usize,
+                (*(*task).group_leader).start_time,
+                (*task).self_exec_id,
+            )
+        };
         let Ok(at) = snapshot.processes.binary_search_by_key(&tgid, |p| p.tgid) else {
             return f(None);
         };
         let process = snapshot.processes.get(at).map(|p| &**p);
-        f(process.filter(|p| p.mm == mm && p.start_time == start_time))
+        f(process.filter(|p| p.identity() == (mm, start_time, exec_id)))
     }
 
     /// Loads a table; a table of that key already loaded stays as it is.
     pub(crate) fn add_table(&self, key: Key, rows: Rows<'_>) -> Result<(), Refused> {
         let mut inner = self.inner.lock();
-        if inner.tables.iter().any(|t| t.key == key) {
+        let Err(at) = inner.find(&key) else {
             return Ok(());
-        }
+        };
         let bytes = TABLE_OVERHEAD + rows.len() * core::mem::size_of::<Row>();
-        self.reserve(bytes)?;
-        let table = (|| -> Result<Arc<Table>> {
+        self.reserve(&inner, bytes)?;
+        let added = (|| -> Result {
             let mut stored = KVVec::with_capacity(rows.len(), GFP_KERNEL)?;
             for row in rows.iter() {
                 stored.push(row, GFP_KERNEL)?;
             }
             let table = Arc::new(Table { key, rows: stored }, GFP_KERNEL)?;
-            inner.tables.push(table.clone(), GFP_KERNEL)?;
-            Ok(table)
+            inner.tables.reserve(1, GFP_KERNEL)?;
+            inner
+                .tables
+                .insert_within_capacity(at, table)
+                .map_err(|_| ENOMEM)?;
+            Ok(())
         })();
-        table.map(|_| ()).map_err(|error| {
-            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
-            Refused { error }
-        })
+        match added {
+            Ok(()) => {
+                self.tables.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+                Err(refused(error, "out of memory for a table"))
+            }
+        }
     }
 
     /// Removes a table that no process's ranges use.
     pub(crate) fn drop_table(&self, key: Key, watch: &WatchSet) -> Result<(), Refused> {
         let mut inner = self.inner.lock();
-        let Some(at) = inner.tables.iter().position(|t| t.key == key) else {
+        let Ok(at) = inner.find(&key) else {
             return Err(refused(ENOENT, "DROP_TABLE of a table not loaded"));
         };
-        // Ranges of processes no longer watched go first: they may be what holds it.
-        self.publish(&mut inner, watch, None, 0)?;
         let Some(table) = inner.tables.get(at).cloned() else {
             return Err(refused(ENOENT, "DROP_TABLE of a table not loaded"));
         };
-        if self.with_snapshot(|processes| processes.iter().any(|p| p.uses(&table))) {
+        let (used, stale) = self.with_snapshot(&inner, |processes| {
+            let used = |p: &&Arc<ProcessRanges>| p.uses(&table);
+            (
+                processes
+                    .iter()
+                    .filter(used)
+                    .any(|p| watch.contains(p.tgid)),
+                processes.iter().any(|p| !watch.contains(p.tgid)),
+            )
+        });
+        if used {
             return Err(refused(EBUSY, "DROP_TABLE of a table that ranges use"));
+        }
+        // Ranges of processes no longer watched go first: they may be what holds it.
+        if stale {
+            self.publish(&mut inner, watch, None, 0)?;
         }
         let bytes = table.bytes();
         drop(inner.tables.remove(at));
         self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.tables.fetch_sub(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -206,17 +256,22 @@ impl UnwindStore {
         ranges: Ranges<'_>,
         watch: &WatchSet,
     ) -> Result<(), Refused> {
-        let (tgid, mm, start_time) = resolve(nr)?;
+        let mut inner = self.inner.lock();
+        // Under the mutex, so that of two writes for one process the later one wins.
+        let (tgid, mm, start_time, exec_id) = resolve(nr)?;
         if !watch.contains(tgid) {
             return Err(refused(ESRCH, "SET_MAPS of a process that is not watched"));
         }
-        let mut inner = self.inner.lock();
         let process = if ranges.len() == 0 {
             None
         } else {
             let mut stored = KVVec::with_capacity(ranges.len(), GFP_KERNEL).map_err(oom)?;
             for spec in ranges.iter() {
-                let Some(table) = inner.tables.iter().find(|t| t.key == spec.key) else {
+                let Some(table) = inner
+                    .find(&spec.key)
+                    .ok()
+                    .and_then(|at| inner.tables.get(at))
+                else {
                     return Err(refused(ENOENT, "SET_MAPS names a table not loaded"));
                 };
                 let range = Range {
@@ -231,6 +286,7 @@ impl UnwindStore {
                 tgid,
                 mm,
                 start_time,
+                exec_id,
                 ranges: stored,
             };
             Some(Arc::new(process, GFP_KERNEL).map_err(oom)?)
@@ -238,10 +294,12 @@ impl UnwindStore {
         self.publish(&mut inner, watch, process, tgid)
     }
 
-    /// Calls `f` with the processes of the current snapshot (writers only).
-    fn with_snapshot<R>(&self, f: impl FnOnce(&[Arc<ProcessRanges>]) -> R) -> R {
+    /// Calls `f` with the processes of the current snapshot, for a writer (which holds
+    /// `inner`, as `_inner` shows).
+    fn with_snapshot<R>(&self, _inner: &Inner, f: impl FnOnce(&[Arc<ProcessRanges>]) -> R) -> R {
         let snapshot = self.current.load(Ordering::Acquire);
-        // SAFETY: Writers hold `inner`, under which alone the snapshot is replaced and freed.
+        // SAFETY: The caller holds `inner`, under which alone the snapshot is replaced and
+        // freed: it stays alive during the call.
         match unsafe { snapshot.as_ref() } {
             Some(snapshot) => f(&snapshot.processes),
             None => f(&[]),
@@ -253,15 +311,17 @@ impl UnwindStore {
     /// frees the old one after a grace period.
     fn publish(
         &self,
-        _inner: &mut Inner,
+        inner: &mut Inner,
         watch: &WatchSet,
         process: Option<Arc<ProcessRanges>>,
         tgid: i32,
     ) -> Result<(), Refused> {
+        // A process that left the watch set since it was resolved is not added.
+        let process = process.filter(|p| watch.contains(p.tgid));
         let added = process.as_ref().map_or(0, |p| p.bytes());
         let mut freed = 0;
         let mut processes = KVec::new();
-        self.with_snapshot(|old| -> Result<(), Refused> {
+        self.with_snapshot(inner, |old| -> Result<(), Refused> {
             processes.reserve(old.len() + 1, GFP_KERNEL).map_err(oom)?;
             for p in old {
                 if p.tgid == tgid || !watch.contains(p.tgid) {
@@ -286,12 +346,14 @@ impl UnwindStore {
             Some(KBox::new(Snapshot { processes }, GFP_KERNEL).map_err(oom)?)
         };
         if added > freed {
-            self.reserve(added - freed)?;
+            self.reserve(inner, added - freed)?;
         } else {
             self.bytes.fetch_sub(freed - added, Ordering::Relaxed);
         }
+        let count = new.as_ref().map_or(0, |s| s.processes.len());
+        self.processes.store(count, Ordering::Relaxed);
         let new = new.map_or(core::ptr::null_mut(), KBox::into_raw);
-        // INVARIANT: replaced under `inner` (held by the caller, as `_inner` shows).
+        // INVARIANT: replaced under `inner` (held by the caller, as `inner` shows).
         let old = self.current.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: Sleeping is allowed here (a write to the file, process context): it
@@ -304,8 +366,9 @@ impl UnwindStore {
         Ok(())
     }
 
-    /// Counts `bytes` more, or refuses them if that would pass the bound.
-    fn reserve(&self, bytes: usize) -> Result<(), Refused> {
+    /// Counts `bytes` more, or refuses them if that would pass the bound; for a writer
+    /// (which holds `inner`, as `_inner` shows: only writers change the count).
+    fn reserve(&self, _inner: &Inner, bytes: usize) -> Result<(), Refused> {
         let now = self.bytes.load(Ordering::Relaxed);
         if now.saturating_add(bytes) > self.max_bytes {
             pr_err!(
@@ -325,30 +388,34 @@ impl UnwindStore {
     /// Lines for the `unwind` file: the tables, then the processes.
     pub(crate) fn format(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
         let inner = self.inner.lock();
-        self.with_snapshot(|processes| {
+        self.with_snapshot(&inner, |processes| {
             for table in inner.tables.iter() {
                 out.write_str("table ")?;
                 for byte in table.key {
                     write!(out, "{byte:02x}")?;
                 }
-                let users = processes
+                let ranges = processes
                     .iter()
-                    .map(|p| p.ranges.iter().filter(|r| Arc::ptr_eq(&r.table, table)).count())
-                    .sum::<usize>();
+                    .flat_map(|p| p.ranges.iter())
+                    .filter(|r| Arc::ptr_eq(&r.table, table))
+                    .count();
                 writeln!(
                     out,
                     " rows={} bytes={} ranges={}",
                     table.rows.len(),
                     table.bytes(),
-                    users
+                    ranges
                 )?;
             }
             for p in processes {
-                let mut tables = 0;
-                for (i, r) in p.ranges.iter().enumerate() {
-                    let seen = p.ranges.iter().take(i).any(|o| Arc::ptr_eq(&o.table, &r.table));
-                    tables += usize::from(!seen);
-                }
+                // Ranges of one object are next to each other: count where the table changes.
+                let tables = p
+                    .ranges
+                    .iter()
+                    .zip(p.ranges.iter().skip(1))
+                    .filter(|(a, b)| !Arc::ptr_eq(&a.table, &b.table))
+                    .count()
+                    + usize::from(!p.ranges.is_empty());
                 writeln!(
                     out,
                     "process {} ranges={} tables={}",
@@ -362,10 +429,12 @@ impl UnwindStore {
         })
     }
 
-    /// How many tables and processes.
+    /// How many tables, and how many processes have ranges.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        let inner = self.inner.lock();
-        (inner.tables.len(), self.with_snapshot(|p| p.len()))
+        (
+            self.tables.load(Ordering::Relaxed),
+            self.processes.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -390,9 +459,9 @@ fn oom(_: impl Into<Error>) -> Refused {
     Refused { error: ENOMEM }
 }
 
-/// The thread-group id (initial namespace), address space and leader start time of the
-/// process of task `nr` of the caller's pid namespace; `ESRCH` if there is none.
-fn resolve(nr: u32) -> Result<(i32, usize, u64), Refused> {
+/// The thread-group id (initial namespace), address space, leader start time and exec count
+/// of the process of task `nr` of the caller's pid namespace; `ESRCH` if there is none.
+fn resolve(nr: u32) -> Result<(i32, usize, u64, u64), Refused> {
     let nr = i32::try_from(nr).map_err(|_| refused(ESRCH, "SET_MAPS of no such process"))?;
     // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
     let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
@@ -410,17 +479,24 @@ fn resolve(nr: u32) -> Result<(i32, usize, u64), Refused> {
     if task.is_null() {
         return Err(refused(ESRCH, "SET_MAPS of no such process"));
     }
-    // SAFETY: `task` is valid while the RCU read lock is held; its group leader too. `mm` is
-    // read as a value to compare, never dereferenced.
+    // SAFETY: `task` and its group leader are valid while the RCU read lock is held. The task
+    // may be changing these fields in exec meanwhile: they are read once each, as READ_ONCE
+    // does (marked, so no data race), and `mm` only as a value to compare, never dereferenced.
+    // A value from just before an exec names the old program, whose ranges the walker then
+    // ignores.
     let ids = unsafe {
         (
-            (*task).tgid,
-            (*task).mm as usize,
-            (*(*task).group_leader).start_time,
+            core::ptr::read_volatile(&raw const (*task).tgid),
+            core::ptr::read_volatile(&raw const (*task).mm) as usize,
+            core::ptr::read_volatile(&raw const (*(*task).group_leader).start_time),
+            core::ptr::read_volatile(&raw const (*task).self_exec_id),
         )
     };
     if ids.1 == 0 {
-        return Err(refused(ESRCH, "SET_MAPS of a process without an address space"));
+        return Err(refused(
+            ESRCH,
+            "SET_MAPS of a process without an address space",
+        ));
     }
     Ok(ids)
 }
