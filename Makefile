@@ -83,7 +83,10 @@ module: $(MODULE)
 userspace:
 	@if [ -f $(TOP)/userspace/Cargo.toml ]; then \
 		cd $(TOP)/userspace && RUSTFLAGS="-C target-feature=+crt-static" \
-		cargo build --quiet --release --target x86_64-unknown-linux-gnu; fi
+		cargo build --quiet --release --target x86_64-unknown-linux-gnu && \
+		cargo build --quiet --release --target x86_64-unknown-linux-gnu -p memmon-unwind \
+			--example unwind-fuzz && mkdir -p $(BUILD)/progs && \
+		cp target/x86_64-unknown-linux-gnu/release/examples/unwind-fuzz $(BUILD)/progs/; fi
 
 # --- test programs (static C, run in the guest) -------------------------------------------
 UNWIND_PROGS_STAMP := $(BUILD)/progs/.unwind-built
