@@ -1,4 +1,4 @@
-// chains: page faults in named functions, reached through the code real programs run. Built
+// chains [PAGES [DELAY_MS]]: page faults in named functions, reached through the code real programs run. Built
 // twice (tests/unwind/build.sh): -O2 -fomit-frame-pointer, and -O2 -fno-omit-frame-pointer
 // -mno-omit-leaf-frame-pointer, static with glibc. Between the markers fsync(1001) and
 // fsync(1002), each of these brings fresh pages in:
@@ -9,7 +9,8 @@
 //   alloca_frame      a variable-sized frame (alloca) whose stack pages it writes
 //   thread_main       a second thread, through leaf_touch
 // Every fault's chain of functions down to main (or thread_main) must be the same in both
-// builds once memmon unwinds with tables.
+// builds once memmon unwinds with tables. DELAY_MS: a sleep before the first marker (for
+// tables loaded by hand after the start).
 #include <alloca.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -62,8 +63,11 @@ __attribute__((noinline)) int recurse(int depth, char *p, size_t pages)
 		leaf_touch(p, pages);
 		return 0;
 	}
-	// Not a tail call: the result is used after it.
-	return recurse(depth - 1, p, pages) + 1;
+	// Not a tail call, nor a loop the compiler makes of it: the result passes through asm.
+	int r = recurse(depth - 1, p, pages);
+
+	__asm__ volatile("" : "+r"(r));
+	return r + 1;
 }
 
 __attribute__((noinline)) void alloca_frame(size_t pages)
@@ -91,6 +95,8 @@ int main(int argc, char **argv)
 	pthread_t thread;
 
 	thread_pages = pages;
+	if (argc > 2)
+		usleep(strtoul(argv[2], NULL, 0) * 1000);
 	fsync(1001);
 	leaf_touch(a, pages);
 	memset_region(pages);
