@@ -6,8 +6,15 @@
 //!   `Display` on [`Event`] writes it back in exactly that format, [`Event::human`] gives
 //!   the original memmon's log style, and `serde::Serialize` gives JSON.
 //! - [`CaptureReader`] streams events with line numbers from any `BufRead`:
-//!   `/proc/memmon/events`, a capture file (see [`capture`] for its format), stdin.
-//! - [`ProcInterface`] controls the module: watch-pids, stats, marker, events.
+//!   `/proc/memmon/events`, a capture file (see [`capture::file`] for its format), stdin.
+//! - [`ProcInterface`] controls the module: watch-pids, stats, marker, events; every
+//!   /proc and /sys path memmon uses is in [`capture::control`].
+//! - [`report`] is `memmon report`: it replays captures into a model of each address
+//!   space ([`report::model`]), names and aggregates what holds the memory
+//!   ([`report::view`]) and writes it as text, JSON, folded stacks, flame graphs, pprof or
+//!   one HTML page ([`report::output`]).
+//!
+//! The rooms: [`stream`] (the line format), [`capture`] (getting events), [`report`].
 //!
 //! ```
 //! use memmon::{parse_line, EventKind};
@@ -31,7 +38,8 @@ pub use capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSour
 pub use stream::errno::Errno;
 pub use stream::escaped::EscapedStr;
 pub use stream::event::{
-    Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp, KIND_NAMES,
+    Access, Event, EventKind, FaultType, RssAt, Stack, StackEnd, SyscallResult, Timestamp,
+    KIND_NAMES,
 };
 pub use stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,

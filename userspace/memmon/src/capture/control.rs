@@ -121,22 +121,32 @@ pub fn format_pid_ranges(pids: &[u32]) -> String {
     let mut sorted = pids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
+    format_ranges(sorted.into_iter().map(u64::from))
+}
+
+/// Formats ascending numbers with runs as ranges: `1-3,5,7-8` (the form of `watch-pids`,
+/// also used for the generations of the access report).
+pub fn format_ranges(sorted: impl IntoIterator<Item = u64>) -> String {
     let mut parts = Vec::new();
-    let mut index = 0;
-    while index < sorted.len() {
-        let first = sorted[index];
-        let mut last = first;
-        while index + 1 < sorted.len() && sorted[index + 1] == last.wrapping_add(1) {
-            index += 1;
-            last = sorted[index];
-        }
-        parts.push(if first == last {
+    let mut run: Option<(u64, u64)> = None;
+    let range = |(first, last): (u64, u64)| {
+        if first == last {
             first.to_string()
         } else {
             format!("{first}-{last}")
-        });
-        index += 1;
+        }
+    };
+    for value in sorted {
+        run = match run {
+            Some((first, last)) if last.checked_add(1) == Some(value) => Some((first, value)),
+            Some(done) => {
+                parts.push(range(done));
+                Some((value, value))
+            }
+            None => Some((value, value)),
+        };
     }
+    parts.extend(run.map(range));
     parts.join(",")
 }
 

@@ -45,7 +45,7 @@ pub enum Format {
 }
 
 impl Format {
-    /// Parses `text`, `json`, `folded`, `svg`, `pprof`.
+    /// Parses `text`, `json`, `folded`, `svg`, `pprof`, `html`.
     pub fn parse(text: &str) -> Option<Format> {
         Some(match text {
             "text" => Format::Text,
@@ -139,6 +139,14 @@ impl Default for ReportOptions {
     }
 }
 
+impl ReportOptions {
+    fn symbol_options(&self) -> SymbolOptions {
+        SymbolOptions {
+            sysroot: self.sysroot.clone(),
+        }
+    }
+}
+
 /// Why a report failed: one line for `memmon: error: ...`.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -160,10 +168,7 @@ pub fn analyze(paths: &[PathBuf], slicing: Slicing) -> Result<Analysis, ReportEr
 /// Replays, symbolises and builds the view.
 pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, ReportError> {
     let analysis = analyze(paths, options.slicing)?;
-    let symbol_options = SymbolOptions {
-        sysroot: options.sysroot.clone(),
-    };
-    let symbols = Symbols::new(&analysis.sites, &symbol_options);
+    let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let view = build(
         &analysis,
         &symbols,
@@ -192,9 +197,6 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
     if paths.is_empty() {
         return Err(ReportError("no capture given".to_owned()));
     }
-    let symbol_options = SymbolOptions {
-        sysroot: options.sysroot.clone(),
-    };
     if options.access {
         return access_report(paths, options);
     }
@@ -211,19 +213,12 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         return match options.format {
             Format::Text => Ok(diff::render(&difference, options.top).into_bytes()),
             Format::Json => json(&difference),
-            Format::Pprof => {
-                let mut builder = ProfileBuilder::new();
-                let values = site_values(&new.analysis, &new.view);
-                builder.add(&new.analysis, &new.symbols, &symbol_options, &values, 1);
-                let values = site_values(&base.analysis, &base.view);
-                builder.add(&base.analysis, &base.symbols, &symbol_options, &values, -1);
-                encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
-            }
+            Format::Pprof => pprof(&[(&new, 1), (&base, -1)], options),
             Format::Html => {
                 Ok(crate::report::output::html::render_diff(&base, &new, &difference, options.top).into_bytes())
             }
             Format::Folded | Format::Svg => Err(ReportError(
-                "--diff writes text, json or pprof (for a differential flame graph, give two folded outputs to inferno-diff-folded)".to_owned(),
+                "--diff writes text, json, pprof or html (for a differential flame graph, give two folded outputs to inferno-diff-folded)".to_owned(),
             )),
         };
     }
@@ -254,19 +249,26 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
             );
             render_svg(view, options.weight, &title).map_err(ReportError)
         }
-        Format::Pprof => {
-            let mut builder = ProfileBuilder::new();
-            let values = site_values(&prepared.analysis, view);
-            builder.add(
-                &prepared.analysis,
-                &prepared.symbols,
-                &symbol_options,
-                &values,
-                1,
-            );
-            encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
-        }
+        Format::Pprof => pprof(&[(&prepared, 1)], options),
     }
+}
+
+/// One profile of the analyses, each with its sign (a diff's base is negated, as `go tool
+/// pprof -diff_base` does).
+fn pprof(parts: &[(&Prepared, i64)], options: &ReportOptions) -> Result<Vec<u8>, ReportError> {
+    let symbol_options = options.symbol_options();
+    let mut builder = ProfileBuilder::new();
+    for &(prepared, sign) in parts {
+        let values = site_values(&prepared.analysis, &prepared.view);
+        builder.add(
+            &prepared.analysis,
+            &prepared.symbols,
+            &symbol_options,
+            &values,
+            sign,
+        );
+    }
+    encode(&builder.finish()).map_err(|e| ReportError(format!("cannot compress: {e}")))
 }
 
 /// `--access`: the access-sampling report (text or JSON).
@@ -282,12 +284,7 @@ fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, 
         ));
     }
     let analysis = analyze(paths, options.slicing)?;
-    let symbols = Symbols::new(
-        &analysis.sites,
-        &SymbolOptions {
-            sysroot: options.sysroot.clone(),
-        },
-    );
+    let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let view = crate::report::view::access::build(&analysis, &symbols, options.cold);
     match options.format {
         Format::Text => Ok(crate::report::view::access::render(&view, options.top).into_bytes()),

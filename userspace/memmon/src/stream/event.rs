@@ -136,9 +136,58 @@ impl RssAt {
     }
 }
 
-/// `stack=`: user return addresses, innermost first (`0xA,0xB,...`).
+/// `stack=`: user return addresses, innermost first (`0xA,0xB,...`), and why the stack ends
+/// there (`stack_end=`, absent for a whole stack).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Stack(pub Vec<u64>);
+pub struct Stack(pub Vec<u64>, pub StackEnd);
+
+/// `stack_end=`: why a user call stack ends before its outermost frame (docs/events.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StackEnd {
+    /// No `stack_end=`: the stack reaches its outermost frame.
+    #[default]
+    Complete,
+    /// `depth`: `stack_depth` entries were reached and the stack goes on.
+    Depth,
+    /// `unreadable`: a return address or saved register could not be read.
+    Unreadable,
+    /// `no_table`: no unwind table covers the frame and its frame pointer led nowhere.
+    NoTable,
+    /// `unsupported`: the frame's table row cannot be followed and its frame pointer led
+    /// nowhere.
+    Unsupported,
+}
+
+impl StackEnd {
+    /// Every reason, in order.
+    pub const ALL: [StackEnd; 5] = [
+        StackEnd::Complete,
+        StackEnd::Depth,
+        StackEnd::Unreadable,
+        StackEnd::NoTable,
+        StackEnd::Unsupported,
+    ];
+
+    /// Its name in `stack_end=` (`complete` for a whole stack, which has none).
+    pub fn name(self) -> &'static str {
+        match self {
+            StackEnd::Complete => "complete",
+            StackEnd::Depth => "depth",
+            StackEnd::Unreadable => "unreadable",
+            StackEnd::NoTable => "no_table",
+            StackEnd::Unsupported => "unsupported",
+        }
+    }
+
+    /// The reason named `text` in a line (`complete` is never written).
+    pub fn parse(text: &str) -> Option<StackEnd> {
+        StackEnd::ALL
+            .into_iter()
+            .skip(1)
+            .find(|end| end.name() == text)
+    }
+}
 
 impl fmt::Display for Stack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -851,6 +900,9 @@ impl fmt::Display for Event<'_> {
         }
         if let Some(stack) = &self.stack {
             write!(f, " stack={stack}")?;
+            if stack.1 != StackEnd::Complete {
+                write!(f, " stack_end={}", stack.1.name())?;
+            }
         }
         Ok(())
     }

@@ -133,15 +133,18 @@ bitflags! {
 }
 
 bitflags! {
-    /// `prot=`: page protection, printed as three letters `rwx` with `-` for unset.
+    /// `prot=`: page protection, printed as three letters `rwx` with `-` for unset, then
+    /// any other bits (PROT_SEM, PROT_GROWSDOWN, ...) as `|` and one hex value.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    pub struct Prot: u8 {
+    pub struct Prot: u64 {
         /// PROT_READ (`r`).
         const READ = 0x1;
         /// PROT_WRITE (`w`).
         const WRITE = 0x2;
         /// PROT_EXEC (`x`).
         const EXEC = 0x4;
+        // Keep the other bits.
+        const _ = !0;
     }
 }
 
@@ -256,12 +259,24 @@ symbolic_flags!(ShmatFlags, [
 symbolic_flags!(OtherFlags, []);
 
 impl Prot {
-    /// Parses the three-letter form (`rw-`, `r-x`, `---`).
+    /// Parses the three-letter form (`rw-`, `r-x`, `---`), with other bits after `|`
+    /// (`r--|0x1000000`).
     pub fn parse(text: &str) -> Option<Prot> {
-        let &[r, w, x] = text.as_bytes() else {
+        let (letters, other) = match text.split_once('|') {
+            Some((letters, other)) => {
+                let bits = crate::stream::lex::parse_hex_digits(other.strip_prefix("0x")?)?;
+                // The form the module writes: other bits only, non-zero.
+                if bits == 0 || bits & 7 != 0 {
+                    return None;
+                }
+                (letters, bits)
+            }
+            None => (text, 0),
+        };
+        let &[r, w, x] = letters.as_bytes() else {
             return None;
         };
-        let mut prot = Prot::empty();
+        let mut prot = Prot::from_bits_retain(other);
         for (byte, letter, flag) in [
             (r, b'r', Prot::READ),
             (w, b'w', Prot::WRITE),
@@ -286,7 +301,12 @@ impl fmt::Display for Prot {
             letter(Prot::READ, 'r'),
             letter(Prot::WRITE, 'w'),
             letter(Prot::EXEC, 'x')
-        )
+        )?;
+        let other = self.bits() & !7;
+        if other != 0 {
+            write!(f, "|{other:#x}")?;
+        }
+        Ok(())
     }
 }
 

@@ -5,7 +5,7 @@ use thiserror::Error;
 use crate::stream::errno::Errno;
 use crate::stream::escaped::EscapedStr;
 use crate::stream::event::{
-    Access, Event, EventKind, FaultType, RssAt, Stack, SyscallResult, Timestamp,
+    Access, Event, EventKind, FaultType, RssAt, Stack, StackEnd, SyscallResult, Timestamp,
 };
 use crate::stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
@@ -171,7 +171,11 @@ impl<'a> Fields<'a> {
     }
 
     fn prot(&self) -> Result<Prot, ParseError> {
-        self.typed("prot", "three letters r/w/x or - (rw-)", Prot::parse)
+        self.typed(
+            "prot",
+            "three letters r/w/x or - (rw-), other bits after | (r--|0x1000000)",
+            Prot::parse,
+        )
     }
 
     fn flags<F: SymbolicFlags>(&self) -> Result<F, ParseError> {
@@ -239,10 +243,21 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         None
     };
     let stack = match fields.optional("stack") {
-        Some(text) if kind.may_have_stack() => Some(
-            parse_stack(text)
-                .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?,
-        ),
+        Some(text) if kind.may_have_stack() => {
+            let frames = parse_stack(text)
+                .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?;
+            let end = match fields.optional("stack_end") {
+                Some(end) => StackEnd::parse(end).ok_or_else(|| {
+                    bad_value(
+                        "stack_end",
+                        end,
+                        "depth, unreadable, no_table or unsupported",
+                    )
+                })?,
+                None => StackEnd::Complete,
+            };
+            Some(Stack(frames, end))
+        }
         _ => None,
     };
     Ok(Event {
@@ -263,14 +278,11 @@ pub fn parse_line_bytes(line: &[u8]) -> Result<Event<'_>, ParseError> {
 }
 
 /// Parses `0xA,0xB,...` (may be empty).
-fn parse_stack(text: &str) -> Option<Stack> {
+fn parse_stack(text: &str) -> Option<Vec<u64>> {
     if text.is_empty() {
-        return Some(Stack::default());
+        return Some(Vec::new());
     }
-    text.split(',')
-        .map(parse_hex)
-        .collect::<Option<Vec<u64>>>()
-        .map(Stack)
+    text.split(',').map(parse_hex).collect()
 }
 
 fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, ParseError> {

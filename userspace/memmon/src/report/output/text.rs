@@ -40,10 +40,55 @@ pub fn signed_size(bytes: i64) -> String {
     format!("{sign}{}", size(bytes.unsigned_abs()))
 }
 
-fn site_name(row: &SiteRow) -> String {
-    match row.location() {
-        Some(location) => format!("{} ({location})", row.chain(4)),
-        None => row.chain(4),
+/// A table of the text forms: right-aligned columns, each header with its width declared
+/// once for the header line and the rows, then a free last column (the site).
+pub struct Table<const N: usize> {
+    /// Header and width of each column.
+    pub columns: [(&'static str, usize); N],
+    /// Header of the last column.
+    pub last: &'static str,
+}
+
+impl<const N: usize> Table<N> {
+    /// Writes the header line.
+    pub fn header(&self, out: &mut String) -> std::fmt::Result {
+        self.header_with(out, self.last)
+    }
+
+    /// Writes the header line with another last column (one laid out by the caller).
+    pub fn header_with(&self, out: &mut String, last: impl std::fmt::Display) -> std::fmt::Result {
+        self.line(out, self.columns.map(|(name, _)| name), last)
+    }
+
+    /// Writes one row: a cell per column, then the last column's text.
+    pub fn row<C: std::fmt::Display>(
+        &self,
+        out: &mut String,
+        cells: [C; N],
+        last: impl std::fmt::Display,
+    ) -> std::fmt::Result {
+        self.line(out, cells, last)
+    }
+
+    fn line<C: std::fmt::Display>(
+        &self,
+        out: &mut String,
+        cells: [C; N],
+        last: impl std::fmt::Display,
+    ) -> std::fmt::Result {
+        out.push(' ');
+        for ((_, width), cell) in self.columns.iter().zip(cells) {
+            write!(out, " {cell:>width$}")?;
+        }
+        writeln!(out, "  {last}")
+    }
+}
+
+/// The columns of the tables of sites by bytes (the first column is the order).
+fn bytes_table(first: &'static str, third: &'static str) -> Table<4> {
+    Table {
+        columns: [(first, 10), ("peak", 10), (third, 10), ("lifetime", 13)],
+        last: "site",
     }
 }
 
@@ -109,11 +154,8 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
         }
     }
     writeln!(out, "\nTop sites by resident bytes")?;
-    writeln!(
-        out,
-        "  {:>10} {:>10} {:>10} {:>13}  site",
-        "resident", "peak", "released", "lifetime"
-    )?;
+    let table = bytes_table("resident", "released");
+    table.header(out)?;
     let mut rows: Vec<&SiteRow> = view
         .sites
         .iter()
@@ -121,14 +163,15 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
         .collect();
     rows.truncate(options.top);
     for row in rows {
-        writeln!(
+        table.row(
             out,
-            "  {:>10} {:>10} {:>10} {:>13}  {}",
-            size(row.resident),
-            size(row.peak),
-            size(row.released),
-            row.lifetime.as_str(),
-            site_name(row)
+            [
+                &size(row.resident),
+                &size(row.peak),
+                &size(row.released),
+                row.lifetime.as_str(),
+            ],
+            row.name(),
         )?;
     }
     let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.released > 0).collect();
@@ -137,11 +180,8 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
             out,
             "\nTop sites by released bytes (memory freed within the capture)"
         )?;
-        writeln!(
-            out,
-            "  {:>10} {:>10} {:>10} {:>13}  site",
-            "released", "peak", "resident", "lifetime"
-        )?;
+        let table = bytes_table("released", "resident");
+        table.header(out)?;
         rows.sort_by(|a, b| {
             b.released
                 .cmp(&a.released)
@@ -149,23 +189,31 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
         });
         rows.truncate(options.top);
         for row in rows {
-            writeln!(
+            table.row(
                 out,
-                "  {:>10} {:>10} {:>10} {:>13}  {}",
-                size(row.released),
-                size(row.peak),
-                size(row.resident),
-                row.lifetime.as_str(),
-                site_name(row)
+                [
+                    &size(row.released),
+                    &size(row.peak),
+                    &size(row.resident),
+                    row.lifetime.as_str(),
+                ],
+                row.name(),
             )?;
         }
     }
     writeln!(out, "\nTop sites by faults")?;
-    writeln!(
-        out,
-        "  {:>8} {:>11} {:>8} {:>8} {:>8} {:>8}  site",
-        "faults", "first-touch", "file", "swap-in", "cow", "other"
-    )?;
+    let table = Table {
+        columns: [
+            ("faults", 8),
+            ("first-touch", 11),
+            ("file", 8),
+            ("swap-in", 8),
+            ("cow", 8),
+            ("other", 8),
+        ],
+        last: "site",
+    };
+    table.header(out)?;
     let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.faults.total() > 0).collect();
     rows.sort_by(|a, b| {
         b.faults
@@ -176,16 +224,10 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     rows.truncate(options.top);
     for row in rows {
         let f = row.faults;
-        writeln!(
+        table.row(
             out,
-            "  {:>8} {:>11} {:>8} {:>8} {:>8} {:>8}  {}",
-            f.total(),
-            f.first_touch,
-            f.file,
-            f.swap_in,
-            f.cow,
-            f.other,
-            site_name(row)
+            [f.total(), f.first_touch, f.file, f.swap_in, f.cow, f.other],
+            row.name(),
         )?;
     }
     writeln!(out, "\nTop sites by mapped bytes")?;
@@ -193,7 +235,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     rows.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.chain(64).cmp(&b.chain(64))));
     rows.truncate(options.top);
     for row in rows {
-        writeln!(out, "  {:>10}  {}", size(row.mapped), site_name(row))?;
+        writeln!(out, "  {:>10}  {}", size(row.mapped), row.name())?;
     }
     let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.swapped_in > 0).collect();
     if !rows.is_empty() {
@@ -205,7 +247,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
                 out,
                 "  {:>10}  {}  (from {} to {})",
                 size(row.swapped_in),
-                site_name(row),
+                row.name(),
                 row.first_swapin.map(|t| t.to_string()).unwrap_or_default(),
                 row.last_swapin.map(|t| t.to_string()).unwrap_or_default()
             )?;
@@ -238,11 +280,21 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     }
     if options.timeline {
         writeln!(out, "\nTimeline")?;
-        writeln!(
-            out,
-            "  {:>20} {:>20} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>10}  top sites",
-            "start", "end", "1st-tch", "file", "swap-in", "cow", "mapped", "unmapped", "growth"
-        )?;
+        let table = Table {
+            columns: [
+                ("start", 20),
+                ("end", 20),
+                ("1st-tch", 8),
+                ("file", 8),
+                ("swap-in", 8),
+                ("cow", 6),
+                ("mapped", 10),
+                ("unmapped", 10),
+                ("growth", 10),
+            ],
+            last: "top sites",
+        };
+        table.header(out)?;
         for row in &view.timeline {
             let i = &row.interval;
             let top: Vec<String> = row
@@ -250,24 +302,28 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
                 .iter()
                 .map(|(name, bytes)| format!("{name} {}", signed_size(*bytes)))
                 .collect();
-            writeln!(
+            table.row(
                 out,
-                "  {:>20} {:>20} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>10}  {}{}{}",
-                i.start.to_string(),
-                i.end.to_string(),
-                i.faults[0],
-                i.faults[1],
-                i.faults[2],
-                i.faults[3],
-                size(i.mapped),
-                size(i.unmapped),
-                signed_size(i.resident_growth),
-                if row.spike { "SPIKE " } else { "" },
-                i.mark
-                    .as_ref()
-                    .map(|m| format!("[until mark {m:?}] "))
-                    .unwrap_or_default(),
-                top.join(", ")
+                [
+                    i.start.to_string(),
+                    i.end.to_string(),
+                    i.faults[0].to_string(),
+                    i.faults[1].to_string(),
+                    i.faults[2].to_string(),
+                    i.faults[3].to_string(),
+                    size(i.mapped),
+                    size(i.unmapped),
+                    signed_size(i.resident_growth),
+                ],
+                format_args!(
+                    "{}{}{}",
+                    if row.spike { "SPIKE " } else { "" },
+                    i.mark
+                        .as_ref()
+                        .map(|m| format!("[until mark {m:?}] "))
+                        .unwrap_or_default(),
+                    top.join(", ")
+                ),
             )?;
         }
     }

@@ -9,11 +9,13 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::capture::control::format_ranges;
 use crate::report::model::access::IDLE_BUCKETS;
 use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
 use crate::report::model::ProcessKey;
-use crate::report::view::symbols::{FrameInfo, Symbols};
+use crate::report::output::text::Table;
+use crate::report::view::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 
 /// The default of `--cold`.
@@ -82,27 +84,13 @@ pub struct AccessSiteRow {
 impl AccessSiteRow {
     /// Functions innermost first, joined by ` < `, at most `depth`.
     pub fn chain(&self, depth: usize) -> String {
-        chain(&self.frames, depth)
+        name::chain(&self.frames, depth)
     }
 
     /// `chain (file:line)` of the innermost frame with a location.
     pub fn name(&self) -> String {
-        let chain = self.chain(4);
-        match self.frames.first().and_then(FrameInfo::location) {
-            Some(location) => format!("{chain} ({location})"),
-            None => chain,
-        }
+        name::site(&self.frames)
     }
-}
-
-fn chain(frames: &[FrameInfo], depth: usize) -> String {
-    let names: Vec<&str> = frames
-        .iter()
-        .take(depth)
-        .map(|f| f.function.as_str())
-        .collect();
-    let more = if frames.len() > depth { " < ..." } else { "" };
-    format!("{}{more}", names.join(" < "))
 }
 
 /// The access report.
@@ -217,13 +205,7 @@ pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessV
                 .sites
                 .iter()
                 .map(|(&index, &(pages, cold))| GenerationSite {
-                    site: sites[index]
-                        .frames
-                        .iter()
-                        .take(2)
-                        .map(|f| f.function.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" < "),
+                    site: name::functions(&sites[index].frames, 2),
                     pages,
                     cold,
                 })
@@ -358,11 +340,21 @@ fn write_text(out: &mut String, view: &AccessView, top: usize) -> std::fmt::Resu
         write_sites(out, cold_sites.into_iter().take(top))?;
     }
     writeln!(out, "\nGenerations")?;
-    writeln!(
-        out,
-        "  {:>6} {:>20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  sites (pages touched, cold)",
-        "gen", "start", "armed", "resident", "res-cold", "touched", "hot", "warm", "cold"
-    )?;
+    let table = Table {
+        columns: [
+            ("gen", 6),
+            ("start", 20),
+            ("armed", 9),
+            ("resident", 9),
+            ("res-cold", 9),
+            ("touched", 8),
+            ("hot", 8),
+            ("warm", 8),
+            ("cold", 8),
+        ],
+        last: "sites (pages touched, cold)",
+    };
+    table.header(out)?;
     for row in &view.generations {
         let sites: Vec<String> = row
             .sites
@@ -381,21 +373,22 @@ fn write_text(out: &mut String, view: &AccessView, top: usize) -> std::fmt::Resu
         } else {
             String::new()
         };
-        writeln!(
+        table.row(
             out,
-            "  {:>6} {:>20} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}{more}",
-            row.n,
-            row.start
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "-".into()),
-            row.armed,
-            row.resident,
-            row.resident_cold,
-            row.touched,
-            row.hot,
-            row.warm,
-            row.cold,
-            sites.join(", ")
+            [
+                row.n.to_string(),
+                row.start
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                row.armed.to_string(),
+                row.resident.to_string(),
+                row.resident_cold.to_string(),
+                row.touched.to_string(),
+                row.hot.to_string(),
+                row.warm.to_string(),
+                row.cold.to_string(),
+            ],
+            format_args!("{}{more}", sites.join(", ")),
         )?;
     }
     writeln!(out, "\nSites by pages touched")?;
@@ -413,21 +406,27 @@ fn write_sites<'a>(
     out: &mut String,
     rows: impl Iterator<Item = &'a AccessSiteRow>,
 ) -> std::fmt::Result {
-    writeln!(
-        out,
-        "  {:>8} {:>8} {:>9} {:>6}  {:<12} site",
-        "pages", "cold", "accesses", "gens", "generations"
-    )?;
+    // The generations, left-aligned, before the site.
+    const RANGES: usize = 12;
+    let table = Table {
+        columns: [("pages", 8), ("cold", 8), ("accesses", 9), ("gens", 6)],
+        last: "site",
+    };
+    table.header_with(out, format_args!("{:<RANGES$} site", "generations"))?;
     for row in rows {
-        writeln!(
+        table.row(
             out,
-            "  {:>8} {:>8} {:>9} {:>6}  {:<12} {}",
-            row.pages,
-            row.cold_pages,
-            row.accesses,
-            row.generations.len(),
-            generation_ranges(&row.generations),
-            row.name()
+            [
+                row.pages,
+                row.cold_pages,
+                row.accesses,
+                row.generations.len() as u64,
+            ],
+            format_args!(
+                "{:<RANGES$} {}",
+                generation_ranges(&row.generations),
+                row.name()
+            ),
         )?;
     }
     Ok(())
@@ -435,23 +434,7 @@ fn write_sites<'a>(
 
 /// `1-5`, `3`, `1-2,4`.
 fn generation_ranges(generations: &[u64]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut index = 0;
-    while index < generations.len() {
-        let first = generations[index];
-        let mut last = first;
-        while index + 1 < generations.len() && generations[index + 1] == last + 1 {
-            index += 1;
-            last = generations[index];
-        }
-        parts.push(if first == last {
-            first.to_string()
-        } else {
-            format!("{first}-{last}")
-        });
-        index += 1;
-    }
-    parts.join(",")
+    format_ranges(generations.iter().copied())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::report::model::sites::SiteId;
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
 use crate::report::view::reconcile::{reconcile, Check};
-use crate::report::view::symbols::{FrameInfo, Symbols};
+use crate::report::view::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 
 /// An analysis with its symbols and its view: what the outputs render.
@@ -115,28 +115,22 @@ pub struct SiteRow {
 impl SiteRow {
     /// The innermost function.
     pub fn function(&self) -> &str {
-        self.frames.first().map_or("?", |f| f.function.as_str())
+        name::function(&self.frames)
     }
 
     /// The innermost frame with a source location.
     pub fn location(&self) -> Option<String> {
-        self.frames.first().and_then(FrameInfo::location)
+        name::location(&self.frames)
     }
 
     /// Functions innermost first, joined by ` < `.
     pub fn chain(&self, depth: usize) -> String {
-        let names: Vec<&str> = self
-            .frames
-            .iter()
-            .take(depth)
-            .map(|f| f.function.as_str())
-            .collect();
-        let more = if self.frames.len() > depth {
-            " < ..."
-        } else {
-            ""
-        };
-        format!("{}{more}", names.join(" < "))
+        name::chain(&self.frames, depth)
+    }
+
+    /// `chain (file:line)`, as the text tables name the site.
+    pub fn name(&self) -> String {
+        name::site(&self.frames)
     }
 }
 
@@ -401,11 +395,7 @@ fn timeline_rows(analysis: &Analysis, symbols: &Symbols, spike: Option<u64>) -> 
             let mut growth: HashMap<String, i64> = HashMap::new();
             for (&site, &pages) in &interval.site_growth {
                 let frames = symbols.site(&analysis.sites, site);
-                let name = frames
-                    .iter()
-                    .map(|f| f.function.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" < ");
+                let name = name::functions(&frames, usize::MAX);
                 *growth.entry(name).or_insert(0) += pages * PAGE as i64;
             }
             let mut top: Vec<(String, i64)> = growth.into_iter().filter(|(_, b)| *b != 0).collect();

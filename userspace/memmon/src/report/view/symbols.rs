@@ -47,6 +47,52 @@ impl FrameInfo {
     }
 }
 
+/// How a site is named, from its frames innermost first (the text tables, the HTML
+/// page, the diff and the access report all name sites so).
+pub mod name {
+    use super::FrameInfo;
+
+    /// The innermost function, `?` without frames.
+    pub fn function(frames: &[FrameInfo]) -> &str {
+        frames.first().map_or("?", |f| f.function.as_str())
+    }
+
+    /// The innermost frame's `file:line`, when known.
+    pub fn location(frames: &[FrameInfo]) -> Option<String> {
+        frames.first().and_then(FrameInfo::location)
+    }
+
+    /// At most `depth` functions, innermost first, joined by ` < `.
+    pub fn functions(frames: &[FrameInfo], depth: usize) -> String {
+        let names: Vec<&str> = frames
+            .iter()
+            .take(depth)
+            .map(|f| f.function.as_str())
+            .collect();
+        names.join(" < ")
+    }
+
+    /// [`functions`], followed by ` < ...` when frames were left out.
+    pub fn chain(frames: &[FrameInfo], depth: usize) -> String {
+        let more = if frames.len() > depth { " < ..." } else { "" };
+        format!("{}{more}", functions(frames, depth))
+    }
+
+    /// The callers of the innermost function (at most 4), joined by ` < `.
+    pub fn callers(frames: &[FrameInfo]) -> String {
+        functions(frames.get(1..).unwrap_or_default(), 4)
+    }
+
+    /// `chain (file:line)`: a chain of 4 and the innermost location, when known.
+    pub fn site(frames: &[FrameInfo]) -> String {
+        let chain = chain(frames, 4);
+        match location(frames) {
+            Some(location) => format!("{chain} ({location})"),
+            None => chain,
+        }
+    }
+}
+
 /// Where the binaries are found.
 #[derive(Debug, Clone, Default)]
 pub struct SymbolOptions {

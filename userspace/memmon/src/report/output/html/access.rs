@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::view::access::AccessView;
+use crate::report::view::symbols::name;
 
 fn number(value: u64) -> String {
     number_cell(value, &value.to_string())
@@ -27,24 +28,12 @@ pub fn section(view: &AccessView, top: usize) -> String {
         "<h3>Sites that touch cold pages</h3><table id=\"access-sites\"><thead><tr><th>function</th><th>file:line</th><th>callers</th><th class=\"n\">cold pages</th><th class=\"n\">pages</th><th class=\"n\">accesses</th><th class=\"n\">generations</th></tr></thead><tbody>",
     );
     for row in view.sites.iter().take(top) {
-        let callers: Vec<&str> = row
-            .frames
-            .iter()
-            .skip(1)
-            .take(4)
-            .map(|f| f.function.as_str())
-            .collect();
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}{}{}</tr>",
-            escape(row.frames.first().map_or("?", |f| f.function.as_str())),
-            escape(
-                &row.frames
-                    .first()
-                    .and_then(|f| f.location())
-                    .unwrap_or_default()
-            ),
-            escape(&callers.join(" < ")),
+            escape(name::function(&row.frames)),
+            escape(&name::location(&row.frames).unwrap_or_default()),
+            escape(&name::callers(&row.frames)),
             number(row.cold_pages),
             number(row.pages),
             number(row.accesses),

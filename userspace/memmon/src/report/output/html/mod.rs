@@ -16,6 +16,7 @@ use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::text::{signed_size, size};
 use crate::report::view::diff::Diff;
 use crate::report::view::memory::{Prepared, View};
+use crate::report::view::symbols::name;
 
 /// The page's styles (page.css).
 const STYLE: &str = include_str!("page.css");
@@ -115,20 +116,13 @@ fn sites_table(view: &View, top: usize) -> String {
         "<h2>Top sites</h2><table id=\"sites\"><thead><tr><th>function</th><th>file:line</th><th>callers</th><th class=\"n\">resident</th><th class=\"n\">released</th><th class=\"n\">peak</th><th>lifetime</th><th class=\"n\">faults</th><th class=\"n\">first-touch</th><th class=\"n\">file</th><th class=\"n\">swap-in</th><th class=\"n\">cow</th><th class=\"n\">mapped</th></tr></thead><tbody>",
     );
     for row in view.sites.iter().take(top) {
-        let callers: Vec<&str> = row
-            .frames
-            .iter()
-            .skip(1)
-            .take(4)
-            .map(|f| f.function.as_str())
-            .collect();
         let f = row.faults;
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
             escape(row.function()),
             escape(&row.location().unwrap_or_default()),
-            escape(&callers.join(" < ")),
+            escape(&name::callers(&row.frames)),
             number_cell(row.resident, &size(row.resident)),
             number_cell(row.released, &size(row.released)),
             number_cell(row.peak, &size(row.peak)),
