@@ -1,0 +1,46 @@
+# The stock kernel's guest (scripts/stock/vm-run): Debian's 7.3.4+deb13-amd64 is running,
+# Debian's modules were loaded at boot, a Rust module built by make module-stock (the trixie
+# toolchain against build/stock/linux) loads, runs and unloads, tracefs is at
+# /sys/kernel/tracing with exceptions:page_fault_user, and zram swap works.
+. /host/lib.sh
+expect_eq "kernel release" "$(uname -r)" 7.3.4+deb13-amd64
+expect_match "kernel version" "$(cat /proc/version)" ' Debian 7\.3\.4-1~bpo13\+1 '
+[ ! -e /stock/modules.failed ] || fail "modules that failed to load at boot: $(cat /stock/modules.failed)"
+for m in $(cat /stock/modules.load); do
+    grep -q "^$m " /proc/modules || fail "boot module $m is not loaded"
+done
+echo "ok: boot modules loaded: $(tr '\n' ' ' < /stock/modules.load)"
+
+# The Rust module: KVec, core::fmt and a parameter, i.e. Rust symbols of Debian's vmlinux.
+insmod /stock/extra/stock_hello.ko greeting_count=4 || fail "insmod stock_hello.ko: exit $?"
+expect_match "hello line" "$(dmesg | grep 'stock_hello: hello')" \
+    'hello from Rust on the stock kernel: \[0, 7, 14, 21\]$'
+expect_match "taint" "$(cat /proc/sys/kernel/tainted)" '^[1-9]'
+rmmod stock_hello || fail "rmmod stock_hello"
+expect_match "goodbye line" "$(dmesg | grep 'stock_hello: goodbye')" 'goodbye \(4 numbers\)$'
+
+# tracefs and the fault tracepoint the stock kernel has: it fires for a workload's faults.
+T=/sys/kernel/tracing
+expect_eq "tracefs mount" "$(awk '$2 == "/sys/kernel/tracing" { print $3 }' /proc/mounts)" tracefs
+[ -d $T/events/exceptions/page_fault_user ] || fail "no exceptions:page_fault_user"
+echo 0 > $T/tracing_on && echo > $T/trace
+echo 1 > $T/events/exceptions/page_fault_user/enable
+echo 1 > $T/tracing_on
+/progs/memtest anon 50 > /tmp/anon.out || fail "memtest anon"
+echo 0 > $T/tracing_on
+echo 0 > $T/events/exceptions/page_fault_user/enable
+n=$(grep -c 'memtest.*page_fault_user' $T/trace)
+[ "$n" -ge 50 ] || fail "page_fault_user: $n events of memtest, want >= 50"
+echo "ok: page_fault_user fired $n times for memtest anon 50"
+
+# zram swap (Debian's zram and lz4hc_compress modules): 100 pages out and back in.
+echo 64M > /sys/block/zram0/disksize || fail "zram0 disksize"
+mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 || fail "swapon /dev/zram0"
+expect_match "swap" "$(grep zram0 /proc/swaps)" '^/dev/zram0 +partition'
+in0=$(awk '$1 == "pswpin" { print $2 }' /proc/vmstat)
+/progs/memtest swap 100 > /tmp/swap.out || fail "memtest swap"
+in1=$(awk '$1 == "pswpin" { print $2 }' /proc/vmstat)
+[ $((in1 - in0)) -ge 100 ] || fail "pswpin grew by $((in1 - in0)), want >= 100"
+[ "$(value_of major_faults "$(cat /tmp/swap.out)")" -gt 0 ] || fail "no major fault for the swap-ins"
+echo "ok: $((in1 - in0)) pages swapped in from zram"
+swapoff /dev/zram0
