@@ -5,6 +5,7 @@ use std::os::fd::OwnedFd;
 
 use anyhow::{bail, Context, Result};
 use nix::fcntl::OFlag;
+use nix::sys::ptrace;
 use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{execvp, fork, pipe2, read, write, ForkResult, Pid};
@@ -76,9 +77,38 @@ impl HeldChild {
     }
 
     /// Lets the child exec the command; fails if exec failed (the child is then reaped).
-    pub fn release(&mut self) -> Result<()> {
+    /// Calls `at_exec` while the child is stopped right
+    /// after a successful exec, before the new program's first instruction (through
+    /// ptrace's exec event: memmon loads its unwind tables there). Where ptrace is not
+    /// allowed, `at_exec` runs once exec returned, while the program runs.
+    pub fn release_at_exec(&mut self, at_exec: impl FnOnce()) -> Result<()> {
+        let traced = ptrace::seize(self.pid, ptrace::Options::PTRACE_O_TRACEEXEC).is_ok();
         if let Some(fd) = self.release.take() {
             write(&fd, b"x").context("cannot release the child process")?;
+        }
+        let mut at_exec = Some(at_exec);
+        while traced {
+            match waitpid(self.pid, None) {
+                Ok(WaitStatus::PtraceEvent(_, _, event))
+                    if event == ptrace::Event::PTRACE_EVENT_EXEC as i32 =>
+                {
+                    if let Some(at_exec) = at_exec.take() {
+                        at_exec();
+                    }
+                    let _ = ptrace::detach(self.pid, None);
+                    break;
+                }
+                // A signal before exec: delivered as it would have been.
+                Ok(WaitStatus::Stopped(_, signal)) => {
+                    let _ = ptrace::cont(self.pid, Some(signal));
+                }
+                Ok(WaitStatus::PtraceEvent(..)) => {
+                    let _ = ptrace::cont(self.pid, None);
+                }
+                Err(nix::errno::Errno::EINTR) => continue,
+                // Exited (exec failed): the status pipe says why, below.
+                _ => break,
+            }
         }
         let mut bytes = [0u8; 4];
         let mut filled = 0;
@@ -94,6 +124,9 @@ impl HeldChild {
             let errno = nix::errno::Errno::from_raw(i32::from_ne_bytes(bytes));
             let _ = waitpid(self.pid, None);
             bail!("cannot run {}: {}", self.program, errno.desc());
+        }
+        if let Some(at_exec) = at_exec.take() {
+            at_exec();
         }
         Ok(())
     }

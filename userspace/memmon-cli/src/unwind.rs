@@ -1,0 +1,170 @@
+//! The unwind tables of the processes `record`, `run` and `attach` watch: loaded into
+//! `/proc/memmon/unwind` at the start and again when a process executes, forks or maps new
+//! code, so that the module unwinds their stacks through code without frame pointers.
+//! Nothing here is fatal: a table the module cannot take leaves that code to the
+//! frame-pointer walk, with one warning.
+
+use anyhow::{Context, Result};
+use memmon::{Event, EventKind, ProcInterface};
+use memmon_unwind::loader::{Loader, UnwindFile};
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether `record`, `run` and `attach` load tables (`--no-unwind-tables` turns it off).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns table loading on or off for this run of memmon.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether table loading is on.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// The tables of the processes watched, kept current from their events.
+pub struct UnwindTables {
+    /// `None` when turned off or when the module has no `unwind` file.
+    loader: Option<Loader<UnwindFile>>,
+    /// Processes to load again once the events read so far are handled.
+    pending: BTreeSet<u32>,
+    /// Processes given ranges (forgotten at the end).
+    synced: BTreeSet<u32>,
+    /// Warnings already printed, so that each is printed once.
+    warned: HashSet<String>,
+}
+
+impl UnwindTables {
+    /// No tables: before a process is watched, or with loading off.
+    pub fn off() -> UnwindTables {
+        UnwindTables {
+            loader: None,
+            pending: BTreeSet::new(),
+            synced: BTreeSet::new(),
+            warned: HashSet::new(),
+        }
+    }
+
+    /// Tables loaded through `proc`'s `unwind` file, or none if `enabled` is false.
+    pub fn open(proc: &ProcInterface, enabled: bool) -> UnwindTables {
+        let path = proc.path("unwind");
+        let loader = if enabled {
+            match UnwindFile::open(&path) {
+                Ok(file) => Some(Loader::with_proc_root(file, Path::new("/proc"))),
+                Err(error) => {
+                    eprintln!(
+                        "memmon: warning: {}: {error}: stacks are walked by frame pointers only",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        UnwindTables {
+            loader,
+            pending: BTreeSet::new(),
+            synced: BTreeSet::new(),
+            warned: HashSet::new(),
+        }
+    }
+
+    /// Loads the tables of `pid` and gives the module its ranges now.
+    pub fn sync(&mut self, pid: u32) {
+        let Some(loader) = &mut self.loader else {
+            return;
+        };
+        match loader.sync_process(pid) {
+            Ok(report) => {
+                self.synced.insert(pid);
+                for warning in report.warnings {
+                    let text = warning.to_string();
+                    if self.warned.insert(text.clone()) {
+                        eprintln!("memmon: warning: unwind tables: {text}");
+                    }
+                }
+            }
+            // Gone already (its exit is in the stream), or no longer watched.
+            Err(_) if !Path::new(&format!("/proc/{pid}")).exists() => {}
+            Err(error) => {
+                if self.warned.insert(format!("{pid}")) {
+                    eprintln!("memmon: warning: unwind tables of {pid}: {error}");
+                }
+            }
+        }
+    }
+
+    /// Notes what an event of a watched process changes: a new program, a new process, or
+    /// new executable code.
+    pub fn note(&mut self, event: &Event) {
+        if self.loader.is_none() {
+            return;
+        }
+        match &event.kind {
+            EventKind::Exec { .. } => {
+                self.pending.insert(event.pid);
+            }
+            EventKind::Fork {
+                child,
+                watched: true,
+            } => {
+                self.pending.insert(*child);
+            }
+            EventKind::Mmap { prot, .. } | EventKind::Mprotect { prot, .. }
+                if prot.contains(memmon::stream::flags::Prot::EXEC) =>
+            {
+                self.pending.insert(event.pid);
+            }
+            _ => {}
+        }
+    }
+
+    /// Loads the tables of the processes noted since the last call.
+    pub fn flush(&mut self) {
+        for pid in std::mem::take(&mut self.pending) {
+            self.sync(pid);
+        }
+    }
+
+    /// Forgets the ranges of the processes still running, at the end.
+    pub fn finish(&mut self) {
+        if let Some(loader) = &mut self.loader {
+            for pid in std::mem::take(&mut self.synced) {
+                let _ = loader.forget_process(pid);
+            }
+        }
+    }
+}
+
+/// `memmon unwind PID...`: loads the tables of processes watched by hand, once (or, with
+/// `forget`, takes their ranges away).
+pub fn unwind_command(proc: &ProcInterface, pids: &[u32], forget: bool) -> Result<()> {
+    let path = proc.path("unwind");
+    let file =
+        UnwindFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut loader = Loader::with_proc_root(file, Path::new("/proc"));
+    for &pid in pids {
+        if forget {
+            loader
+                .forget_process(pid)
+                .with_context(|| format!("cannot forget the ranges of {pid}"))?;
+            println!("{pid}: ranges forgotten");
+            continue;
+        }
+        let report = loader
+            .sync_process(pid)
+            .with_context(|| format!("cannot load the unwind tables of {pid}"))?;
+        println!(
+            "{pid}: {} ranges, {} tables loaded",
+            report.ranges,
+            report.added.len()
+        );
+        for warning in report.warnings {
+            eprintln!("memmon: warning: {pid}: {warning}");
+        }
+    }
+    Ok(())
+}
