@@ -5,7 +5,8 @@
 #   - patches: checkpatch.pl
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
-#     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL
+#     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL, and one
+#     with lines "# vm-add: HOST:GUEST" gets those files in the guest
 # Ends with one line: "N passed, N failed".
 # Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
 # Environment (scripts/check-debug.sh sets these; unset, the suite is the one above):
@@ -93,8 +94,14 @@ vm_scenario() {
     klog="$results/vm-$name.kernel.log"
     # A scenario may name its QEMU accelerator in a line "# vm-accel: ACCEL".
     accel=$(sed -n 's/^# vm-accel: //p' "$script")
+    # And files to copy into the guest, one "# vm-add: HOST:GUEST" line each (a link on the
+    # host is copied as the file it names).
+    local adds=() spec
+    while read -r spec; do
+        [ -n "$spec" ] && adds+=(--add "$(readlink -f "${spec%%:*}"):${spec#*:}")
+    done < <(sed -n 's/^# vm-add: //p' "$script")
     MEMMON_ACCEL=${accel:-${MEMMON_ACCEL:-}} \
-        "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" --log "$klog" \
+        "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" "${adds[@]+"${adds[@]}"}" --log "$klog" \
         --add "$top/tests/vm/lib.sh:/host/lib.sh" --add "$script:/host/test.sh" -- sh /host/test.sh
     local status=$?
     if grep -En "$splats" "$klog" | grep -Ev "$not_splats"; then
