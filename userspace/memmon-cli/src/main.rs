@@ -6,26 +6,26 @@ mod commands;
 mod live;
 mod output;
 mod params;
-mod stacks;
 mod sysinfo;
 
-use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use memmon::{CaptureReader, ProcInterface, KIND_NAMES};
+use memmon::{ModuleParams, ProcInterface, KIND_NAMES};
 
-use crate::output::{Format, Printer};
+use crate::commands::{control, follow, report, tail};
+use crate::output::Printer;
 
 /// Watch processes' mm system calls and page faults through the memmon kernel module.
 ///
 /// memmon records, for watched processes, every mm system call (mmap, munmap, mremap, brk,
 /// mprotect, madvise, mlock, munlock, fsync ...) and every page fault (typed: anon, file,
-/// swap, wp), and serves them through /proc/memmon/events. Most commands need root and the
-/// module loaded; `tail --input FILE` needs neither.
+/// swap, wp, spurious, numa, hugetlb, access, other), and serves them through
+/// /proc/memmon/events. Most commands need root and the module loaded; `tail --input FILE`
+/// needs neither.
 #[derive(Debug, Parser)]
 #[command(
     name = "memmon",
@@ -172,7 +172,7 @@ enum Command {
     #[command(
         after_help = "Example:\n  memmon record -o cap.txt -- ./a.out && memmon report cap.txt\n  memmon report --format svg -o flame.svg cap.txt\n  memmon report --diff before.txt after.txt\n  memmon report --timeline --interval marks cap.txt"
     )]
-    Report(ReportArgs),
+    Report(report::ReportArgs),
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -181,106 +181,6 @@ enum Command {
         #[arg(required = true)]
         text: Vec<String>,
     },
-}
-
-/// Options of `memmon report`.
-#[derive(Debug, Args)]
-struct ReportArgs {
-    /// Capture files (with --diff: BASE NEW).
-    #[arg(required = true, value_name = "CAPTURE")]
-    captures: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, default_value = "text",
-          value_parser = clap::builder::PossibleValuesParser::new(["text", "json", "folded", "svg", "pprof", "html"]))]
-    format: String,
-    /// What the flame graph / folded stacks weigh.
-    #[arg(long, default_value = "resident",
-          value_parser = clap::builder::PossibleValuesParser::new(["resident", "faults", "mapped", "swapin"]))]
-    weight: String,
-    /// Rows per table.
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// Show the state at this mark (its text) instead of the end.
-    #[arg(long, value_name = "MARK")]
-    at: Option<String>,
-    /// Add the timeline (text format; always in JSON).
-    #[arg(long)]
-    timeline: bool,
-    /// Timeline interval: a duration (1s, 250ms) or `marks`.
-    #[arg(long, default_value = "1s")]
-    interval: String,
-    /// Flag timeline intervals whose resident growth exceeds BYTES (suffixes K, M, G).
-    #[arg(long, value_name = "BYTES")]
-    spike: Option<String>,
-    /// Find the capture's binaries under DIR (captures from another machine).
-    #[arg(long, value_name = "DIR")]
-    sysroot: Option<PathBuf>,
-    /// Compare two captures: BASE NEW.
-    #[arg(long)]
-    diff: bool,
-    /// Access sampling (captures recorded with --sample): per generation the pages
-    /// touched, hot and cold, and the sites that touch cold pages (text or json).
-    #[arg(long)]
-    access: bool,
-    /// With --access (and in the HTML page's access section): an access is cold when
-    /// the page had gone K whole generations without being accessed or brought in.
-    #[arg(long, value_name = "K", default_value_t = memmon::report::view::access::DEFAULT_COLD,
-          value_parser = clap::value_parser!(u64).range(1..=memmon::report::view::access::MAX_COLD))]
-    cold: u64,
-    /// Write to FILE instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    output: Option<PathBuf>,
-}
-
-/// Parses `4096`, `64K`, `2M`, `1G` (powers of 1024).
-fn parse_bytes(text: &str) -> Option<u64> {
-    let (number, scale) = match text.char_indices().last()? {
-        (i, 'K' | 'k') => (&text[..i], 1u64 << 10),
-        (i, 'M' | 'm') => (&text[..i], 1 << 20),
-        (i, 'G' | 'g') => (&text[..i], 1 << 30),
-        _ => (text, 1),
-    };
-    number.parse::<u64>().ok()?.checked_mul(scale)
-}
-
-fn report(args: ReportArgs) -> Result<ExitCode> {
-    use memmon::report::{Format, ReportOptions};
-    let options = ReportOptions {
-        format: Format::parse(&args.format).context("bad --format")?,
-        weight: memmon::report::output::folded::Weight::parse(&args.weight)
-            .context("bad --weight")?,
-        top: args.top,
-        at: args.at,
-        timeline: args.timeline,
-        slicing: memmon::report::parse_interval(&args.interval).with_context(|| {
-            format!(
-                "bad --interval {:?}: expected a duration like 1s or 250ms, or marks",
-                args.interval
-            )
-        })?,
-        spike: match &args.spike {
-            Some(text) => Some(parse_bytes(text).with_context(|| {
-                format!("bad --spike {text:?}: expected bytes like 1048576 or 1M")
-            })?),
-            None => None,
-        },
-        sysroot: args.sysroot,
-        diff: args.diff,
-        access: args.access,
-        cold: args.cold,
-    };
-    let bytes = memmon::report::report(&args.captures, &options)?;
-    match &args.output {
-        Some(path) => std::fs::write(path, &bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => {
-            if options.format == Format::Pprof && io::IsTerminal::is_terminal(&io::stdout()) {
-                bail!("--format pprof is binary: give -o FILE or redirect the output");
-            }
-            output::ignore_broken_pipe(io::stdout().lock().write_all(&bytes))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `--sample MS` of `run` and `record`.
@@ -305,11 +205,11 @@ struct FormatArgs {
 }
 
 impl FormatArgs {
-    fn format(&self) -> Format {
+    fn format(&self) -> output::Format {
         if self.json {
-            Format::Json
+            output::Format::Json
         } else {
-            Format::Human { time: self.time }
+            output::Format::Human { time: self.time }
         }
     }
 }
@@ -327,6 +227,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let proc = ProcInterface::new(&cli.proc_root);
+    let params = ModuleParams::default();
     match cli.command {
         Command::Run {
             follow,
@@ -337,40 +238,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sample,
             command,
         } => {
-            let _stacks = stacks::StackDepth::set(stacks, stacks > 0);
-            let _sample = params::SamplePeriod::set(sample.sample, &cli.proc_root)?;
+            let _stacks = params::stack_depth(&params, &proc, stacks, stacks > 0);
+            let _sample = params::sample_period(&params, &proc, sample.sample)?;
             let printer = match output {
-                Some(path) => Printer::new(create_file(&path)?, Format::Raw),
+                Some(path) => Printer::new(follow::create_file(&path)?, output::Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
             };
-            commands::follow::run_command(&proc, &command, follow, printer, !quiet)
+            follow::run_command(&proc, &command, follow, printer, !quiet)
         }
-        Command::Attach { follow, pids } => {
-            if follow {
-                proc.watch_following(&pids)?;
-            } else {
-                proc.watch(&pids)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Detach { all, pids } => {
-            if all {
-                proc.clear()?;
-            } else {
-                proc.unwatch(&pids)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::List => {
-            let mut out = io::stdout().lock();
-            for pid in proc.watched()? {
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .map(|name| name.trim_end().to_owned())
-                    .unwrap_or_else(|_| "?".to_owned());
-                output::ignore_broken_pipe(writeln!(out, "{pid} {comm}"))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Attach { follow, pids } => control::attach(&proc, &pids, follow),
+        Command::Detach { all, pids } => control::detach(&proc, &pids, all),
+        Command::List => control::list(&proc),
         Command::Tail {
             format,
             pid,
@@ -380,8 +258,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let filter = output::Filter::new(pid, kind);
             let printer = Printer::new(Box::new(io::stdout().lock()), format.format());
             match input {
-                Some(path) => tail_input(&path, filter, printer),
-                None => commands::follow::tail_live(&proc, filter, printer),
+                Some(path) => tail::tail_input(&path, filter, printer),
+                None => tail::tail_live(&proc, filter, printer),
             }
         }
         Command::Record {
@@ -392,94 +270,35 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sample,
             pids,
             command,
-        } => {
-            let file = create_file(&output)?;
-            let stacks = stacks::StackDepth::set(stacks.unwrap_or(16), stacks.is_some());
-            let sample = params::SamplePeriod::set(sample.sample, &cli.proc_root)?;
-            let code = if command.is_empty() {
-                commands::follow::record_pids(&proc, &pids, follow, file)
-            } else {
-                commands::follow::record_command(&proc, &command, follow, file)
-            }?;
-            drop(sample);
-            drop(stacks);
-            if !quiet {
-                // From the file, after recording: the summary costs the recording nothing.
-                let every_second = memmon::report::model::timeline::Slicing::Every(1_000_000_000);
-                match memmon::report::analyze(&[output], every_second) {
-                    Ok(analysis) => {
-                        eprint!("{}", memmon::report::output::summary::summary(&analysis))
-                    }
-                    Err(error) => eprintln!("memmon: warning: no summary: {error}"),
-                }
-            }
-            Ok(code)
-        }
-        Command::Report(args) => report(args),
-        Command::Stats => {
-            let stats = proc.stats()?;
-            let width = stats
-                .entries
-                .iter()
-                .map(|(key, _)| key.len())
-                .max()
-                .unwrap_or(0);
-            let mut out = io::stdout().lock();
-            for (key, value) in &stats.entries {
-                output::ignore_broken_pipe(writeln!(out, "{key:width$}  {value}"))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Mark { text } => {
-            proc.mark(&text.join(" "))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => follow::record(
+            &proc,
+            &params,
+            follow::Recording {
+                output,
+                follow,
+                quiet,
+                stacks,
+                sample: sample.sample,
+                pids,
+                command,
+            },
+        ),
+        Command::Report(args) => report::report(args),
+        Command::Stats => control::stats(&proc),
+        Command::Mark { text } => control::mark(&proc, &text),
     }
 }
 
-fn create_file(path: &PathBuf) -> Result<Box<dyn Write>> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    // Large: the live loops write whole reads at once and flush after each.
-    Ok(Box::new(io::BufWriter::with_capacity(1 << 20, file)))
-}
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
 
-/// `tail --input`: decode a capture file or stdin.
-fn tail_input(path: &PathBuf, filter: output::Filter, mut printer: Printer) -> Result<ExitCode> {
-    let input: Box<dyn io::BufRead> = if path.as_os_str() == "-" {
-        Box::new(io::stdin().lock())
-    } else {
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        Box::new(BufReader::new(file))
-    };
-    let name = path.display().to_string();
-    let mut reader = CaptureReader::new(input);
-    let mut lost = 0u64;
-    let mut bad_lines = 0u64;
-    while let Some(item) = reader.next_event() {
-        match item {
-            Ok((_, event)) => {
-                if let memmon::EventKind::Lost { count } = event.kind {
-                    lost += count;
-                }
-                if filter.accepts(&event) && !printer.print(&event)? {
-                    return Ok(ExitCode::SUCCESS);
-                }
-            }
-            Err(memmon::ReadError::Io { source, .. }) => {
-                bail!("cannot read {name}: {source}")
-            }
-            Err(error) => {
-                bad_lines += 1;
-                eprintln!("memmon: warning: {name}: {error}");
-            }
+    /// `memmon --help` names every fault type the parser knows.
+    #[test]
+    fn help_lists_every_fault_type() {
+        let help = super::Cli::command().render_long_help().to_string();
+        for fault_type in memmon::FaultType::ALL {
+            assert!(help.contains(fault_type.as_str()), "{fault_type:?}: {help}");
         }
     }
-    printer.flush()?;
-    if lost > 0 {
-        eprintln!("memmon: {lost} events were lost (overwritten before they were read)");
-    }
-    if bad_lines > 0 {
-        bail!("{name}: {bad_lines} lines could not be decoded");
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,17 +1,111 @@
-//! `--sample MS`: sets the module's `sample_ms` parameter (access sampling, issue 15) for
-//! the duration of a `run` or `record` and restores the previous value afterwards (when
-//! the command ends, fails or is interrupted: the guard's `Drop`).
+//! Module parameters set for the duration of a `run` or `record` and restored afterwards
+//! (when the command ends, fails or is interrupted: the guard's `Drop`): `--stacks N`
+//! (`stack_depth`, issue 10) and `--sample MS` (`sample_ms`, access sampling, issue 15).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use memmon::{ModuleParams, ProcInterface};
 
-/// The module's parameter directory; `MEMMON_PARAMS_DIR` overrides it (tests).
-pub fn params_dir() -> PathBuf {
-    std::env::var_os("MEMMON_PARAMS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/sys/module/memmon/parameters"))
+/// A module parameter set by memmon, restored to its previous value when dropped.
+#[derive(Debug, Default)]
+pub struct ParamGuard {
+    /// The parameter file, its value before, and how a failed restore names it.
+    restore: Option<(PathBuf, String, String)>,
+}
+
+impl ParamGuard {
+    /// A guard with nothing to restore (the parameter was left alone).
+    pub fn unchanged() -> ParamGuard {
+        ParamGuard::default()
+    }
+
+    /// Writes `value` to `path`, whose value was `previous`; dropping the guard writes
+    /// `previous` back (a failure then is a warning naming the parameter as `label`).
+    pub fn set(
+        path: &Path,
+        previous: String,
+        value: &str,
+        label: String,
+    ) -> io::Result<ParamGuard> {
+        std::fs::write(path, value)?;
+        Ok(ParamGuard {
+            restore: Some((path.to_owned(), previous, label)),
+        })
+    }
+}
+
+impl Drop for ParamGuard {
+    fn drop(&mut self) {
+        if let Some((path, previous, label)) = &self.restore {
+            if let Err(error) = std::fs::write(path, previous) {
+                eprintln!("memmon: warning: cannot restore {label} to {previous}: {error}");
+            }
+        }
+    }
+}
+
+/// Sets `stack_depth` to `depth`. `explicit`: the user asked (`--stacks`), so a module
+/// without the parameter, or a refused value, is worth a warning.
+pub fn stack_depth(
+    params: &ModuleParams,
+    proc: &ProcInterface,
+    depth: u32,
+    explicit: bool,
+) -> ParamGuard {
+    let path = params.path("stack_depth");
+    let Ok(previous) = std::fs::read_to_string(&path) else {
+        if explicit && depth > 0 {
+            eprintln!("memmon: warning: the module has no stack_depth parameter: no call stacks");
+        }
+        return ParamGuard::unchanged();
+    };
+    let previous = previous.trim().to_owned();
+    if previous == depth.to_string() {
+        return ParamGuard::unchanged();
+    }
+    match ParamGuard::set(
+        &path,
+        previous,
+        &depth.to_string(),
+        "stack_depth".to_owned(),
+    ) {
+        Ok(guard) => {
+            warn_if_rings_small(proc, depth);
+            guard
+        }
+        Err(error) => {
+            if explicit {
+                eprintln!("memmon: warning: cannot set stack_depth to {depth}: {error}");
+            }
+            ParamGuard::unchanged()
+        }
+    }
+}
+
+/// Says so when a ring holds few faults with stacks of `depth` entries, so that a burst of
+/// faults could outrun the reader. Records are packed (docs/design.md): a fault of a storm
+/// takes about 8 bytes; its stack adds its length and a mask of the entries that changed
+/// (2 bytes when none did), and each entry that differs from the last one written at its
+/// depth in the block its varint-coded distance from it (a few bytes; an entry that does
+/// not differ costs nothing). This counts 4 bytes an entry, as if every entry changed.
+fn warn_if_rings_small(proc: &ProcInterface, depth: u32) {
+    let Some(ring_bytes) = proc
+        .stats()
+        .ok()
+        .and_then(|stats| stats.get_u64("ring_bytes"))
+    else {
+        return;
+    };
+    let faults = ring_bytes / (8 + 4 * u64::from(depth));
+    if depth > 0 && faults < 1000 {
+        eprintln!(
+            "memmon: warning: with {depth}-frame stacks a ring of {ring_bytes} bytes holds \
+             about {faults} faults per CPU, and a burst of faults can outrun memmon; load \
+             the module with a larger buflen (insmod memmon.ko buflen=4194304)"
+        );
+    }
 }
 
 /// The shortest and longest sampling periods the module takes (0 is off).
@@ -34,70 +128,50 @@ pub fn parse_period(text: &str) -> Result<u32, String> {
     }
 }
 
-/// Restores the previous `sample_ms` when dropped.
-#[derive(Debug)]
-pub struct SamplePeriod {
-    /// The parameter file and its value before, when memmon changed it.
-    restore: Option<(PathBuf, String)>,
-}
-
-impl SamplePeriod {
-    /// Sets `sample_ms` to `period` (nothing when `None`). Errors, in the module's terms:
-    /// the module is not loaded, has no such parameter (built without access sampling),
-    /// refuses the value, or memmon is not root.
-    pub fn set(period: Option<u32>, proc_root: &Path) -> Result<SamplePeriod> {
-        let Some(period) = period else {
-            return Ok(SamplePeriod { restore: None });
-        };
-        if !proc_root.exists() {
-            bail!(
-                "memmon module not loaded ({} does not exist)",
-                proc_root.display()
-            );
-        }
-        let path = params_dir().join("sample_ms");
-        let previous = match std::fs::read_to_string(&path) {
-            Ok(text) => text.trim().to_owned(),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
-                "--sample: the memmon module has no access sampling ({} does not exist): load a module built with it (issue 15)",
+/// Sets `sample_ms` to `period` (nothing when `None`). Errors, in the module's terms: the
+/// module is not loaded, has no such parameter (built without access sampling), refuses
+/// the value, or memmon is not root.
+pub fn sample_period(
+    params: &ModuleParams,
+    proc: &ProcInterface,
+    period: Option<u32>,
+) -> Result<ParamGuard> {
+    let Some(period) = period else {
+        return Ok(ParamGuard::unchanged());
+    };
+    if !proc.root().exists() {
+        bail!(
+            "memmon module not loaded ({} does not exist)",
+            proc.root().display()
+        );
+    }
+    let path = params.path("sample_ms");
+    let previous = match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().to_owned(),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
+            "--sample: the memmon module has no access sampling ({} does not exist): load a module built with it (issue 15)",
+            path.display()
+        ),
+        Err(error) => bail!("--sample: cannot read {}: {error}", path.display()),
+    };
+    let label = path.display().to_string();
+    ParamGuard::set(&path, previous, &period.to_string(), label).or_else(|error| {
+        match error.raw_os_error() {
+            Some(nix::libc::EINVAL) => bail!(
+                "--sample: the module refused sample_ms={period} (EINVAL): it takes 0 (off) or {} to {} milliseconds",
+                PERIOD_MS.start(),
+                PERIOD_MS.end()
+            ),
+            Some(nix::libc::EACCES | nix::libc::EPERM) => bail!(
+                "--sample: permission denied on {} (memmon needs root)",
                 path.display()
             ),
-            Err(error) => bail!("--sample: cannot read {}: {error}", path.display()),
-        };
-        if let Err(error) = std::fs::write(&path, period.to_string()) {
-            match error.raw_os_error() {
-                Some(nix::libc::EINVAL) => bail!(
-                    "--sample: the module refused sample_ms={period} (EINVAL): it takes 0 (off) or {} to {} milliseconds",
-                    PERIOD_MS.start(),
-                    PERIOD_MS.end()
-                ),
-                Some(nix::libc::EACCES | nix::libc::EPERM) => bail!(
-                    "--sample: permission denied on {} (memmon needs root)",
-                    path.display()
-                ),
-                _ => bail!(
-                    "--sample: cannot set {} to {period}: {error}",
-                    path.display()
-                ),
-            }
+            _ => bail!(
+                "--sample: cannot set {} to {period}: {error}",
+                path.display()
+            ),
         }
-        Ok(SamplePeriod {
-            restore: Some((path, previous)),
-        })
-    }
-}
-
-impl Drop for SamplePeriod {
-    fn drop(&mut self) {
-        if let Some((path, previous)) = &self.restore {
-            if let Err(error) = std::fs::write(path, previous) {
-                eprintln!(
-                    "memmon: warning: cannot restore {} to {previous}: {error}",
-                    path.display()
-                );
-            }
-        }
-    }
+    })
 }
 
 #[cfg(test)]

@@ -6,38 +6,42 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use memmon::capture::control::process_path;
 use memmon::capture::file::{write_header, write_snapshot, CAPTURE_VERSION};
 use memmon::report::model::maps::MapsLine;
 use memmon::report::view::symbols::build_id;
-use memmon::SnapshotSource;
+use memmon::{ModuleParams, ProcInterface, SnapshotSource};
 
 use crate::live::monotonic_now;
 
-/// Writes the header lines of a capture file.
-pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Result<()> {
+/// Writes the header lines of a capture file, asking the module under `proc` and `params`.
+pub fn write_capture_header(
+    out: &mut impl Write,
+    proc: &ProcInterface,
+    params: &ModuleParams,
+    what: (&str, &str),
+) -> io::Result<()> {
     write_header(out, "memmon-capture", &CAPTURE_VERSION.to_string())?;
     let kernel = nix::sys::utsname::uname()
         .map(|uts| uts.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".to_owned());
     write_header(out, "kernel", &kernel)?;
-    let version =
-        read_trimmed("/sys/module/memmon/version").unwrap_or_else(|| "unknown".to_owned());
+    let version = params.version().unwrap_or_else(|| "unknown".to_owned());
     write_header(out, "module-version", &version)?;
     // The module reports its buflen in its stats; a sysfs parameter file, where a kernel
     // exposes one, says the same.
-    let buflen = std::fs::read_to_string("/proc/memmon/stats")
+    let buflen = proc
+        .stats()
         .ok()
-        .and_then(|stats| memmon::Stats::parse(&stats).ok())
         .and_then(|stats| stats.get("buflen").map(str::to_owned))
-        .or_else(|| read_trimmed("/sys/module/memmon/parameters/buflen"));
+        .or_else(|| params.get("buflen"));
     if let Some(buflen) = buflen {
         write_header(out, "buflen", &buflen)?;
     }
     // Access sampling (issue 15): the period and the per-generation page budget, so the
     // report can tell generations that hit the budget.
-    let params = crate::params::params_dir();
     for (key, name) in [("sample-ms", "sample_ms"), ("sample-pages", "sample_pages")] {
-        if let Some(value) = params.join(name).to_str().and_then(read_trimmed) {
+        if let Some(value) = params.get(name) {
             write_header(out, key, &value)?;
         }
     }
@@ -53,22 +57,15 @@ pub fn write_capture_header(out: &mut impl Write, what: (&str, &str)) -> io::Res
     write_header(out, what.0, what.1)
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|text| text.trim().to_owned())
-        .filter(|text| !text.is_empty())
-}
-
 /// Writes snapshots of `/proc/PID/maps` and of the `Vm*`/`Rss*` lines of
 /// `/proc/PID/status`, with a note when the process has no address space left.
 pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Result<()> {
     let time = monotonic_now();
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"));
+    let maps = std::fs::read_to_string(process_path(pid, "maps"));
     if let Ok(text) = &maps {
         write_build_ids(out, pid, text)?;
     }
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+    let status = std::fs::read_to_string(process_path(pid, "status"));
     let (maps_note, maps_lines) = snapshot_lines(&maps, |_| true);
     write_snapshot(
         out,
@@ -109,8 +106,8 @@ fn write_build_ids(out: &mut impl Write, pid: u32, maps: &str) -> io::Result<()>
             continue;
         }
         seen.insert(entry.path.clone());
-        let by_fd = format!("/proc/{pid}/map_files/{:x}-{:x}", entry.start, entry.end);
-        let id = build_id(Path::new(&by_fd)).or_else(|| build_id(Path::new(&entry.path)));
+        let by_fd = process_path(pid, &format!("map_files/{:x}-{:x}", entry.start, entry.end));
+        let id = build_id(&by_fd).or_else(|| build_id(Path::new(&entry.path)));
         if let Some(id) = id {
             writeln!(out, "# buildid {id} {}", entry.path)?;
         }

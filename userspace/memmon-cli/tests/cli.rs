@@ -745,3 +745,46 @@ fn report_access_options() {
     assert_eq!(code, 1);
     assert_eq!(stderr, "memmon: error: --access writes text or json\n");
 }
+
+/// `record` asks the module it was pointed at: the stats under `--proc-root` (buflen for
+/// the header, ring_bytes for the stack warning) and the version beside the parameters of
+/// `MEMMON_PARAMS_DIR`, not /proc/memmon and /sys/module/memmon.
+#[test]
+fn record_reads_the_module_under_proc_root_and_params_dir() {
+    let root = fake_proc_root("paths");
+    fs::write(
+        root.join("stats"),
+        "produced 1\nbuflen 8192\nring_bytes 4096\n",
+    )
+    .unwrap();
+    let dir = root.parent().unwrap();
+    let params = dir.join("parameters");
+    fs::create_dir_all(&params).unwrap();
+    fs::write(params.join("stack_depth"), "0\n").unwrap();
+    fs::write(dir.join("version"), "9.9-test\n").unwrap();
+    let capture = dir.join("capture.txt");
+    let (code, _, stderr) = run(memmon()
+        .env("MEMMON_PARAMS_DIR", &params)
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["record", "-q", "--stacks", "16", "-o"])
+        .arg(&capture)
+        .args(["--", "sh", "-c", "exit 0"]));
+    assert_eq!(code, 0, "{stderr}");
+    let headers = read_capture(&capture).0;
+    assert!(
+        headers.contains(&("module-version".to_owned(), "9.9-test".to_owned())),
+        "{headers:?}"
+    );
+    assert!(
+        headers.contains(&("buflen".to_owned(), "8192".to_owned())),
+        "{headers:?}"
+    );
+    // 4096 bytes hold about 56 faults with 16-frame stacks: the warning says so.
+    assert!(
+        stderr.contains("a ring of 4096 bytes holds about 56 faults per CPU"),
+        "{stderr}"
+    );
+    // And stack_depth was restored.
+    assert_eq!(fs::read_to_string(params.join("stack_depth")).unwrap(), "0");
+}

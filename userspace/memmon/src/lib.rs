@@ -33,7 +33,7 @@ pub mod capture;
 pub mod report;
 pub mod stream;
 
-pub use capture::control::{ControlError, ProcInterface, Stats, WatchChange};
+pub use capture::control::{ControlError, ModuleParams, ProcInterface, Stats, WatchChange};
 pub use capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
 pub use stream::errno::Errno;
 pub use stream::escaped::EscapedStr;
@@ -46,4 +46,4 @@ pub use stream::flags::{
     ShmatFlags,
 };
 pub use stream::human::{describe_wait_status, Human};
-pub use stream::parse::{parse_line, parse_line_bytes, ParseError};
+pub use stream::parse::{fault_frame, parse_line, parse_line_bytes, ParseError};

@@ -4,7 +4,7 @@
 use memmon::{
     parse_line, parse_line_bytes, Access, Advice, CaptureReader, Errno, EscapedStr, Event,
     EventKind, FaultType, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags,
-    OtherFlags, Prot, RssAt, ShmatFlags, Stack, SyscallResult, Timestamp,
+    OtherFlags, Prot, RssAt, ShmatFlags, Stack, StackEnd, SyscallResult, Timestamp,
 };
 use proptest::prelude::*;
 
@@ -24,7 +24,7 @@ fn escaped() -> impl Strategy<Value = EscapedStr<'static>> {
 }
 
 fn prot() -> impl Strategy<Value = Prot> {
-    (0u8..8).prop_map(Prot::from_bits_truncate)
+    (0u64..8).prop_map(Prot::from_bits_truncate)
 }
 
 fn fault() -> impl Strategy<Value = EventKind<'static>> {
@@ -249,7 +249,9 @@ fn event() -> impl Strategy<Value = Event<'static>> {
         .prop_map(|(time, pid, tid, kind, dur, stack)| {
             // dur= belongs to system calls, stack= to faults and system calls.
             let dur = dur.filter(|_| kind.is_syscall());
-            let stack = stack.filter(|_| kind.may_have_stack()).map(Stack);
+            let stack = stack
+                .filter(|_| kind.may_have_stack())
+                .map(|frames| Stack(frames, StackEnd::Complete));
             Event {
                 time,
                 pid,

@@ -1,3 +1,6 @@
 //! The subcommands, one file per command or group of commands.
 
+pub mod control;
 pub mod follow;
+pub mod report;
+pub mod tail;

@@ -1,4 +1,8 @@
-//! Control of the module through `/proc/memmon`: watch-pids, stats, marker, events.
+//! Control of the module through `/proc/memmon` (watch-pids, stats, marker, events) and
+//! its parameters in `/sys/module/memmon`. Every /proc and /sys path memmon uses is here:
+//! the module's files ([`ProcInterface`], rooted at `--proc-root`), its parameters and
+//! version ([`ModuleParams`], `MEMMON_PARAMS_DIR`), and the files of a process
+//! ([`process_path`]).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -9,6 +13,77 @@ use thiserror::Error;
 
 /// Default location of the module's /proc directory.
 pub const DEFAULT_PROC_ROOT: &str = "/proc/memmon";
+
+/// Default directory of the module's parameters (`stack_depth`, `sample_ms`, `buflen`...).
+pub const DEFAULT_PARAMS_DIR: &str = "/sys/module/memmon/parameters";
+
+/// The environment variable that replaces [`DEFAULT_PARAMS_DIR`] (tests).
+pub const PARAMS_DIR_VAR: &str = "MEMMON_PARAMS_DIR";
+
+/// Where processes are: `/proc`.
+const PROC: &str = "/proc";
+
+/// `/proc/PID/NAME`: a file of a process (`maps`, `status`, `comm`, `map_files/...`).
+pub fn process_path(pid: u32, name: &str) -> PathBuf {
+    Path::new(PROC).join(pid.to_string()).join(name)
+}
+
+/// The module's directory in sysfs: its parameters, and its `version` beside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleParams {
+    dir: PathBuf,
+}
+
+impl Default for ModuleParams {
+    /// `MEMMON_PARAMS_DIR`, else `/sys/module/memmon/parameters`.
+    fn default() -> Self {
+        ModuleParams::new(
+            std::env::var_os(PARAMS_DIR_VAR)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMS_DIR)),
+        )
+    }
+}
+
+impl ModuleParams {
+    /// The parameters in `dir` (normally `/sys/module/memmon/parameters`).
+    pub fn new(dir: impl Into<PathBuf>) -> ModuleParams {
+        ModuleParams { dir: dir.into() }
+    }
+
+    /// The parameter directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of parameter `name`.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The module's `version` file: beside the parameter directory
+    /// (`/sys/module/memmon/version`).
+    pub fn version_path(&self) -> PathBuf {
+        self.dir.parent().unwrap_or(&self.dir).join("version")
+    }
+
+    /// The value of parameter `name`, trimmed; `None` when unreadable or empty.
+    pub fn get(&self, name: &str) -> Option<String> {
+        read_trimmed(&self.path(name))
+    }
+
+    /// The module's version, trimmed; `None` when unreadable or empty.
+    pub fn version(&self) -> Option<String> {
+        read_trimmed(&self.version_path())
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
+}
 
 /// An error talking to the module, saying what went wrong in terms of the module.
 #[derive(Debug, Error)]
@@ -353,7 +428,10 @@ fn missing_pids(changes: &[WatchChange]) -> Vec<i64> {
     let missing: Vec<i64> = pids
         .iter()
         .copied()
-        .filter(|pid| !Path::new(&format!("/proc/{}", pid.abs())).exists())
+        .filter(|pid| {
+            let pid = u32::try_from(pid.unsigned_abs()).unwrap_or(u32::MAX);
+            !process_path(pid, "").exists()
+        })
         .collect();
     if missing.is_empty() {
         pids

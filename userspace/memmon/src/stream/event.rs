@@ -71,7 +71,20 @@ pub enum FaultType {
 }
 
 impl FaultType {
-    /// The wire name (`anon`, `file`, `swap`, `wp`).
+    /// Every fault type, in the order of docs/events.md.
+    pub const ALL: [FaultType; 9] = [
+        FaultType::Anon,
+        FaultType::File,
+        FaultType::Swap,
+        FaultType::Wp,
+        FaultType::Spurious,
+        FaultType::Numa,
+        FaultType::Hugetlb,
+        FaultType::Access,
+        FaultType::Other,
+    ];
+
+    /// The wire name (`anon`, `file`, `swap`, `wp`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             FaultType::Anon => "anon",
@@ -88,18 +101,9 @@ impl FaultType {
 
     /// Parses the wire name.
     pub fn parse(text: &str) -> Option<FaultType> {
-        Some(match text {
-            "anon" => FaultType::Anon,
-            "file" => FaultType::File,
-            "swap" => FaultType::Swap,
-            "wp" => FaultType::Wp,
-            "spurious" => FaultType::Spurious,
-            "numa" => FaultType::Numa,
-            "hugetlb" => FaultType::Hugetlb,
-            "access" => FaultType::Access,
-            "other" => FaultType::Other,
-            _ => return None,
-        })
+        FaultType::ALL
+            .into_iter()
+            .find(|fault_type| fault_type.as_str() == text)
     }
 }
 

@@ -213,6 +213,54 @@ fn bad_value(key: &'static str, value: &str, expected: &'static str) -> ParseErr
 ///
 /// Unknown keys are ignored; missing or malformed known keys are errors. Never panics.
 pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
+    let (time, pid, tid, name, rest) = frame(line)?;
+    let fields = Fields::new(name, rest)?;
+    let kind = parse_kind(name, &fields)?;
+    let dur = if kind.is_syscall() && fields.optional("dur").is_some() {
+        Some(fields.dec("dur")?)
+    } else {
+        None
+    };
+    let stack = match fields.optional("stack") {
+        Some(text) if kind.may_have_stack() => {
+            let frames = parse_stack(text)
+                .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?;
+            Some(Stack(frames, stack_end(&fields)?))
+        }
+        _ => None,
+    };
+    Ok(Event {
+        time,
+        pid,
+        tid,
+        kind,
+        dur,
+        stack,
+    })
+}
+
+/// Time and pid of a `fault` line that [`parse_line`] accepts, found by the same code
+/// without building the event (no allocation: the stack is checked, not collected);
+/// `None` for other kinds and for lines [`parse_line`] rejects. The fast path of
+/// `memmon record`, which copies fault lines as they are.
+pub fn fault_frame(line: &str) -> Option<(Timestamp, u32)> {
+    let (time, pid, _, name, rest) = frame(line).ok()?;
+    if name != "fault" {
+        return None;
+    }
+    let fields = Fields::new(name, rest).ok()?;
+    parse_fault(&fields).ok()?;
+    let stack_valid = match fields.optional("stack") {
+        Some(text) => {
+            stack_entries(text).all(|entry| entry.is_some()) && stack_end(&fields).is_ok()
+        }
+        None => true,
+    };
+    stack_valid.then_some((time, pid))
+}
+
+/// The frame of a line: time, pid, tid, the kind's name and the rest (its fields).
+fn frame(line: &str) -> Result<(Timestamp, u32, u32, &'static str, &str), ParseError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let line = line.trim_start_matches(' ');
     if line.is_empty() {
@@ -235,39 +283,7 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
     else {
         return Err(ParseError::UnknownKind(quote(kind_text)));
     };
-    let fields = Fields::new(name, rest)?;
-    let kind = parse_kind(name, &fields)?;
-    let dur = if kind.is_syscall() && fields.optional("dur").is_some() {
-        Some(fields.dec("dur")?)
-    } else {
-        None
-    };
-    let stack = match fields.optional("stack") {
-        Some(text) if kind.may_have_stack() => {
-            let frames = parse_stack(text)
-                .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?;
-            let end = match fields.optional("stack_end") {
-                Some(end) => StackEnd::parse(end).ok_or_else(|| {
-                    bad_value(
-                        "stack_end",
-                        end,
-                        "depth, unreadable, no_table or unsupported",
-                    )
-                })?,
-                None => StackEnd::Complete,
-            };
-            Some(Stack(frames, end))
-        }
-        _ => None,
-    };
-    Ok(Event {
-        time,
-        pid,
-        tid,
-        kind,
-        dur,
-        stack,
-    })
+    Ok((time, pid, tid, name, rest))
 }
 
 /// Parses raw bytes of one line; non-UTF-8 input is a [`ParseError::NotText`].
@@ -279,41 +295,64 @@ pub fn parse_line_bytes(line: &[u8]) -> Result<Event<'_>, ParseError> {
 
 /// Parses `0xA,0xB,...` (may be empty).
 fn parse_stack(text: &str) -> Option<Vec<u64>> {
-    if text.is_empty() {
-        return Some(Vec::new());
-    }
-    text.split(',').map(parse_hex).collect()
+    stack_entries(text).collect()
+}
+
+/// The entries of a `stack=` value, each `None` when it is not a hex address.
+fn stack_entries(text: &str) -> impl Iterator<Item = Option<u64>> + '_ {
+    text.split(',')
+        .filter(move |_| !text.is_empty())
+        .map(parse_hex)
+}
+
+/// `stack_end=` of a line with a stack (a whole stack when absent).
+fn stack_end(fields: &Fields<'_>) -> Result<StackEnd, ParseError> {
+    Ok(match fields.optional("stack_end") {
+        Some(end) => StackEnd::parse(end).ok_or_else(|| {
+            bad_value(
+                "stack_end",
+                end,
+                "depth, unreadable, no_table or unsupported",
+            )
+        })?,
+        None => StackEnd::Complete,
+    })
+}
+
+/// The fields of a fault line (shared by [`parse_line`] and [`fault_frame`]).
+fn parse_fault<'a>(f: &Fields<'a>) -> Result<EventKind<'a>, ParseError> {
+    Ok(EventKind::Fault {
+        fault_type: f.typed(
+            "type",
+            "anon, file, swap, wp, spurious, numa, hugetlb, other or access",
+            FaultType::parse,
+        )?,
+        access: f.typed("access", "R, W or X", |v| match v {
+            "R" => Some(Access::Read),
+            "W" => Some(Access::Write),
+            "X" => Some(Access::Exec),
+            _ => None,
+        })?,
+        addr: f.hex("addr")?,
+        ip: f.hex("ip")?,
+        user: f.switch("user", true)?,
+        huge: f.switch("huge", false)?,
+        major: f.switch("major", false)?,
+        retry: f.switch("retry", false)?,
+        pages: match f.optional("pages") {
+            Some(_) => f.dec("pages")?,
+            None => 1,
+        },
+        gen: match f.optional("gen") {
+            Some(_) => Some(f.dec("gen")?),
+            None => None,
+        },
+    })
 }
 
 fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, ParseError> {
     let kind = match name {
-        "fault" => EventKind::Fault {
-            fault_type: f.typed(
-                "type",
-                "anon, file, swap, wp, spurious, numa, hugetlb, other or access",
-                FaultType::parse,
-            )?,
-            access: f.typed("access", "R, W or X", |v| match v {
-                "R" => Some(Access::Read),
-                "W" => Some(Access::Write),
-                "X" => Some(Access::Exec),
-                _ => None,
-            })?,
-            addr: f.hex("addr")?,
-            ip: f.hex("ip")?,
-            user: f.switch("user", true)?,
-            huge: f.switch("huge", false)?,
-            major: f.switch("major", false)?,
-            retry: f.switch("retry", false)?,
-            pages: match f.optional("pages") {
-                Some(_) => f.dec("pages")?,
-                None => 1,
-            },
-            gen: match f.optional("gen") {
-                Some(_) => Some(f.dec("gen")?),
-                None => None,
-            },
-        },
+        "fault" => parse_fault(f)?,
         "mmap" => EventKind::Mmap {
             addr: f.hex("addr")?,
             len: f.dec("len")?,
@@ -464,4 +503,101 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
         _ => return Err(ParseError::UnknownKind(quote(name))),
     };
     Ok(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::event::EventKind;
+
+    /// `fault_frame` takes exactly the fault lines `parse_line` accepts, with their time
+    /// and pid (the test that kept the record loop's own validator in step with the
+    /// parser, now that the loop uses this).
+    #[test]
+    fn fault_frame_agrees_with_parse_line() {
+        let stack = "stack=0x55d000401005,0x7f12a0001000,0xffffffffffffffff";
+        let good = [
+            "5.103901002 212/213 fault type=anon access=W addr=0x7f5a2c1e4010 ip=0x401d2f",
+            "5.103901002 212/212 fault type=file access=R addr=0x400000 ip=0x0 user=0 huge=1 major=1 retry=0 pages=512",
+            "5.103901002 212/212 fault type=other access=X addr=0xABCdef ip=0x1 pages=0 stack=",
+            "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 unknown=x",
+            "5.103901002 212/212 fault type=wp access=W addr=0x1 ip=0x2 type=bogus",
+            "5.103901002 212/212 fault   type=wp  access=W\taddr=0x1 ip=0x2",
+            "5.103901002 212/212 fault type=access access=R addr=0x7f0000001000 ip=0x401d2f gen=3",
+            "5.103901002 212/212 fault type=access access=W addr=0x7f0000200000 ip=0x401d2f huge=1 gen=18446744073709551615",
+        ];
+        let mut lines: Vec<String> = good.iter().map(|line| line.to_string()).collect();
+        lines.extend(good.iter().map(|line| format!("{line} {stack}")));
+        let base = "7.000000001 4000/4001 fault type=swap access=R addr=0x7f0000001000 ip=0x401005";
+        for (from, to) in [
+            ("type=swap", "type=bogus"),
+            ("type=swap", "type="),
+            ("access=R", "access=r"),
+            ("access=R ", ""),
+            ("addr=0x7f0000001000", "addr=7f0000001000"),
+            ("addr=0x7f0000001000", "addr=0x"),
+            ("addr=0x7f0000001000", "addr=0x00007f00000010000"),
+            ("ip=0x401005", "ip=0xg"),
+            ("ip=0x401005", "ip"),
+            ("7.000000001", "7.00000001"),
+            ("7.000000001", "+7.000000001"),
+            ("4000/4001", "4000"),
+            ("4000/4001", "4000/+4001"),
+            ("4000/4001", "4000/4294967296"),
+            ("4000/4001", "-1/4001"),
+            (" fault", " faults"),
+            ("7.0", " 7.0"),
+        ] {
+            lines.push(base.replacen(from, to, 1));
+        }
+        for suffix in [
+            " user=2",
+            " huge=yes",
+            " major=",
+            " retry=11",
+            " pages=-1",
+            " pages=18446744073709551616",
+            " pages=18446744073709551615",
+            " gen=",
+            " gen=-1",
+            " gen=0x3",
+            " gen=18446744073709551616",
+            " gen=7",
+            " stack=0x1,",
+            " stack=,0x1",
+            " stack=0x1,0x2",
+            " stack=1",
+            " stack=0x",
+            " stack=0x1,,0x2",
+            " stack=0x1,0x",
+            " stack=0x00000000000000001",
+            " stack=0x0000000000000001,0xfFfF",
+            " stack=0x1;0x2",
+            " bare",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12 user=7",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 user=7",
+            " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12 m",
+            " user=1 user=x",
+            " user=x user=1",
+        ] {
+            lines.push(format!("{base}{suffix}"));
+        }
+        lines.push(format!("{base} stack=0x1 stack_end=depth"));
+        lines.push(format!("{base} stack=0x1 stack_end=bogus"));
+        lines.push("7.000000001 4000/4001 mmap addr=0x0 len=1 prot=r-- flags=PRIVATE fd=-1 off=0 ret=0x1000".to_owned());
+        for line in &lines {
+            let parsed = parse_line(line)
+                .ok()
+                .filter(|event| matches!(event.kind, EventKind::Fault { .. }))
+                .map(|event| (event.time, event.pid));
+            assert_eq!(fault_frame(line), parsed, "{line}");
+        }
+        assert!(
+            lines
+                .iter()
+                .filter(|line| fault_frame(line).is_some())
+                .count()
+                > 12
+        );
+    }
 }

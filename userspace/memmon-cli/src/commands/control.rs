@@ -1,0 +1,64 @@
+//! The control commands: `attach`, `detach`, `list`, `stats` and `mark`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use memmon::capture::control::process_path;
+use memmon::ProcInterface;
+
+use crate::output::ignore_broken_pipe;
+
+/// `attach`: watch `pids` (and, with `follow`, their future children).
+pub fn attach(proc: &ProcInterface, pids: &[u32], follow: bool) -> Result<ExitCode> {
+    if follow {
+        proc.watch_following(pids)?;
+    } else {
+        proc.watch(pids)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `detach`: stop watching `pids`, or every process.
+pub fn detach(proc: &ProcInterface, pids: &[u32], all: bool) -> Result<ExitCode> {
+    if all {
+        proc.clear()?;
+    } else {
+        proc.unwatch(pids)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `list`: the watched processes, pid and command name.
+pub fn list(proc: &ProcInterface) -> Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    for pid in proc.watched()? {
+        let comm = std::fs::read_to_string(process_path(pid, "comm"))
+            .map(|name| name.trim_end().to_owned())
+            .unwrap_or_else(|_| "?".to_owned());
+        ignore_broken_pipe(writeln!(out, "{pid} {comm}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `stats`: the module's counters, aligned.
+pub fn stats(proc: &ProcInterface) -> Result<ExitCode> {
+    let stats = proc.stats()?;
+    let width = stats
+        .entries
+        .iter()
+        .map(|(key, _)| key.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = io::stdout().lock();
+    for (key, value) in &stats.entries {
+        ignore_broken_pipe(writeln!(out, "{key:width$}  {value}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mark`: the words joined by spaces as a marker line.
+pub fn mark(proc: &ProcInterface, text: &[String]) -> Result<ExitCode> {
+    proc.mark(&text.join(" "))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,111 @@
+//! `memmon report`: its options and the report written to a file or standard output.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::output;
+
+/// Options of `memmon report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Capture files (with --diff: BASE NEW).
+    #[arg(required = true, value_name = "CAPTURE")]
+    captures: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, default_value = "text",
+          value_parser = clap::builder::PossibleValuesParser::new(["text", "json", "folded", "svg", "pprof", "html"]))]
+    format: String,
+    /// What the flame graph / folded stacks weigh.
+    #[arg(long, default_value = "resident",
+          value_parser = clap::builder::PossibleValuesParser::new(["resident", "faults", "mapped", "swapin"]))]
+    weight: String,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Show the state at this mark (its text) instead of the end.
+    #[arg(long, value_name = "MARK")]
+    at: Option<String>,
+    /// Add the timeline (text format; always in JSON).
+    #[arg(long)]
+    timeline: bool,
+    /// Timeline interval: a duration (1s, 250ms) or `marks`.
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// Flag timeline intervals whose resident growth exceeds BYTES (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES")]
+    spike: Option<String>,
+    /// Find the capture's binaries under DIR (captures from another machine).
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+    /// Compare two captures: BASE NEW.
+    #[arg(long)]
+    diff: bool,
+    /// Access sampling (captures recorded with --sample): per generation the pages
+    /// touched, hot and cold, and the sites that touch cold pages (text or json).
+    #[arg(long)]
+    access: bool,
+    /// With --access (and in the HTML page's access section): an access is cold when
+    /// the page had gone K whole generations without being accessed or brought in.
+    #[arg(long, value_name = "K", default_value_t = memmon::report::view::access::DEFAULT_COLD,
+          value_parser = clap::value_parser!(u64).range(1..=memmon::report::view::access::MAX_COLD))]
+    cold: u64,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Parses `4096`, `64K`, `2M`, `1G` (powers of 1024).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let (number, scale) = match text.char_indices().last()? {
+        (i, 'K' | 'k') => (&text[..i], 1u64 << 10),
+        (i, 'M' | 'm') => (&text[..i], 1 << 20),
+        (i, 'G' | 'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// `memmon report`.
+pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    use memmon::report::{Format, ReportOptions};
+    let options = ReportOptions {
+        format: Format::parse(&args.format).context("bad --format")?,
+        weight: memmon::report::output::folded::Weight::parse(&args.weight)
+            .context("bad --weight")?,
+        top: args.top,
+        at: args.at,
+        timeline: args.timeline,
+        slicing: memmon::report::parse_interval(&args.interval).with_context(|| {
+            format!(
+                "bad --interval {:?}: expected a duration like 1s or 250ms, or marks",
+                args.interval
+            )
+        })?,
+        spike: match &args.spike {
+            Some(text) => Some(parse_bytes(text).with_context(|| {
+                format!("bad --spike {text:?}: expected bytes like 1048576 or 1M")
+            })?),
+            None => None,
+        },
+        sysroot: args.sysroot,
+        diff: args.diff,
+        access: args.access,
+        cold: args.cold,
+    };
+    let bytes = memmon::report::report(&args.captures, &options)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            if options.format == Format::Pprof && io::IsTerminal::is_terminal(&io::stdout()) {
+                bail!("--format pprof is binary: give -o FILE or redirect the output");
+            }
+            output::ignore_broken_pipe(io::stdout().lock().write_all(&bytes))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
