@@ -7,6 +7,7 @@ mod live;
 mod output;
 mod params;
 mod sysinfo;
+mod unwind;
 
 use std::io;
 use std::path::PathBuf;
@@ -43,6 +44,11 @@ struct Cli {
         default_value = memmon::capture::control::DEFAULT_PROC_ROOT
     )]
     proc_root: PathBuf,
+
+    /// Walk user stacks by frame pointers only: load no unwind tables (record, run, attach
+    /// load them by default for the processes they watch; see docs/unwind.md).
+    #[arg(long, global = true)]
+    no_unwind_tables: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -87,6 +93,18 @@ enum Command {
         #[arg(long, short = 'f')]
         follow: bool,
         /// Process ids.
+        #[arg(required = true, value_name = "PID")]
+        pids: Vec<u32>,
+    },
+    /// Load the unwind tables of processes watched by hand (`echo PID >
+    /// /proc/memmon/watch-pids`), once, so that their user stacks are unwound through
+    /// code without frame pointers; again after they load new code. record, run and
+    /// attach do it themselves.
+    Unwind {
+        /// Take the processes' ranges away instead.
+        #[arg(long)]
+        forget: bool,
+        /// Process ids (watched).
         #[arg(required = true, value_name = "PID")]
         pids: Vec<u32>,
     },
@@ -228,6 +246,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let proc = ProcInterface::new(&cli.proc_root);
     let params = ModuleParams::default();
+    unwind::set_enabled(!cli.no_unwind_tables);
     match cli.command {
         Command::Run {
             follow,
@@ -247,6 +266,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             follow::run_command(&proc, &command, follow, printer, !quiet)
         }
         Command::Attach { follow, pids } => control::attach(&proc, &pids, follow),
+        Command::Unwind { forget, pids } => {
+            unwind::unwind_command(&proc, &pids, forget)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Detach { all, pids } => control::detach(&proc, &pids, all),
         Command::List => control::list(&proc),
         Command::Tail {

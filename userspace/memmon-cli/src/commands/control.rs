@@ -8,13 +8,19 @@ use memmon::capture::control::process_path;
 use memmon::ProcInterface;
 
 use crate::output::ignore_broken_pipe;
+use crate::unwind;
 
-/// `attach`: watch `pids` (and, with `follow`, their future children).
+/// `attach`: watch `pids` (and, with `follow`, their future children), with their
+/// unwind tables.
 pub fn attach(proc: &ProcInterface, pids: &[u32], follow: bool) -> Result<ExitCode> {
     if follow {
         proc.watch_following(pids)?;
     } else {
         proc.watch(pids)?;
+    }
+    let mut tables = unwind::UnwindTables::open(proc, unwind::enabled());
+    for &pid in pids {
+        tables.sync(pid);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -28,6 +28,7 @@ use crate::child::HeldChild;
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
 use crate::sysinfo::{write_capture_header, write_snapshots};
+use crate::unwind::UnwindTables;
 
 /// Poll timeout: how often the loops look at the child and at Ctrl-C.
 pub const POLL_MS: u16 = 100;
@@ -98,6 +99,12 @@ struct Monitor {
     output_gone: bool,
     /// The model behind the end-of-run summary (None with --quiet).
     summary: Option<Box<Replay>>,
+    /// The unwind tables of the followed processes.
+    tables: UnwindTables,
+    /// The started command's snapshot, taken while it was stopped at its exec, to go into
+    /// the capture after its `exec` event (instead of one taken then: late, or after it
+    /// exited).
+    exec_snapshot: Option<(u32, Vec<u8>)>,
 }
 
 impl Monitor {
@@ -112,6 +119,8 @@ impl Monitor {
             root_exit_seen: false,
             output_gone: false,
             summary: summary.then(|| Box::new(Replay::new(ReplayOptions::default()))),
+            tables: UnwindTables::off(),
+            exec_snapshot: None,
         }
     }
 
@@ -144,6 +153,7 @@ impl Monitor {
     /// Reads what is available (waiting up to the poll timeout) and handles it.
     fn pump(&mut self, events: &mut LiveEvents) -> Result<()> {
         events.poll_lines(POLL_MS, |line| self.handle(line))?;
+        self.tables.flush();
         if !self.sink.flush()? {
             self.output_gone = true;
         }
@@ -208,6 +218,7 @@ impl Monitor {
             return Ok(());
         }
         self.emit(line, &event)?;
+        self.tables.note(&event);
         match event.kind {
             EventKind::Fork {
                 child,
@@ -219,6 +230,16 @@ impl Monitor {
                 self.orphans = others;
                 for (_, line) in early {
                     self.handle(&line)?;
+                }
+            }
+            EventKind::Exec { .. }
+                if self.exec_snapshot.as_ref().is_some_and(|(pid, _)| *pid == event.pid) =>
+            {
+                if let (Some((_, bytes)), Sink::Capture(out)) =
+                    (self.exec_snapshot.take(), &mut self.sink)
+                {
+                    out.write_all(&bytes)
+                        .context("cannot write the capture file")?;
                 }
             }
             EventKind::Exec { .. } => self.snapshot(event.pid, "exec")?,
@@ -332,9 +353,23 @@ fn follow_command(
     }
     monitor.followed.insert(pid);
     monitor.root = Some(pid);
-    // The stub has not exec'd yet: this is the process's initial state.
+    // The stub has not exec'd yet: this is the process's initial state. Its tables are
+    // loaded at its exec.
     monitor.snapshot(pid, "start")?;
-    if let Err(error) = child.release() {
+    monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
+    // The program's maps are snapshotted and its tables loaded while it is stopped at its
+    // exec, so that its first faults are unwound with them, and a short program's maps are
+    // not lost to its exit.
+    let released = child.release_at_exec(|| {
+        if matches!(monitor.sink, Sink::Capture(_)) {
+            let mut bytes = Vec::new();
+            if write_snapshots(&mut bytes, pid, "exec").is_ok() {
+                monitor.exec_snapshot = Some((pid, bytes));
+            }
+        }
+        monitor.tables.sync(pid);
+    });
+    if let Err(error) = released {
         let _ = proc.unwatch(&[pid]);
         return Err(error);
     }
@@ -375,6 +410,7 @@ fn follow_command(
     if interrupted() {
         eprintln!("memmon: interrupted");
     }
+    monitor.tables.finish();
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
@@ -407,8 +443,10 @@ pub fn record_pids(
     }
     let mut monitor = Monitor::new(Sink::Capture(out), since, false);
     monitor.followed.extend(pids);
+    monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     for &pid in pids {
         monitor.snapshot(pid, "start")?;
+        monitor.tables.sync(pid);
     }
     while !interrupted() && !monitor.followed.is_empty() {
         monitor.pump(&mut events)?;
@@ -417,6 +455,7 @@ pub fn record_pids(
     for pid in still_running {
         monitor.snapshot(pid, "end")?;
     }
+    monitor.tables.finish();
     monitor.unwatch_remaining(proc);
     if let Sink::Capture(out) = &mut monitor.sink {
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
