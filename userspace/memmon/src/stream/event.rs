@@ -257,589 +257,441 @@ pub struct Event<'a> {
     pub stack: Option<Stack>,
 }
 
-/// The kind of an event with its typed fields, one variant per kind of docs/events.md.
-///
-/// Syscall variants carry the raw arguments the process passed and the call's result.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EventKind<'a> {
-    /// A page fault taken by a watched process.
-    Fault {
-        /// Which fault path handled it.
-        #[serde(rename = "type")]
-        fault_type: FaultType,
-        /// The faulting access.
-        access: Access,
-        /// Faulting virtual address (exact).
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// User instruction pointer (0 when `user` is false).
-        #[serde(serialize_with = "hex")]
-        ip: u64,
-        /// False (`user=0`) when the kernel faulted on the process's behalf.
-        user: bool,
-        /// A PMD-level (transparent huge page) fault (`huge=1`).
-        huge: bool,
-        /// The fault needed I/O (`major=1`).
-        major: bool,
-        /// A repeat after VM_FAULT_RETRY (`retry=1`).
-        retry: bool,
-        /// Pages this fault mapped (`pages=`; 1 when absent, 0 when it mapped nothing).
-        pages: u64,
-        /// `gen=`: the access-sampling generation of a `type=access` fault (its first
-        /// access to a page armed in generation N); `None` when absent.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        gen: Option<u64>,
-    },
-    /// `mmap(addr, len, prot, flags, fd, off)`.
-    Mmap {
-        /// Requested address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// Requested protection.
-        prot: Prot,
-        /// `MAP_*` flags.
-        flags: MmapFlags,
-        /// File descriptor (-1 for anonymous mappings).
-        fd: i64,
-        /// File offset.
-        off: i64,
-        /// Mapped address or error.
-        #[serde(serialize_with = "ret_hex_json")]
-        ret: SyscallResult,
-        /// Path of the mapped file, for a file mapping.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        file: Option<EscapedStr<'a>>,
-    },
-    /// `munmap(addr, len)`.
-    Munmap {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `mremap(old, old_len, new_len, flags, new)`.
-    Mremap {
-        /// Old address.
-        #[serde(serialize_with = "hex")]
-        old: u64,
-        /// Old length.
-        old_len: u64,
-        /// New length.
-        new_len: u64,
-        /// `MREMAP_*` flags.
-        flags: MremapFlags,
-        /// Requested new address (with MREMAP_FIXED).
-        #[serde(serialize_with = "hex")]
-        new: u64,
-        /// New address or error.
-        #[serde(serialize_with = "ret_hex_json")]
-        ret: SyscallResult,
-    },
-    /// `brk(req)`: never fails, returns the resulting break.
-    Brk {
-        /// Requested break.
-        #[serde(serialize_with = "hex")]
-        req: u64,
-        /// The resulting break.
-        #[serde(serialize_with = "hex")]
-        ret: u64,
-    },
-    /// `mprotect(addr, len, prot)`.
-    Mprotect {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// New protection.
-        prot: Prot,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `madvise(addr, len, advice)`.
-    Madvise {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// The advice.
-        advice: Advice,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `mlock(addr, len)`.
-    Mlock {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `mlock2(addr, len, flags)`.
-    Mlock2 {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// `MLOCK_*` flags.
-        flags: Mlock2Flags,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `munlock(addr, len)`.
-    Munlock {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `mlockall(flags)`.
-    Mlockall {
-        /// `MCL_*` flags.
-        flags: MlockallFlags,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `munlockall()`.
-    Munlockall {
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `fsync(fd)`, used as an in-stream marker.
-    Fsync {
-        /// File descriptor.
-        fd: i64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `msync(addr, len, flags)`.
-    Msync {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// `MS_*` flags.
-        flags: MsyncFlags,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `pkey_mprotect(addr, len, prot, pkey)`.
-    PkeyMprotect {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// New protection.
-        prot: Prot,
-        /// Protection key.
-        pkey: i64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `mseal(addr, len, flags)`.
-    Mseal {
-        /// Start address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Length in bytes.
-        len: u64,
-        /// Flags (none defined).
-        flags: OtherFlags,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `process_madvise(pidfd, vec, vlen, advice, flags)`.
-    ProcessMadvise {
-        /// The target's pidfd.
-        pidfd: i64,
-        /// Address of the iovec array.
-        #[serde(serialize_with = "hex")]
-        vec: u64,
-        /// Number of iovecs.
-        vlen: u64,
-        /// The advice.
-        advice: Advice,
-        /// Flags (none defined).
-        flags: OtherFlags,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// `shmat(shmid, addr, flags)`.
-    Shmat {
-        /// The segment.
-        shmid: i64,
-        /// Requested address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// `SHM_*` flags.
-        flags: ShmatFlags,
-        /// Attach address or error.
-        #[serde(serialize_with = "ret_hex_json")]
-        ret: SyscallResult,
-    },
-    /// `shmdt(addr)`.
-    Shmdt {
-        /// The attach address.
-        #[serde(serialize_with = "hex")]
-        addr: u64,
-        /// Result.
-        #[serde(serialize_with = "ret_dec_json")]
-        ret: SyscallResult,
-    },
-    /// A line written to `/proc/memmon/marker`.
-    Mark {
-        /// The text (trailing newline removed).
-        text: EscapedStr<'a>,
-    },
-    /// The address space was replaced by a new program.
-    Exec {
-        /// The new command name.
-        comm: EscapedStr<'a>,
-        /// The executed file.
-        filename: EscapedStr<'a>,
-    },
-    /// The process forked a new process.
-    Fork {
-        /// The child's pid.
-        child: u32,
-        /// Whether the child is watched too (follow-children).
-        watched: bool,
-    },
-    /// The last thread of the process exited.
-    Exit {
-        /// Exit status as wait(2) encodes it.
-        code: i32,
-    },
-    /// The process's memory counters when its address space is released or after a mark.
-    Rss {
-        /// RssAnon in bytes.
-        anon: u64,
-        /// RssFile in bytes.
-        file: u64,
-        /// RssShmem in bytes.
-        shmem: u64,
-        /// VmSwap in bytes.
-        swap: u64,
-        /// VmHWM in bytes.
-        peak: u64,
-        /// Why the counters were taken.
-        at: RssAt,
-    },
-    /// An access-sampling generation starts for the process: `armed` of its resident
-    /// pages now trap on their next access (`fault type=access ... gen=N`).
-    Gen {
-        /// The generation (counts from 1 per module load).
-        n: u64,
-        /// Pages armed in this process for this generation.
-        armed: u64,
-    },
-    /// This reader missed `count` events that were overwritten.
-    Lost {
-        /// Number of events missed.
-        count: u64,
-    },
+/// Defines [`EventKind`] from one table: each variant with its wire name, its class
+/// (`fault`, `syscall` or `other`) and its fields. From the table come the enum (with the
+/// wire name as its JSON `kind`), [`KIND_NAMES`], [`EventKind::name`],
+/// [`EventKind::is_syscall`], [`EventKind::may_have_stack`] and [`EventKind::into_owned`].
+macro_rules! event_kinds {
+    (@syscall syscall) => { true };
+    (@syscall $class:ident) => { false };
+    (@stack other) => { false };
+    (@stack $class:ident) => { true };
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident<$lt:lifetime> {
+            $(
+                $(#[$variant_meta:meta])*
+                $wire:literal $class:ident $variant:ident {
+                    $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
+                }
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name<$lt> {
+            $(
+                $(#[$variant_meta])*
+                #[serde(rename = $wire)]
+                $variant { $( $(#[$field_meta])* $field: $ty ),* },
+            )*
+        }
+
+        /// The kind names, in the order of docs/events.md.
+        pub const KIND_NAMES: [&str; <[&str]>::len(&[$($wire),*])] = [$($wire),*];
+
+        impl $name<'_> {
+            /// The wire name of the kind (`fault`, `mmap`, ...).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( $name::$variant { .. } => $wire, )*
+                }
+            }
+
+            /// True for the memory-management system calls (the kinds that may carry
+            /// `dur=`).
+            pub fn is_syscall(&self) -> bool {
+                match self {
+                    $( $name::$variant { .. } => event_kinds!(@syscall $class), )*
+                }
+            }
+
+            /// True for the kinds that may carry `stack=`: faults and system calls.
+            pub fn may_have_stack(&self) -> bool {
+                match self {
+                    $( $name::$variant { .. } => event_kinds!(@stack $class), )*
+                }
+            }
+
+            /// A copy that no longer borrows from the line.
+            pub fn into_owned(self) -> $name<'static> {
+                match self {
+                    $(
+                        $name::$variant { $($field),* } => $name::$variant {
+                            $( $field: IntoOwned::into_owned($field) ),*
+                        },
+                    )*
+                }
+            }
+        }
+    };
 }
 
-/// The kind names, in the order of docs/events.md.
-pub const KIND_NAMES: [&str; 26] = [
-    "fault",
-    "mmap",
-    "munmap",
-    "mremap",
-    "brk",
-    "mprotect",
-    "madvise",
-    "mlock",
-    "mlock2",
-    "munlock",
-    "mlockall",
-    "munlockall",
-    "fsync",
-    "msync",
-    "pkey_mprotect",
-    "mseal",
-    "process_madvise",
-    "shmat",
-    "shmdt",
-    "mark",
-    "exec",
-    "fork",
-    "exit",
-    "rss",
-    "gen",
-    "lost",
-];
+/// A field of an [`EventKind`] that can stop borrowing from the line.
+trait IntoOwned {
+    type Owned;
+    fn into_owned(self) -> Self::Owned;
+}
 
-impl EventKind<'_> {
-    /// The wire name of the kind (`fault`, `mmap`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            EventKind::Fault { .. } => "fault",
-            EventKind::Mmap { .. } => "mmap",
-            EventKind::Munmap { .. } => "munmap",
-            EventKind::Mremap { .. } => "mremap",
-            EventKind::Brk { .. } => "brk",
-            EventKind::Mprotect { .. } => "mprotect",
-            EventKind::Madvise { .. } => "madvise",
-            EventKind::Mlock { .. } => "mlock",
-            EventKind::Mlock2 { .. } => "mlock2",
-            EventKind::Munlock { .. } => "munlock",
-            EventKind::Mlockall { .. } => "mlockall",
-            EventKind::Munlockall { .. } => "munlockall",
-            EventKind::Fsync { .. } => "fsync",
-            EventKind::Msync { .. } => "msync",
-            EventKind::PkeyMprotect { .. } => "pkey_mprotect",
-            EventKind::Mseal { .. } => "mseal",
-            EventKind::ProcessMadvise { .. } => "process_madvise",
-            EventKind::Shmat { .. } => "shmat",
-            EventKind::Shmdt { .. } => "shmdt",
-            EventKind::Mark { .. } => "mark",
-            EventKind::Exec { .. } => "exec",
-            EventKind::Fork { .. } => "fork",
-            EventKind::Exit { .. } => "exit",
-            EventKind::Rss { .. } => "rss",
-            EventKind::Gen { .. } => "gen",
-            EventKind::Lost { .. } => "lost",
-        }
+/// Field types that own their value already.
+macro_rules! owned_as_is {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl IntoOwned for $ty {
+                type Owned = $ty;
+                fn into_owned(self) -> $ty {
+                    self
+                }
+            }
+        )*
+    };
+}
+
+owned_as_is!(
+    u32,
+    i32,
+    u64,
+    i64,
+    bool,
+    Option<u64>,
+    SyscallResult,
+    FaultType,
+    Access,
+    RssAt,
+    Prot,
+    Advice,
+    MmapFlags,
+    MremapFlags,
+    Mlock2Flags,
+    MlockallFlags,
+    MsyncFlags,
+    OtherFlags,
+    ShmatFlags,
+);
+
+impl IntoOwned for EscapedStr<'_> {
+    type Owned = EscapedStr<'static>;
+    fn into_owned(self) -> EscapedStr<'static> {
+        EscapedStr::into_owned(self)
     }
+}
 
-    /// True for the memory-management system calls (the kinds that may carry `dur=`).
-    pub fn is_syscall(&self) -> bool {
-        !matches!(
-            self,
-            EventKind::Fault { .. }
-                | EventKind::Mark { .. }
-                | EventKind::Exec { .. }
-                | EventKind::Fork { .. }
-                | EventKind::Exit { .. }
-                | EventKind::Rss { .. }
-                | EventKind::Gen { .. }
-                | EventKind::Lost { .. }
-        )
+impl IntoOwned for Option<EscapedStr<'_>> {
+    type Owned = Option<EscapedStr<'static>>;
+    fn into_owned(self) -> Option<EscapedStr<'static>> {
+        self.map(EscapedStr::into_owned)
     }
+}
 
-    /// True for the kinds that may carry `stack=`: faults and system calls.
-    pub fn may_have_stack(&self) -> bool {
-        matches!(self, EventKind::Fault { .. }) || self.is_syscall()
-    }
-
-    /// A copy that no longer borrows from the line.
-    pub fn into_owned(self) -> EventKind<'static> {
-        match self {
-            EventKind::Mmap {
-                addr,
-                len,
-                prot,
-                flags,
-                fd,
-                off,
-                ret,
-                file,
-            } => EventKind::Mmap {
-                addr,
-                len,
-                prot,
-                flags,
-                fd,
-                off,
-                ret,
-                file: file.map(EscapedStr::into_owned),
-            },
-            EventKind::Mark { text } => EventKind::Mark {
-                text: text.into_owned(),
-            },
-            EventKind::Exec { comm, filename } => EventKind::Exec {
-                comm: comm.into_owned(),
-                filename: filename.into_owned(),
-            },
-            EventKind::Fault {
-                fault_type,
-                access,
-                addr,
-                ip,
-                user,
-                huge,
-                major,
-                retry,
-                pages,
-                gen,
-            } => EventKind::Fault {
-                fault_type,
-                access,
-                addr,
-                ip,
-                user,
-                huge,
-                major,
-                retry,
-                pages,
-                gen,
-            },
-            EventKind::Munmap { addr, len, ret } => EventKind::Munmap { addr, len, ret },
-            EventKind::Mremap {
-                old,
-                old_len,
-                new_len,
-                flags,
-                new,
-                ret,
-            } => EventKind::Mremap {
-                old,
-                old_len,
-                new_len,
-                flags,
-                new,
-                ret,
-            },
-            EventKind::Brk { req, ret } => EventKind::Brk { req, ret },
-            EventKind::Mprotect {
-                addr,
-                len,
-                prot,
-                ret,
-            } => EventKind::Mprotect {
-                addr,
-                len,
-                prot,
-                ret,
-            },
-            EventKind::Madvise {
-                addr,
-                len,
-                advice,
-                ret,
-            } => EventKind::Madvise {
-                addr,
-                len,
-                advice,
-                ret,
-            },
-            EventKind::Mlock { addr, len, ret } => EventKind::Mlock { addr, len, ret },
-            EventKind::Mlock2 {
-                addr,
-                len,
-                flags,
-                ret,
-            } => EventKind::Mlock2 {
-                addr,
-                len,
-                flags,
-                ret,
-            },
-            EventKind::Munlock { addr, len, ret } => EventKind::Munlock { addr, len, ret },
-            EventKind::Mlockall { flags, ret } => EventKind::Mlockall { flags, ret },
-            EventKind::Munlockall { ret } => EventKind::Munlockall { ret },
-            EventKind::Fsync { fd, ret } => EventKind::Fsync { fd, ret },
-            EventKind::Msync {
-                addr,
-                len,
-                flags,
-                ret,
-            } => EventKind::Msync {
-                addr,
-                len,
-                flags,
-                ret,
-            },
-            EventKind::PkeyMprotect {
-                addr,
-                len,
-                prot,
-                pkey,
-                ret,
-            } => EventKind::PkeyMprotect {
-                addr,
-                len,
-                prot,
-                pkey,
-                ret,
-            },
-            EventKind::Mseal {
-                addr,
-                len,
-                flags,
-                ret,
-            } => EventKind::Mseal {
-                addr,
-                len,
-                flags,
-                ret,
-            },
-            EventKind::ProcessMadvise {
-                pidfd,
-                vec,
-                vlen,
-                advice,
-                flags,
-                ret,
-            } => EventKind::ProcessMadvise {
-                pidfd,
-                vec,
-                vlen,
-                advice,
-                flags,
-                ret,
-            },
-            EventKind::Shmat {
-                shmid,
-                addr,
-                flags,
-                ret,
-            } => EventKind::Shmat {
-                shmid,
-                addr,
-                flags,
-                ret,
-            },
-            EventKind::Shmdt { addr, ret } => EventKind::Shmdt { addr, ret },
-            EventKind::Fork { child, watched } => EventKind::Fork { child, watched },
-            EventKind::Exit { code } => EventKind::Exit { code },
-            EventKind::Rss {
-                anon,
-                file,
-                shmem,
-                swap,
-                peak,
-                at,
-            } => EventKind::Rss {
-                anon,
-                file,
-                shmem,
-                swap,
-                peak,
-                at,
-            },
-            EventKind::Gen { n, armed } => EventKind::Gen { n, armed },
-            EventKind::Lost { count } => EventKind::Lost { count },
-        }
+event_kinds! {
+    /// The kind of an event with its typed fields, one variant per kind of docs/events.md.
+    ///
+    /// Syscall variants carry the raw arguments the process passed and the call's result.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    pub enum EventKind<'a> {
+        /// A page fault taken by a watched process.
+        "fault" fault Fault {
+            /// Which fault path handled it.
+            #[serde(rename = "type")]
+            fault_type: FaultType,
+            /// The faulting access.
+            access: Access,
+            /// Faulting virtual address (exact).
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// User instruction pointer (0 when `user` is false).
+            #[serde(serialize_with = "hex")]
+            ip: u64,
+            /// False (`user=0`) when the kernel faulted on the process's behalf.
+            user: bool,
+            /// A PMD-level (transparent huge page) fault (`huge=1`).
+            huge: bool,
+            /// The fault needed I/O (`major=1`).
+            major: bool,
+            /// A repeat after VM_FAULT_RETRY (`retry=1`).
+            retry: bool,
+            /// Pages this fault mapped (`pages=`; 1 when absent, 0 when it mapped nothing).
+            pages: u64,
+            /// `gen=`: the access-sampling generation of a `type=access` fault (its first
+            /// access to a page armed in generation N); `None` when absent.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            gen: Option<u64>,
+        },
+        /// `mmap(addr, len, prot, flags, fd, off)`.
+        "mmap" syscall Mmap {
+            /// Requested address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// Requested protection.
+            prot: Prot,
+            /// `MAP_*` flags.
+            flags: MmapFlags,
+            /// File descriptor (-1 for anonymous mappings).
+            fd: i64,
+            /// File offset.
+            off: i64,
+            /// Mapped address or error.
+            #[serde(serialize_with = "ret_hex_json")]
+            ret: SyscallResult,
+            /// Path of the mapped file, for a file mapping.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            file: Option<EscapedStr<'a>>,
+        },
+        /// `munmap(addr, len)`.
+        "munmap" syscall Munmap {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `mremap(old, old_len, new_len, flags, new)`.
+        "mremap" syscall Mremap {
+            /// Old address.
+            #[serde(serialize_with = "hex")]
+            old: u64,
+            /// Old length.
+            old_len: u64,
+            /// New length.
+            new_len: u64,
+            /// `MREMAP_*` flags.
+            flags: MremapFlags,
+            /// Requested new address (with MREMAP_FIXED).
+            #[serde(serialize_with = "hex")]
+            new: u64,
+            /// New address or error.
+            #[serde(serialize_with = "ret_hex_json")]
+            ret: SyscallResult,
+        },
+        /// `brk(req)`: never fails, returns the resulting break.
+        "brk" syscall Brk {
+            /// Requested break.
+            #[serde(serialize_with = "hex")]
+            req: u64,
+            /// The resulting break.
+            #[serde(serialize_with = "hex")]
+            ret: u64,
+        },
+        /// `mprotect(addr, len, prot)`.
+        "mprotect" syscall Mprotect {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// New protection.
+            prot: Prot,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `madvise(addr, len, advice)`.
+        "madvise" syscall Madvise {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// The advice.
+            advice: Advice,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `mlock(addr, len)`.
+        "mlock" syscall Mlock {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `mlock2(addr, len, flags)`.
+        "mlock2" syscall Mlock2 {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// `MLOCK_*` flags.
+            flags: Mlock2Flags,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `munlock(addr, len)`.
+        "munlock" syscall Munlock {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `mlockall(flags)`.
+        "mlockall" syscall Mlockall {
+            /// `MCL_*` flags.
+            flags: MlockallFlags,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `munlockall()`.
+        "munlockall" syscall Munlockall {
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `fsync(fd)`, used as an in-stream marker.
+        "fsync" syscall Fsync {
+            /// File descriptor.
+            fd: i64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `msync(addr, len, flags)`.
+        "msync" syscall Msync {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// `MS_*` flags.
+            flags: MsyncFlags,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `pkey_mprotect(addr, len, prot, pkey)`.
+        "pkey_mprotect" syscall PkeyMprotect {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// New protection.
+            prot: Prot,
+            /// Protection key.
+            pkey: i64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `mseal(addr, len, flags)`.
+        "mseal" syscall Mseal {
+            /// Start address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Length in bytes.
+            len: u64,
+            /// Flags (none defined).
+            flags: OtherFlags,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `process_madvise(pidfd, vec, vlen, advice, flags)`.
+        "process_madvise" syscall ProcessMadvise {
+            /// The target's pidfd.
+            pidfd: i64,
+            /// Address of the iovec array.
+            #[serde(serialize_with = "hex")]
+            vec: u64,
+            /// Number of iovecs.
+            vlen: u64,
+            /// The advice.
+            advice: Advice,
+            /// Flags (none defined).
+            flags: OtherFlags,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// `shmat(shmid, addr, flags)`.
+        "shmat" syscall Shmat {
+            /// The segment.
+            shmid: i64,
+            /// Requested address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// `SHM_*` flags.
+            flags: ShmatFlags,
+            /// Attach address or error.
+            #[serde(serialize_with = "ret_hex_json")]
+            ret: SyscallResult,
+        },
+        /// `shmdt(addr)`.
+        "shmdt" syscall Shmdt {
+            /// The attach address.
+            #[serde(serialize_with = "hex")]
+            addr: u64,
+            /// Result.
+            #[serde(serialize_with = "ret_dec_json")]
+            ret: SyscallResult,
+        },
+        /// A line written to `/proc/memmon/marker`.
+        "mark" other Mark {
+            /// The text (trailing newline removed).
+            text: EscapedStr<'a>,
+        },
+        /// The address space was replaced by a new program.
+        "exec" other Exec {
+            /// The new command name.
+            comm: EscapedStr<'a>,
+            /// The executed file.
+            filename: EscapedStr<'a>,
+        },
+        /// The process forked a new process.
+        "fork" other Fork {
+            /// The child's pid.
+            child: u32,
+            /// Whether the child is watched too (follow-children).
+            watched: bool,
+        },
+        /// The last thread of the process exited.
+        "exit" other Exit {
+            /// Exit status as wait(2) encodes it.
+            code: i32,
+        },
+        /// The process's memory counters when its address space is released or after a mark.
+        "rss" other Rss {
+            /// RssAnon in bytes.
+            anon: u64,
+            /// RssFile in bytes.
+            file: u64,
+            /// RssShmem in bytes.
+            shmem: u64,
+            /// VmSwap in bytes.
+            swap: u64,
+            /// VmHWM in bytes.
+            peak: u64,
+            /// Why the counters were taken.
+            at: RssAt,
+        },
+        /// An access-sampling generation starts for the process: `armed` of its resident
+        /// pages now trap on their next access (`fault type=access ... gen=N`).
+        "gen" other Gen {
+            /// The generation (counts from 1 per module load).
+            n: u64,
+            /// Pages armed in this process for this generation.
+            armed: u64,
+        },
+        /// This reader missed `count` events that were overwritten.
+        "lost" other Lost {
+            /// Number of events missed.
+            count: u64,
+        },
     }
 }
 
