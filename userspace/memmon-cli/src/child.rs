@@ -87,7 +87,8 @@ impl HeldChild {
             write(&fd, b"x").context("cannot release the child process")?;
         }
         let mut at_exec = Some(at_exec);
-        while traced {
+        // Until the exec event (or the child's exit): every other stop is resumed.
+        while traced && at_exec.is_some() {
             match waitpid(self.pid, None) {
                 Ok(WaitStatus::PtraceEvent(_, _, event))
                     if event == ptrace::Event::PTRACE_EVENT_EXEC as i32 =>

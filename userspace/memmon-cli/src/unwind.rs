@@ -34,6 +34,8 @@ pub struct UnwindTables {
     synced: BTreeSet<u32>,
     /// Warnings already printed, so that each is printed once.
     warned: HashSet<String>,
+    /// Why the `unwind` file could not be opened: said once, at the first process to load.
+    open_error: Option<String>,
 }
 
 impl UnwindTables {
@@ -44,36 +46,33 @@ impl UnwindTables {
             pending: BTreeSet::new(),
             synced: BTreeSet::new(),
             warned: HashSet::new(),
+            open_error: None,
         }
     }
 
     /// Tables loaded through `proc`'s `unwind` file, or none if `enabled` is false.
     pub fn open(proc: &ProcInterface, enabled: bool) -> UnwindTables {
         let path = proc.path("unwind");
-        let loader = if enabled {
+        let mut tables = UnwindTables::off();
+        if enabled {
             match UnwindFile::open(&path) {
-                Ok(file) => Some(Loader::with_proc_root(file, Path::new("/proc"))),
+                Ok(file) => tables.loader = Some(Loader::with_proc_root(file, Path::new("/proc"))),
                 Err(error) => {
-                    eprintln!(
+                    tables.open_error = Some(format!(
                         "memmon: warning: {}: {error}: stacks are walked by frame pointers only",
                         path.display()
-                    );
-                    None
+                    ))
                 }
             }
-        } else {
-            None
-        };
-        UnwindTables {
-            loader,
-            pending: BTreeSet::new(),
-            synced: BTreeSet::new(),
-            warned: HashSet::new(),
         }
+        tables
     }
 
     /// Loads the tables of `pid` and gives the module its ranges now.
     pub fn sync(&mut self, pid: u32) {
+        if let Some(error) = self.open_error.take() {
+            eprintln!("{error}");
+        }
         let Some(loader) = &mut self.loader else {
             return;
         };

@@ -14,10 +14,17 @@ fn main() -> ExitCode {
     };
     let mut loader = Loader::new(file);
     let mut status = ExitCode::SUCCESS;
-    for pid in std::env::args().skip(1).filter_map(|a| a.parse::<u32>().ok()) {
+    for pid in std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<u32>().ok())
+    {
         match loader.sync_process(pid) {
             Ok(report) => {
-                println!("{pid}: {} ranges, {} tables added", report.ranges, report.added.len());
+                println!(
+                    "{pid}: {} ranges, {} tables added",
+                    report.ranges,
+                    report.added.len()
+                );
                 for warning in report.warnings {
                     eprintln!("{pid}: {warning}");
                 }

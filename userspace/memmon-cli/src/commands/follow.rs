@@ -233,7 +233,10 @@ impl Monitor {
                 }
             }
             EventKind::Exec { .. }
-                if self.exec_snapshot.as_ref().is_some_and(|(pid, _)| *pid == event.pid) =>
+                if self
+                    .exec_snapshot
+                    .as_ref()
+                    .is_some_and(|(pid, _)| *pid == event.pid) =>
             {
                 if let (Some((_, bytes)), Sink::Capture(out)) =
                     (self.exec_snapshot.take(), &mut self.sink)
