@@ -96,6 +96,21 @@ impl UnwindTables {
         }
     }
 
+    /// At a program's exec, while it is stopped there: loads its tables and ranges, and the
+    /// tables of the libraries it will load, so that its faults in them are unwound from
+    /// the first (their ranges follow at their `mmap`).
+    pub fn sync_at_exec(&mut self, pid: u32) {
+        self.sync(pid);
+        if let Some(loader) = &mut self.loader {
+            for warning in loader.preload_needed(pid) {
+                let text = warning.to_string();
+                if self.warned.insert(text.clone()) {
+                    eprintln!("memmon: warning: unwind tables: {text}");
+                }
+            }
+        }
+    }
+
     /// Notes what an event of a watched process changes: a new program, a new process, or
     /// new executable code.
     pub fn note(&mut self, event: &Event) {

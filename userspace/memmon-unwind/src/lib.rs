@@ -13,6 +13,7 @@ pub mod fuzz;
 pub mod key;
 pub mod loader;
 pub mod maps;
+pub mod needed;
 pub mod protocol;
 pub mod walk;
 

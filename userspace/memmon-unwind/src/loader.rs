@@ -290,6 +290,64 @@ impl<W: UnwindSink> Loader<W> {
         })
     }
 
+    /// Compiles the tables of the libraries the program of process `pid` needs and loads
+    /// them into the module, before ld.so maps them: called while the process is stopped at
+    /// its exec, so that a later [`Loader::sync_process`] (at their `mmap`) only gives
+    /// ranges. Returns what it left out; never fails.
+    pub fn preload_needed(&mut self, pid: u32) -> Vec<Warning> {
+        let mut warnings = Vec::new();
+        let exe = self.proc_root.join(pid.to_string()).join("exe");
+        let Ok(data) = std::fs::read(&exe) else {
+            return warnings;
+        };
+        for path in crate::needed::needed_libraries(&exe, &data) {
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            use std::os::unix::fs::MetadataExt;
+            let dev = meta.dev();
+            // As glibc's major() and minor() split a dev_t.
+            let file = FileId {
+                major: (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32,
+                minor: ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32,
+                inode: meta.ino(),
+            };
+            let entry = MapsEntry {
+                start: 0,
+                end: 0,
+                perms: "r-xp".to_owned(),
+                offset: 0,
+                file,
+                path: path.to_string_lossy().into_owned(),
+                deleted: false,
+            };
+            let (key, table) = match self.object(pid, &entry).map(|o| o.table.clone()) {
+                Ok(Ok(found)) => found,
+                Ok(Err(warning)) | Err(warning) => {
+                    warnings.push(warning);
+                    continue;
+                }
+            };
+            if self.loaded.contains(&key) {
+                continue;
+            }
+            match self
+                .sink
+                .write_command(&encode_add_table(&key, &table.rows))
+            {
+                Ok(()) => {
+                    self.loaded.insert(key);
+                }
+                Err(_) => warnings.push(Warning::NoSpace {
+                    path: entry.path.clone(),
+                    key,
+                    rows: table.len(),
+                }),
+            }
+        }
+        warnings
+    }
+
     /// Loads the tables of process `pid` and gives the module its ranges: reads its maps,
     /// compiles the objects not yet compiled, writes an `ADD_TABLE` for each table the
     /// module lacks, then one `SET_MAPS`. An object whose table the module refuses for its

@@ -370,7 +370,7 @@ fn follow_command(
                 monitor.exec_snapshot = Some((pid, bytes));
             }
         }
-        monitor.tables.sync(pid);
+        monitor.tables.sync_at_exec(pid);
     });
     if let Err(error) = released {
         let _ = proc.unwatch(&[pid]);

@@ -1,0 +1,118 @@
+//! The shared libraries a program will load: its `DT_NEEDED` entries and theirs, found
+//! through `DT_RUNPATH`/`DT_RPATH` (`$ORIGIN` expanded) and the system's library
+//! directories, as ld.so would find them in the common case (no `LD_LIBRARY_PATH`, no
+//! `ld.so.cache` entries outside those directories). So that their tables can be compiled
+//! while the program is stopped at its exec, before ld.so maps them.
+
+use object::elf;
+use object::read::elf::{Dyn, ElfFile64, FileHeader, SectionHeader};
+use object::Endianness;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Where ld.so looks after the run paths, on Debian and most x86-64 systems.
+const SYSTEM_DIRS: [&str; 6] = [
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+];
+
+/// Most libraries followed.
+const LIBRARIES_MAX: usize = 256;
+
+/// The `DT_NEEDED` names and the run paths (`DT_RUNPATH`, else `DT_RPATH`) of an ELF object.
+fn dynamic_entries(data: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
+    let file = ElfFile64::<Endianness>::parse(data).ok()?;
+    let endian = file.endian();
+    let header = file.elf_header();
+    let sections = header.sections(endian, data).ok()?;
+    let (dynamic, link) = sections.iter().find_map(|section| {
+        (section.sh_type(endian) == elf::SHT_DYNAMIC)
+            .then(|| section.dynamic(endian, data).ok().flatten())
+            .flatten()
+    })?;
+    let strings = sections.strings(endian, data, link).ok()?;
+    let (mut needed, mut runpath, mut rpath) = (Vec::new(), Vec::new(), Vec::new());
+    for entry in dynamic {
+        let tag = entry.d_tag(endian) as u32;
+        let Ok(value) = u32::try_from(entry.d_val(endian)) else {
+            continue;
+        };
+        let text = || {
+            strings
+                .get(value)
+                .ok()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+        };
+        match tag {
+            elf::DT_NEEDED => needed.extend(text()),
+            elf::DT_RUNPATH => runpath.extend(text()),
+            elf::DT_RPATH => rpath.extend(text()),
+            _ => {}
+        }
+    }
+    let paths = if runpath.is_empty() { rpath } else { runpath };
+    let dirs = paths
+        .iter()
+        .flat_map(|p| p.split(':'))
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Some((needed, dirs))
+}
+
+/// The libraries `program` (whose bytes are `data`) needs, directly or through others, as
+/// paths that exist; in the order found.
+pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut queue: Vec<(PathBuf, Vec<u8>)> = vec![(program.to_path_buf(), data.to_vec())];
+    while let Some((path, data)) = queue.pop() {
+        let Some((needed, run_dirs)) = dynamic_entries(&data) else {
+            continue;
+        };
+        let origin = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dirs: Vec<PathBuf> = run_dirs
+            .iter()
+            .map(|d| PathBuf::from(d.replace("$ORIGIN", &origin.to_string_lossy())))
+            .chain(SYSTEM_DIRS.iter().map(PathBuf::from))
+            .collect();
+        for name in needed {
+            if found.len() >= LIBRARIES_MAX || !seen.insert(name.clone()) {
+                continue;
+            }
+            let candidate = if name.contains('/') {
+                Some(PathBuf::from(&name))
+            } else {
+                dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file())
+            };
+            let Some(library) = candidate else {
+                continue;
+            };
+            if let Ok(bytes) = std::fs::read(&library) {
+                found.push(library.clone());
+                queue.push((library, bytes));
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dynamic_program_needs_libc() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let data = std::fs::read(&exe).expect("readable");
+        let found = needed_libraries(&exe, &data);
+        assert!(
+            found.iter().any(|p| p.ends_with("libc.so.6")),
+            "libc among {found:?}"
+        );
+    }
+}
