@@ -82,7 +82,7 @@ module: $(MODULE)
 # Static, so that it runs in the busybox guest as it does on the host.
 userspace:
 	@if [ -f $(TOP)/userspace/Cargo.toml ]; then \
-		cd $(TOP)/userspace && RUSTFLAGS="-C target-feature=+crt-static" \
+		cd $(TOP)/userspace && export RUSTFLAGS="-C target-feature=+crt-static" && \
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu && \
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu -p memmon-unwind \
 			--example unwind-fuzz && mkdir -p $(BUILD)/progs && \

@@ -106,7 +106,7 @@ awk '
                 stats(wl " record"); rt = med
                 ffp = fr[wl " record-fp"]; ft2 = fr[wl " record"]
                 printf "%-16s entries per stack: %s by frame pointers, %s with tables; per entry over watched: %s fp, %s tables\n", "", ffp, ft2, \
-                    ffp > 0 ? sprintf("%d", (rfp - wat) / ffp) : "-", ft2 > 0 ? sprintf("%d", (rt - wat) / ft2) : "-"
+                    (ffp > 0 ? sprintf("%d", (rfp - wat) / ffp) : "-"), (ft2 > 0 ? sprintf("%d", (rt - wat) / ft2) : "-")
             }
         }
         stats("reader memmon"); m = med; mlo = lo; mhi = hi

@@ -34,4 +34,6 @@ memmon record -q --no-unwind-tables -o /tmp/cap-plain -- /progs/chains-nofp 16 >
 folded /tmp/cap-plain > /tmp/chains-plain
 grep -qx "leaf_touch" /tmp/chains-plain || fail "without tables the frameless leaf kept its caller?"
 expect_match "without tables the stacks say why they end" "$(cat /tmp/cap-plain)" 'stack_end=no_table'
+expect_match "and the report says so" "$(memmon report /tmp/cap-plain)" \
+    'stacks: [0-9]+ of [0-9]+ ended early \(.*no_table [0-9]+'
 unload

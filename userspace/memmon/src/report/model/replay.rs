@@ -122,6 +122,9 @@ pub struct Analysis {
     pub bad_lines: u64,
     /// Any fault or call carried `stack=`.
     pub has_stacks: bool,
+    /// Events with a stack, by why it ends ([`crate::stream::event::StackEnd`] order: whole
+    /// first).
+    pub stack_ends: [u64; 5],
     /// Any fault carried `pages=`.
     pub has_pages: bool,
     /// First and last event times.
@@ -154,6 +157,7 @@ pub struct Replay {
     lost: u64,
     bad_lines: u64,
     has_stacks: bool,
+    stack_ends: [u64; 5],
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
     commands: Vec<String>,
@@ -186,6 +190,7 @@ impl Replay {
             lost: 0,
             bad_lines: 0,
             has_stacks: false,
+            stack_ends: [0; 5],
             has_pages: false,
             span: None,
             commands: Vec::new(),
@@ -407,8 +412,9 @@ impl Replay {
             None => (event.time, event.time),
             Some((first, last)) => (first.min(event.time), last.max(event.time)),
         });
-        if event.stack.is_some() {
+        if let Some(stack) = &event.stack {
             self.has_stacks = true;
+            self.stack_ends[stack.1 as usize] += 1;
         }
         let key = (self.capture, event.pid);
         match &event.kind {
@@ -899,6 +905,7 @@ impl Replay {
             lost: self.lost,
             bad_lines: self.bad_lines,
             has_stacks: self.has_stacks,
+            stack_ends: self.stack_ends,
             has_pages: self.has_pages,
             span: self.span,
             pids: {

@@ -1,6 +1,7 @@
 //! `--format text`: the RSS tree, the top sites by resident bytes, faults and mapped
 //! bytes, swap-ins, the reconciliation and (with `--timeline`) the timeline.
 
+use crate::stream::event::StackEnd;
 use std::fmt::Write;
 
 use crate::report::model::class::PageKind;
@@ -92,6 +93,29 @@ fn bytes_table(first: &'static str, third: &'static str) -> Table<4> {
     }
 }
 
+/// Says how many stacks ended before their outermost frame, and why, if any did.
+fn write_stack_ends(out: &mut String, ends: &[u64; 5]) -> std::fmt::Result {
+    let all: u64 = ends.iter().sum();
+    let early: u64 = ends.iter().skip(1).sum();
+    if early == 0 {
+        return Ok(());
+    }
+    let reasons: Vec<String> = StackEnd::ALL
+        .iter()
+        .zip(ends)
+        .skip(1)
+        .filter(|(_, n)| **n > 0)
+        .map(|(end, n)| format!("{} {n}", end.name()))
+        .collect();
+    writeln!(
+        out,
+        "stacks: {early} of {all} ended early ({}): depth is the stack_depth limit (--stacks), \
+         no_table code without unwind table or frame pointer, unreadable a frame that could \
+         not be read",
+        reasons.join(", ")
+    )
+}
+
 /// Renders the view as text.
 pub fn render(view: &View, options: TextOptions) -> String {
     let mut out = String::new();
@@ -121,6 +145,7 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
     for warning in &view.symbol_warnings {
         writeln!(out, "note: {warning}")?;
     }
+    write_stack_ends(out, &view.stack_ends)?;
     if view.bad_lines > 0 {
         writeln!(
             out,

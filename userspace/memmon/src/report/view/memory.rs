@@ -177,6 +177,9 @@ pub struct View {
     pub pids: Vec<u32>,
     /// Whether stacks were present (else sites are fault ips).
     pub stacks: bool,
+    /// Events with a stack, by why it ends (whole, depth, unreadable, no_table,
+    /// unsupported: `StackEnd` order).
+    pub stack_ends: [u64; 5],
     /// Whether `pages=` was present.
     pub pages_key: bool,
     /// Totals by kind at the moment.
@@ -291,6 +294,7 @@ pub fn build(
         symbol_warnings: symbols.warnings.clone(),
         pids: analysis.pids.clone(),
         stacks: analysis.has_stacks,
+        stack_ends: analysis.stack_ends,
         pages_key: analysis.has_pages,
         totals: picture.kind_bytes(),
         mapped: crate::report::model::picture::saturating_sum(
