@@ -35,9 +35,8 @@ USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
 PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
-.PHONY: all deps kernel module userspace progs run check check-userspace check-module \
-	check-vm bench clean distclean check-debug check-stress kernel-debug kernel-noftrace \
-	module-debug module-noftrace
+.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug \
+	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
 all: kernel module userspace progs
 

@@ -9,6 +9,7 @@
 //! - [`probes`]: one file per kernel hook (faults, mm calls, fork/exec/exit, `rss`, user
 //!   stacks, access sampling);
 //! - [`record`]: the record format, kernel-free (events, packed form, text lines);
+//! - [`unwind`]: the unwind tables userspace loads, which the stack walker reads under RCU;
 //! - [`files`]: the `/proc/memmon` files;
 //! - [`kernel_ext`]: safe wrappers for what `rust/kernel/` lacks (kprobes, tracepoints,
 //!   procfs, poll queues, timers, work, runtime parameters, the current task).
