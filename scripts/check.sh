@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # memmon's test suite (run by `make check` after deps and the build):
 #   - userspace: cargo test, clippy and rustfmt of the workspace
-#   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free
+#   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free; the
+#     parameters in .modinfo
 #   - patches: checkpatch.pl
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
@@ -83,6 +84,19 @@ module_clippy() {
     make -C "$linux" LLVM=-19 M="$top" MO="$out" CLIPPY=1 modules 2>&1 | tee "$out/build.log"
     ! grep -Eq '^(warning|error)' "$out/build.log"
 }
+# module_modinfo: what modinfo shows of each parameter (runtime_param! writes the two
+# writable ones' strings itself): its type and description, in the module's .modinfo
+module_modinfo() {
+    local info
+    info=$(objcopy -O binary --only-section=.modinfo "$top/build/module/memmon.ko" /dev/stdout | tr '\0' '\n')
+    local want
+    for want in 'parmtype=stack_depth:uint' 'parm=stack_depth:User stack entries per fault and syscall (0-64, 0: off)' \
+        'parmtype=sample_ms:uint' 'parm=sample_ms:Access sampling period in ms (0: off, or 10-60000)' \
+        'parmtype=buflen:u32' 'parmtype=unwind_max_kb:u32' 'parmtype=sample_pages:u32'; do
+        grep -qxF "$want" <<< "$info" || { echo "no '$want' in .modinfo"; return 1; }
+    done
+    echo "all 5 parameters in .modinfo"
+}
 patches_checkpatch() {
     "$linux/scripts/checkpatch.pl" --no-tree --quiet --ignore FILE_PATH_CHANGES "$top"/patches/*.patch
 }
@@ -149,6 +163,7 @@ if [ -z "$vm_only" ]; then
     fi
     run_item module-rustfmt module_rustfmt
     run_item module-clippy module_clippy
+    run_item module-modinfo module_modinfo
     run_item patches-checkpatch patches_checkpatch
 fi
 for script in "${scenarios[@]}"; do
