@@ -46,7 +46,14 @@ impl HeldChild {
                 drop(release_write);
                 drop(status_read);
                 let mut byte = [0u8; 1];
-                let released = matches!(read(&release_read, &mut byte), Ok(1));
+                // A signal memmon catches (Ctrl-C) interrupts the wait: wait again.
+                let released = loop {
+                    match read(&release_read, &mut byte) {
+                        Ok(1) => break true,
+                        Err(nix::errno::Errno::EINTR) => continue,
+                        _ => break false,
+                    }
+                };
                 if released {
                     // Rust ignores SIGPIPE; the command must get the default disposition.
                     // SAFETY: setting SIG_DFL installs no handler.
@@ -87,29 +94,8 @@ impl HeldChild {
             write(&fd, b"x").context("cannot release the child process")?;
         }
         let mut at_exec = Some(at_exec);
-        // Until the exec event (or the child's exit): every other stop is resumed.
-        while traced && at_exec.is_some() {
-            match waitpid(self.pid, None) {
-                Ok(WaitStatus::PtraceEvent(_, _, event))
-                    if event == ptrace::Event::PTRACE_EVENT_EXEC as i32 =>
-                {
-                    if let Some(at_exec) = at_exec.take() {
-                        at_exec();
-                    }
-                    let _ = ptrace::detach(self.pid, None);
-                    break;
-                }
-                // A signal before exec: delivered as it would have been.
-                Ok(WaitStatus::Stopped(_, signal)) => {
-                    let _ = ptrace::cont(self.pid, Some(signal));
-                }
-                Ok(WaitStatus::PtraceEvent(..)) => {
-                    let _ = ptrace::cont(self.pid, None);
-                }
-                Err(nix::errno::Errno::EINTR) => continue,
-                // Exited (exec failed): the status pipe says why, below.
-                _ => break,
-            }
+        if traced {
+            self.wait_for_exec(&mut at_exec);
         }
         let mut bytes = [0u8; 4];
         let mut filled = 0;
@@ -126,10 +112,81 @@ impl HeldChild {
             let _ = waitpid(self.pid, None);
             bail!("cannot run {}: {}", self.program, errno.desc());
         }
+        if traced && at_exec.is_some() && self.has_exited()? {
+            let _ = self.reap();
+            bail!("{} ended before it could start", self.program);
+        }
         if let Some(at_exec) = at_exec.take() {
             at_exec();
         }
         Ok(())
+    }
+
+    /// Waits, as the child's tracer, for its exec event and calls `at_exec` there, then
+    /// detaches; every other stop is resumed as it would have gone without a tracer (a
+    /// signal delivered, a group stop kept). Returns without consuming the child's exit,
+    /// so that [`HeldChild::has_exited`] and [`HeldChild::reap`] still see it.
+    fn wait_for_exec(&self, at_exec: &mut Option<impl FnOnce()>) {
+        use nix::libc;
+        let pid = self.pid.as_raw();
+        while at_exec.is_some() {
+            // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // Look first (WNOWAIT), so that an exit stays for has_exited and reap.
+            // SAFETY: `info` is valid for writes; `pid` is this process's child.
+            let looked = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT,
+                )
+            };
+            if looked < 0 {
+                if nix::errno::Errno::last() == nix::errno::Errno::EINTR {
+                    continue;
+                }
+                break;
+            }
+            if matches!(
+                info.si_code,
+                libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED
+            ) {
+                break;
+            }
+            let mut status = 0;
+            // SAFETY: `status` is valid for writes; the child is in a ptrace stop.
+            if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+                continue;
+            }
+            if !libc::WIFSTOPPED(status) {
+                continue;
+            }
+            let event = status >> 16;
+            let (request, signal) = if event == libc::PTRACE_EVENT_EXEC {
+                if let Some(at_exec) = at_exec.take() {
+                    at_exec();
+                }
+                (libc::PTRACE_DETACH, 0)
+            } else if event == libc::PTRACE_EVENT_STOP {
+                // A group stop (SIGSTOP, SIGTSTP): the child stays stopped until SIGCONT.
+                (libc::PTRACE_LISTEN, 0)
+            } else if event != 0 {
+                (libc::PTRACE_CONT, 0)
+            } else {
+                // A signal for the child: delivered (any number, real-time ones too).
+                (libc::PTRACE_CONT, libc::WSTOPSIG(status))
+            };
+            // SAFETY: the child is this process's tracee, in a ptrace stop.
+            unsafe {
+                libc::ptrace(
+                    request,
+                    pid,
+                    std::ptr::null_mut::<libc::c_void>(),
+                    signal as libc::c_long,
+                )
+            };
+        }
     }
 
     /// Kills and reaps a child that was never released.

@@ -127,10 +127,20 @@ impl UnwindTables {
             } => {
                 self.pending.insert(*child);
             }
-            EventKind::Mmap { prot, .. } | EventKind::Mprotect { prot, .. }
+            EventKind::Mmap { prot, .. }
+            | EventKind::Mprotect { prot, .. }
+            | EventKind::PkeyMprotect { prot, .. }
                 if prot.contains(memmon::stream::flags::Prot::EXEC) =>
             {
                 self.pending.insert(event.pid);
+            }
+            // Mappings that move or appear without a protection to tell: look again.
+            EventKind::Mremap { .. } | EventKind::Shmat { .. } => {
+                self.pending.insert(event.pid);
+            }
+            EventKind::Exit { .. } => {
+                self.synced.remove(&event.pid);
+                self.pending.remove(&event.pid);
             }
             _ => {}
         }

@@ -300,7 +300,11 @@ impl<W: UnwindSink> Loader<W> {
         let Ok(data) = std::fs::read(&exe) else {
             return warnings;
         };
-        for path in crate::needed::needed_libraries(&exe, &data) {
+        // Its own path, for `$ORIGIN` in its run paths.
+        let path = std::fs::read_link(&exe)
+            .map(|p| PathBuf::from(p.to_string_lossy().trim_end_matches(" (deleted)")))
+            .unwrap_or(exe);
+        for path in crate::needed::needed_libraries(&path, &data) {
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue;
             };
@@ -338,11 +342,15 @@ impl<W: UnwindSink> Loader<W> {
                 Ok(()) => {
                     self.loaded.insert(key);
                 }
-                Err(_) => warnings.push(Warning::NoSpace {
-                    path: entry.path.clone(),
-                    key,
-                    rows: table.len(),
-                }),
+                Err(error) if error.raw_os_error() == Some(libc_errno::ENOSPC) => {
+                    warnings.push(Warning::NoSpace {
+                        path: entry.path.clone(),
+                        key,
+                        rows: table.len(),
+                    })
+                }
+                // Given again with the ranges, at the library's mmap, where it is reported.
+                Err(_) => {}
             }
         }
         warnings

@@ -84,15 +84,19 @@ pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
             if found.len() >= LIBRARIES_MAX || !seen.insert(name.clone()) {
                 continue;
             }
-            let candidate = if name.contains('/') {
-                Some(PathBuf::from(&name))
+            let candidates: Vec<PathBuf> = if name.contains('/') {
+                vec![PathBuf::from(&name)]
             } else {
-                dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file())
+                dirs.iter().map(|d| d.join(&name)).collect()
             };
-            let Some(library) = candidate else {
-                continue;
-            };
-            if let Ok(bytes) = std::fs::read(&library) {
+            // The first that is a 64-bit x86-64 ELF object, as ld.so skips the others.
+            let library = candidates.into_iter().find_map(|path| {
+                let bytes = std::fs::read(&path).ok()?;
+                let file = ElfFile64::<Endianness>::parse(&*bytes).ok()?;
+                (file.elf_header().e_machine(file.endian()) == elf::EM_X86_64)
+                    .then_some((path, bytes))
+            });
+            if let Some((library, bytes)) = library {
                 found.push(library.clone());
                 queue.push((library, bytes));
             }

@@ -107,12 +107,25 @@ fn write_stack_ends(out: &mut String, ends: &[u64; 5]) -> std::fmt::Result {
         .filter(|(_, n)| **n > 0)
         .map(|(end, n)| format!("{} {n}", end.name()))
         .collect();
+    let meanings = [
+        "",
+        "depth: the stack_depth limit (record --stacks)",
+        "unreadable: a frame that could not be read",
+        "no_table: code without an unwind table or frame pointer",
+        "unsupported: a frame whose unwind rule cannot be followed",
+    ];
+    let explained: Vec<&str> = meanings
+        .iter()
+        .zip(ends)
+        .skip(1)
+        .filter(|(_, n)| **n > 0)
+        .map(|(meaning, _)| *meaning)
+        .collect();
     writeln!(
         out,
-        "stacks: {early} of {all} ended early ({}): depth is the stack_depth limit (--stacks), \
-         no_table code without unwind table or frame pointer, unreadable a frame that could \
-         not be read",
-        reasons.join(", ")
+        "stacks: {early} of {all} ended early ({}); {}",
+        reasons.join(", "),
+        explained.join("; ")
     )
 }
 
