@@ -1,0 +1,24 @@
+# rmmod while unwind tables are loaded and stacks are being unwound with them: a 2-thread
+# storm (static glibc, tables loaded with memmon unwind) watched at stack_depth=16 with a
+# reader; the module unloads cleanly (no warning: check.sh fails a scenario on any splat),
+# and loads again with no table.
+. /host/lib.sh
+load stack_depth=16
+/progs/stress storm 2 30 > /dev/null &
+storm=$!
+echo $storm > /proc/memmon/watch-pids || fail "watching the storm"
+out=$(memmon unwind $storm) || fail "memmon unwind: $out"
+expect_match "memmon unwind" "$out" "^$storm: [0-9]+ ranges, [0-9]+ tables loaded"
+expect_match "a table is loaded" "$(cat /proc/memmon/unwind)" "process $storm ranges=[1-9]"
+cat /proc/memmon/events > /tmp/ev &
+reader=$!
+sleep 1
+grep -q ' fault .* stack=0x[0-9a-f]*,0x' /tmp/ev || fail "no stack of two entries or more"
+grep ' fault ' /tmp/ev | grep -v stack_end= | grep -q ',' || fail "no whole stack"
+rmmod memmon || fail "rmmod"
+wait $reader
+kill $storm 2>/dev/null
+wait $storm 2>/dev/null
+load
+expect_eq "tables after a reload" "$(grep -c '^table ' /proc/memmon/unwind)" 0
+unload
