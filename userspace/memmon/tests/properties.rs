@@ -249,9 +249,13 @@ fn event() -> impl Strategy<Value = Event<'static>> {
         .prop_map(|(time, pid, tid, kind, dur, stack)| {
             // dur= belongs to system calls, stack= to faults and system calls.
             let dur = dur.filter(|_| kind.is_syscall());
-            let stack = stack
-                .filter(|_| kind.may_have_stack())
-                .map(|frames| Stack(frames, StackEnd::Complete));
+            let stack = stack.filter(|_| kind.may_have_stack()).map(|frames| {
+                // Every reason, for a stack that has entries (as the module writes it).
+                let end = frames
+                    .first()
+                    .map_or(StackEnd::Complete, |f| StackEnd::ALL[(f % 5) as usize]);
+                Stack(frames, end)
+            });
             Event {
                 time,
                 pid,
