@@ -37,36 +37,8 @@ impl Random {
     }
 }
 
-const KINDS: [Kind; 25] = [
-    Kind::Fault,
-    Kind::Mmap,
-    Kind::Munmap,
-    Kind::Mremap,
-    Kind::Brk,
-    Kind::Mprotect,
-    Kind::Madvise,
-    Kind::Mlock,
-    Kind::Mlock2,
-    Kind::Munlock,
-    Kind::Mlockall,
-    Kind::Munlockall,
-    Kind::Fsync,
-    Kind::Msync,
-    Kind::PkeyMprotect,
-    Kind::Mseal,
-    Kind::ProcessMadvise,
-    Kind::Shmat,
-    Kind::Shmdt,
-    Kind::Mark,
-    Kind::Exec,
-    Kind::Fork,
-    Kind::Exit,
-    Kind::Rss,
-    Kind::Gen,
-];
-
 fn random_event(r: &mut Random, time_ns: &mut u64) -> (Event, Vec<u64>) {
-    let kind = KINDS[r.below(KINDS.len() as u64) as usize];
+    let kind = Kind::ALL[r.below(Kind::ALL.len() as u64) as usize];
     let pid = 1 + r.below(4) as i32;
     let tid = if r.below(3) == 0 { pid + 1 } else { pid };
     let mut event = Event::new(kind, pid, tid);
