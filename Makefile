@@ -25,7 +25,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 KMAKE = $(MAKE) -C $(LINUX) LLVM=$(LLVM) -j$(JOBS)
 MODULE_OUT := $(BUILD)/module
 MODULE := $(MODULE_OUT)/memmon.ko
-MODULE_SRCS := $(shell find $(TOP)/src -name '*.rs') $(TOP)/Kbuild
+MODULE_SRCS := $(shell find $(TOP)/src -name '*.rs' -o -name '*.[ch]') $(TOP)/Kbuild
 BZIMAGE := $(LINUX)/arch/x86/boot/bzImage
 KERNEL_STAMP := $(LINUX)/.memmon-built
 PATCH_STAMP := $(LINUX)/.memmon-patched

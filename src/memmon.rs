@@ -25,6 +25,7 @@ use kernel::{prelude::*, sync::Arc};
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
+mod bindings;
 mod files;
 mod kernel_ext;
 mod probes;
@@ -149,6 +150,7 @@ impl kernel::Module for Memmon {
             return Err(EOPNOTSUPP);
         }
         let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
+        #[cfg(memmon_mm_fault)]
         tracepoints.push(probes::fault::attach(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
@@ -163,10 +165,11 @@ impl kernel::Module for Memmon {
         proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
         let stats = state.ring.stats();
         pr_info!(
-            "loaded: buflen={} ({} rings of {} bytes)\n",
+            "loaded: buflen={} ({} rings of {} bytes), fault source: {}\n",
             buflen,
             stats.rings,
-            stats.ring_bytes
+            stats.ring_bytes,
+            probes::fault::SOURCE
         );
         Ok(Self {
             state,

@@ -19,6 +19,7 @@
 //! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
 //! behind `cat`; 1 ms keeps a lone event's latency well under 10 ms on a loaded host.)
 
+use crate::bindings;
 use crate::kernel_ext::hrtimer::{OneShotTimer, TimerHandler};
 use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::kernel_ext::procfs::PollTableRef;
@@ -29,7 +30,6 @@ use crate::record::packed::{self, State, PACKED_MAX};
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
-    bindings,
     fs::LocalFile,
     new_spinlock,
     prelude::*,

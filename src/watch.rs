@@ -10,12 +10,13 @@
 //! Updates from `/proc/memmon/watch-pids` are serialised by a mutex so that a write is all or
 //! nothing; exits and forks update single bits atomically from probe context.
 
+use crate::bindings;
 use crate::kernel_ext::task::current_ids;
 use core::{fmt::Write, ptr::NonNull};
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
-    bindings, new_mutex,
+    new_mutex,
     prelude::*,
     str::BStr,
     sync::{

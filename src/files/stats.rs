@@ -32,6 +32,7 @@ impl StatsFile {
             writeln!(out, "overwritten {}", stats.overwritten)?;
             writeln!(out, "lost_reported {}", stats.reported_lost)?;
             writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
+            writeln!(out, "fault_source {}", crate::probes::fault::SOURCE)?;
             writeln!(out, "watched {}", state.watch.count())?;
             writeln!(
                 out,

@@ -9,7 +9,9 @@
 //! owner holds. The handler runs in process context on an unbound system workqueue and may
 //! sleep; it can ask to run again after a delay.
 
-use kernel::{bindings, prelude::*, types::Opaque};
+use crate::bindings;
+
+use kernel::{prelude::*, types::Opaque};
 
 /// What a [`CancellableWork`] does when it runs. `'static`: a work item whose owner is
 /// leaked (never dropped, so never cancelled) may run at any time after.

@@ -6,8 +6,9 @@
 //! arming it at once cost one start; the handler runs once, in hard interrupt context, when it
 //! expires. Dropping the timer cancels it and waits for a handler in flight.
 
+use crate::bindings;
+
 use kernel::{
-    bindings,
     prelude::*,
     sync::atomic::{Atomic, Full},
     types::Opaque,

@@ -4,8 +4,9 @@
 //! waits that could otherwise last as long as another task pleases, e.g. behind a holder
 //! stuck in `copy_to_user()` on a userfaultfd-backed buffer.
 
+use crate::bindings;
+
 use kernel::{
-    bindings,
     prelude::*,
     sync::{lock::Guard, Mutex, MutexGuard},
 };

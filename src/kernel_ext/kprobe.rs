@@ -10,10 +10,10 @@
 //! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
 //! `unregister_kretprobes()`) instead of one each.
 
+use crate::bindings;
 use core::mem::{size_of, MaybeUninit};
 use kernel::{
     alloc::KVec,
-    bindings,
     error::to_result,
     prelude::*,
     str::CStr,

@@ -11,9 +11,9 @@
 //! `__wake_up_pollfree()` does) and waits until the woken poll and select callers have taken
 //! theirs off. The kernel crate's `PollCondVar` does the first but not the second.
 
+use crate::bindings;
 use crate::kernel_ext::procfs::PollTableRef;
 use kernel::{
-    bindings,
     fs::LocalFile,
     prelude::*,
     str::CStr,

@@ -8,9 +8,9 @@
 //! its files; procfs waits for callbacks in flight and releases files still open, so no
 //! callback runs once the drop returns.
 
+use crate::bindings;
 use core::marker::PhantomData;
 use kernel::{
-    bindings,
     error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
     fs::{File, LocalFile},
     prelude::*,

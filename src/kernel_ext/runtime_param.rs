@@ -48,7 +48,8 @@ macro_rules! runtime_param {
         static $var: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new($default);
 
         const _: () = {
-            use kernel::{bindings, prelude::*};
+            use crate::bindings;
+            use kernel::{prelude::*};
 
             /// `kernel_param_ops.set`: at load and on writes to sysfs.
             ///

@@ -3,7 +3,9 @@
 //! The current task: its ids, the clock its records are stamped with, and its saved user
 //! registers.
 
-use kernel::{bindings, prelude::*};
+use crate::bindings;
+
+use kernel::prelude::*;
 
 /// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
 /// different CPUs merge in order. Callable in any context but NMI (no producer runs there).

@@ -7,7 +7,9 @@
 //! data the probe was given may be freed right after. Several probes detached into one
 //! [`Detached`] share that wait instead.
 
-use kernel::{alloc::KVec, bindings, error::to_result, prelude::*, str::CStr, sync::Arc};
+use crate::bindings;
+
+use kernel::{alloc::KVec, error::to_result, prelude::*, str::CStr, sync::Arc};
 
 /// A probe function attached to one tracepoint, with the data passed to it as first argument.
 ///
@@ -132,7 +134,7 @@ impl<T: Send + Sync> TracepointProbe<T> {
         if batch.released.push(entry, GFP_KERNEL).is_err() {
             // No room to defer it: wait now.
             // SAFETY: Sleeping is allowed here (process context).
-            unsafe { bindings::tracepoint_synchronize_unregister() };
+            unsafe { bindings::memmon_tracepoint_synchronize_unregister() };
             // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
             unsafe { Self::release(this.data.cast::<c_void>()) };
         }
@@ -145,7 +147,7 @@ impl<T: Send + Sync> Drop for TracepointProbe<T> {
         unsafe { self.unregister() };
         // SAFETY: Sleeping is allowed in drop (process context); it returns once no CPU runs
         // the probe any more.
-        unsafe { bindings::tracepoint_synchronize_unregister() };
+        unsafe { bindings::memmon_tracepoint_synchronize_unregister() };
         // SAFETY: `data` came from `Arc::into_raw`, and no probe call can use it any more.
         unsafe { Self::release(self.data.cast::<c_void>()) };
     }
@@ -182,7 +184,7 @@ impl Drop for Detached {
         }
         // SAFETY: Sleeping is allowed in drop (process context); it returns once no CPU runs
         // any of the unregistered probes any more.
-        unsafe { bindings::tracepoint_synchronize_unregister() };
+        unsafe { bindings::memmon_tracepoint_synchronize_unregister() };
         for &(release, data) in self.released.iter() {
             // SAFETY: By the type invariants `data` is still held for an unregistered probe,
             // which no CPU runs any more; `release` is that probe's.

@@ -14,6 +14,7 @@
 //!   the last thread of a thread group, after the mm is gone. The process leaves the watch
 //!   set there, so that a reused pid is never watched by accident.
 
+use crate::bindings;
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
@@ -22,7 +23,7 @@ use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::Kind;
 use crate::state::State;
 use core::mem::MaybeUninit;
-use kernel::{bindings, prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc};
 
 /// The probe on `sched_process_fork`: `TP_PROTO(struct task_struct *parent, struct
 /// task_struct *child)`, fired in the parent (current) after `copy_process()`.

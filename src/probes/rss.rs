@@ -9,9 +9,9 @@
 //! `exit_mm()`, while the address space is still whole; the exec line from the exec probe,
 //! before the new program's address space replaces the old one.
 
+use crate::bindings;
 use crate::record::event::{Event, Kind};
 use crate::state::State;
-use kernel::bindings;
 
 /// When an `rss` line was taken (its `at=`).
 #[derive(Clone, Copy)]

@@ -20,12 +20,12 @@
 //! and a kernel log line, and any non-zero value with `EBUSY` while automatic NUMA balancing
 //! is on (its hinting faults could not be told from sampling ones).
 
+use crate::bindings;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::record::event::Kind;
 use crate::state::State;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    bindings,
     prelude::*,
     sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
     time::msecs_to_jiffies,
@@ -88,8 +88,44 @@ fn arming_allowed() -> bool {
     let mut next: c_ulong = 0;
     // SAFETY: `mm` is the current task's address space, alive while it runs; starting at the
     // highest address finds no VMA, so nothing is armed: the call only checks whether it may.
-    let ret = unsafe { bindings::mm_access_sample_arm(mm, c_ulong::MAX, 0, 0, &mut next) };
+    let ret = unsafe { sample_arm(mm, c_ulong::MAX, 0, 0, &mut next) };
     ret != ebusy()
+}
+
+/// `mm_access_sample_arm()` of `patches/0002`, on a kernel built with it.
+///
+/// # Safety
+///
+/// As for `mm_access_sample_arm()`: `mm` is referenced for the call, in process context,
+/// with no lock held; `next` is valid for writes.
+#[cfg(CONFIG_MM_ACCESS_SAMPLING)]
+unsafe fn sample_arm(
+    mm: *mut bindings::mm_struct,
+    start: c_ulong,
+    budget: c_ulong,
+    scan: c_ulong,
+    next: *mut c_ulong,
+) -> c_long {
+    // SAFETY: As the function's safety section says.
+    unsafe { bindings::mm_access_sample_arm(mm, start, budget, scan, next) }
+}
+
+/// A kernel without `patches/0002` (a distribution's): arming is not supported;
+/// [`check_sample_ms`] refuses every period, so this is not reached.
+///
+/// # Safety
+///
+/// None needed; `unsafe` as the patched kernel's version is.
+#[cfg(not(CONFIG_MM_ACCESS_SAMPLING))]
+unsafe fn sample_arm(
+    _mm: *mut bindings::mm_struct,
+    _start: c_ulong,
+    _budget: c_ulong,
+    _scan: c_ulong,
+    _next: *mut c_ulong,
+) -> c_long {
+    // CAST: an errno fits any signed integer type.
+    EOPNOTSUPP.to_errno() as c_long
 }
 
 /// Accepts a `sample_ms` of 0 (off) or [`SAMPLE_MS_MIN`] to [`SAMPLE_MS_MAX`], and a
@@ -105,6 +141,14 @@ fn check_sample_ms(value: Option<u32>, text: &str) -> Result {
         );
         return Err(EINVAL);
     };
+    if value != 0 && cfg!(not(CONFIG_MM_ACCESS_SAMPLING)) {
+        pr_err!(
+            "sample_ms={}: access sampling needs a kernel with patches/0002 \
+             (CONFIG_MM_ACCESS_SAMPLING); this one does not have it\n",
+            value
+        );
+        return Err(EOPNOTSUPP);
+    }
     if value != 0 && !arming_allowed() {
         pr_err!(
             "sample_ms={}: access sampling is refused while automatic NUMA balancing is on \
@@ -332,9 +376,7 @@ fn arm_process(shared: &Shared, pid: i32, cursors: &mut KVec<(i32, c_ulong)>) ->
         let mut next: c_ulong = 0;
         // SAFETY: `mm` is referenced (`get_task_mm`) until `mmput` below; this thread holds
         // no lock, and the call may sleep.
-        let ret = unsafe {
-            bindings::mm_access_sample_arm(mm, start, shared.budget - armed, SCAN_CHUNK, &mut next)
-        };
+        let ret = unsafe { sample_arm(mm, start, shared.budget - armed, SCAN_CHUNK, &mut next) };
         if ret < 0 {
             refused = ret == ebusy();
             break;

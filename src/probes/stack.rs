@@ -9,6 +9,7 @@
 //! through `/sys/module/memmon/parameters/stack_depth`; other values are refused with
 //! `EINVAL` and a kernel log line.
 
+use crate::bindings;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::current_user_regs;
 use crate::record::event::{Event, StackEnd, STACK_MAX};
@@ -17,7 +18,7 @@ use crate::unwind::format::{Row, Rule};
 use crate::unwind::store::ProcessRanges;
 use core::mem::MaybeUninit;
 use core::sync::atomic::Ordering;
-use kernel::{bindings, prelude::*};
+use kernel::prelude::*;
 
 runtime_param! {
     /// The current `stack_depth`.

@@ -7,6 +7,7 @@
 //! and the time spent in the call, stamped when the call returned. Faults taken inside the
 //! call therefore come before the call's line, in time as in the stream.
 
+use crate::bindings;
 use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
 use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
 use crate::kernel_ext::task::now_ns;
@@ -16,7 +17,6 @@ use crate::state::State;
 use core::mem::MaybeUninit;
 use kernel::{
     alloc::KVec,
-    bindings,
     prelude::*,
     str::CStr,
     sync::{

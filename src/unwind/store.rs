@@ -8,11 +8,12 @@
 //! period. Tables are immutable once loaded and held by reference count.
 
 use super::format::{Key, Ranges, Row, Rows, Rule};
+use crate::bindings;
 use crate::watch::WatchSet;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     alloc::{KVVec, KVec},
-    bindings, new_mutex,
+    new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
 };

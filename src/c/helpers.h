@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C helpers linked into memmon.ko, for what the Rust side cannot call directly
+ * (inline functions), declared here for the C file and for the module's own
+ * bindgen run (src/c/bindings.h).
+ */
+#ifndef MEMMON_HELPERS_H
+#define MEMMON_HELPERS_H
+
+void memmon_tracepoint_synchronize_unregister(void);
+
+#endif /* MEMMON_HELPERS_H */
