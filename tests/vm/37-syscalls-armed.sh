@@ -8,8 +8,10 @@
 . /host/lib.sh
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T
-disabled() { grep -c '__x64_sys_.*\[DISABLED\]' /sys/kernel/debug/kprobes/list; }
-patched() { grep -c '^__x64_sys_' $T/enabled_functions; }
+# A syscall without arguments is listed by its body's name where __x64_sys_ is an alias of
+# it (Debian's stock kernel: __do_sys_munlockall).
+disabled() { grep -cE '__(x64|do)_sys_.*\[DISABLED\]' /sys/kernel/debug/kprobes/list; }
+patched() { grep -cE '^__(x64|do)_sys_' $T/enabled_functions; }
 armed() { stat_of syscall_probes_armed; }
 is_disarmed() { [ "$(armed)" = 0 ]; }
 uptime_ms() { awk '{ print int($1 * 1000) }' /proc/uptime; }
