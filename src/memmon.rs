@@ -88,6 +88,10 @@ struct Memmon {
 
 impl kernel::Module for Memmon {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: No preconditions; it reads the kernel's utsname (and logs a mismatch).
+        if !unsafe { bindings::memmon_kernel_matches() } {
+            return Err(ENODEV);
+        }
         let buflen = module_parameters::buflen.value();
         if !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
             pr_err!(

@@ -5,7 +5,12 @@
  * do not wrap these inline functions.
  */
 
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/printk.h>
+#include <linux/string.h>
 #include <linux/tracepoint.h>
+#include <linux/utsname.h>
 
 #include "helpers.h"
 
@@ -13,4 +18,25 @@
 void memmon_tracepoint_synchronize_unregister(void)
 {
 	tracepoint_synchronize_unregister();
+}
+
+/*
+ * Whether the running kernel is the build the module was made for. The release
+ * is in the vermagic, which the module loader checks; with modversions off (as
+ * in Debian's config) nothing tells apart two builds of one release, so a
+ * module built with MEMMON_KERNEL_VERSION (scripts/stock/build-module: the
+ * Debian version, e.g. "Debian 7.3.4-1~bpo13+1") also wants that string in
+ * the running kernel's version (uname -v, /proc/version).
+ */
+bool memmon_kernel_matches(void)
+{
+#ifdef MEMMON_KERNEL_VERSION
+	if (!strstr(init_utsname()->version, MEMMON_KERNEL_VERSION)) {
+		pr_err("built for the kernel \"%s\", but this one is \"%s\" (%s): build memmon for it\n",
+		       MEMMON_KERNEL_VERSION, init_utsname()->version,
+		       init_utsname()->release);
+		return false;
+	}
+#endif
+	return true;
 }

@@ -7,6 +7,9 @@
 #ifndef MEMMON_HELPERS_H
 #define MEMMON_HELPERS_H
 
+#include <linux/types.h>
+
 void memmon_tracepoint_synchronize_unregister(void);
+bool memmon_kernel_matches(void);
 
 #endif /* MEMMON_HELPERS_H */
