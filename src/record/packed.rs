@@ -21,12 +21,16 @@ use crate::record::event::STACK_MAX;
 use crate::record::event::{Event, FaultType, Kind, StackEnd, TEXT_CAPACITY};
 
 /// Most bytes a varint takes.
+// rustc 1.85 (Debian trixie's, for the stock kernel) does not count the use of
+// `PACKED_MAX` in `ring.rs`'s `const _` assertion, and so would call both unused.
+#[allow(dead_code)]
 const VARINT_MAX: usize = 10;
 
 /// Most bytes a packed record takes: tag, time, pid and tid (zigzag of an `i32`: 5 bytes
 /// each), type and flags (a 12-bit value), the arguments, result, duration, text length and
 /// text of a call (larger than a fault's fields), the stack length, which entries changed and
 /// the entries.
+#[allow(dead_code)]
 pub(crate) const PACKED_MAX: usize = 1
     + VARINT_MAX
     + 5
