@@ -158,6 +158,7 @@ fn access_view(cold: u64) -> AccessView {
         &analysis.sites,
         &SymbolOptions {
             sysroot: Some(sysroot()),
+            ..SymbolOptions::default()
         },
     );
     build(&analysis, &symbols, cold)

@@ -41,6 +41,22 @@ pub struct ReportArgs {
     /// Find the capture's binaries under DIR (captures from another machine).
     #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
+    /// Also look for split debug files under DIR (repeatable): by build ID
+    /// (DIR/.build-id/xx/rest.debug) and by .gnu_debuglink (DIR/NAME and
+    /// DIR/<binary's directory>/NAME), before SYSROOT/usr/lib/debug and /usr/lib/debug;
+    /// debuglinks are also looked for beside the binary and in its .debug/ directory.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// Fetch missing debug files by build ID from the debuginfod server URL, or without
+    /// URL from those of DEBUGINFOD_URLS (space-separated; also used without this
+    /// option). Cache: DEBUGINFOD_CACHE_PATH, else $XDG_CACHE_HOME/debuginfod_client,
+    /// else ~/.cache/debuginfod_client; timeout per request: DEBUGINFOD_TIMEOUT seconds
+    /// (default 30). A server that fails gives one warning; its objects show as offsets.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    debuginfod: Option<String>,
+    /// No debuginfod, even with DEBUGINFOD_URLS set.
+    #[arg(long, conflicts_with = "debuginfod")]
+    no_debuginfod: bool,
     /// Compare two captures: BASE NEW.
     #[arg(long)]
     diff: bool,
@@ -69,6 +85,30 @@ fn parse_bytes(text: &str) -> Option<u64> {
     number.parse::<u64>().ok()?.checked_mul(scale)
 }
 
+/// The debuginfod servers: `--debuginfod URL`, else DEBUGINFOD_URLS (given
+/// `--debuginfod` without URL, it must be set); none with `--no-debuginfod`.
+fn debuginfod(
+    flag: Option<&str>,
+    off: bool,
+) -> Result<Option<memmon::report::view::debuginfod::DebuginfodOptions>> {
+    use memmon::report::view::debuginfod::DebuginfodOptions;
+    if off {
+        return Ok(None);
+    }
+    match flag {
+        Some("") => Ok(Some(DebuginfodOptions::from_env(None).context(
+            "--debuginfod without URL needs DEBUGINFOD_URLS (or give --debuginfod URL)",
+        )?)),
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("bad --debuginfod {url:?}: expected an http:// or https:// URL");
+            }
+            Ok(DebuginfodOptions::from_env(Some(url)))
+        }
+        None => Ok(DebuginfodOptions::from_env(None)),
+    }
+}
+
 /// `memmon report`.
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     use memmon::report::{Format, ReportOptions};
@@ -92,6 +132,8 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
             None => None,
         },
         sysroot: args.sysroot,
+        debug_dirs: args.debug_dirs,
+        debuginfod: debuginfod(args.debuginfod.as_deref(), args.no_debuginfod)?,
         diff: args.diff,
         access: args.access,
         cold: args.cold,

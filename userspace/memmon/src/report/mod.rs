@@ -113,6 +113,10 @@ pub struct ReportOptions {
     pub spike: Option<u64>,
     /// Where binaries are found.
     pub sysroot: Option<PathBuf>,
+    /// More directories of split debug files (`--debug-dir`).
+    pub debug_dirs: Vec<PathBuf>,
+    /// Debuginfod servers for the debug files that no directory has.
+    pub debuginfod: Option<crate::report::view::debuginfod::DebuginfodOptions>,
     /// The two captures are BASE and NEW.
     pub diff: bool,
     /// The access-sampling report (`--access`) instead of the memory report.
@@ -132,6 +136,8 @@ impl Default for ReportOptions {
             slicing: Slicing::Every(1_000_000_000),
             spike: None,
             sysroot: None,
+            debug_dirs: Vec::new(),
+            debuginfod: None,
             diff: false,
             access: false,
             cold: crate::report::view::access::DEFAULT_COLD,
@@ -143,6 +149,8 @@ impl ReportOptions {
     fn symbol_options(&self) -> SymbolOptions {
         SymbolOptions {
             sysroot: self.sysroot.clone(),
+            debug_dirs: self.debug_dirs.clone(),
+            debuginfod: self.debuginfod.clone(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! RSS tree, timeline), the access view, the diff of two views and the reconciliation.
 
 pub mod access;
+pub mod debuginfo;
+pub mod debuginfod;
 pub mod diff;
 pub mod memory;
 pub mod reconcile;

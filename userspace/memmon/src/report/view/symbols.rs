@@ -5,9 +5,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use blazesym::helper::ElfResolver;
 use blazesym::symbolize::source::{Elf, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer, TranslateFileOffset};
 use serde::Serialize;
+
+use super::debuginfo;
+use super::debuginfod::{Debuginfod, DebuginfodOptions};
 
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable};
 
@@ -93,11 +97,29 @@ pub mod name {
     }
 }
 
-/// Where the binaries are found.
+/// Where the binaries and their debug info are found.
 #[derive(Debug, Clone, Default)]
 pub struct SymbolOptions {
     /// Look up `/path/of/object` as `SYSROOT/path/of/object`.
     pub sysroot: Option<PathBuf>,
+    /// More debug directories (`--debug-dir`), searched before `SYSROOT/usr/lib/debug`
+    /// and `/usr/lib/debug`.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Fetch the debug files that no directory has from these debuginfod servers.
+    pub debuginfod: Option<DebuginfodOptions>,
+}
+
+impl SymbolOptions {
+    /// The debug directories, in search order: `--debug-dir`s, `SYSROOT/usr/lib/debug`,
+    /// `/usr/lib/debug`.
+    pub fn search_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = self.debug_dirs.clone();
+        if let Some(root) = &self.sysroot {
+            dirs.push(root.join("usr/lib/debug"));
+        }
+        dirs.push(PathBuf::from("/usr/lib/debug"));
+        dirs
+    }
 }
 
 /// The symbolised frames of every code frame of a site table.
@@ -106,6 +128,8 @@ pub struct Symbols {
     frames: HashMap<Frame, Vec<FrameInfo>>,
     /// Objects whose file could not be used as the capture's (missing, other build).
     pub warnings: Vec<String>,
+    /// The debug file used for each object that has one apart from its binary.
+    pub debug_files: Vec<(String, PathBuf)>,
 }
 
 /// The GNU build ID of an ELF file, as lowercase hex.
@@ -125,52 +149,66 @@ fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
     }
 }
 
-/// The file to symbolise an object with: the path (under the sysroot) when its build ID
-/// is the capture's, else the debug file of that build ID
-/// (`usr/lib/debug/.build-id/xx/yyyy.debug`); with a warning when neither matches.
+/// What an object is symbolised with.
+#[derive(Debug, Default)]
+struct Located {
+    /// The binary (the capture's build, or the only one there is); its program headers
+    /// turn the capture's file offsets into addresses.
+    binary: Option<PathBuf>,
+    /// The split debug file with the names and lines, when the binary has no DWARF.
+    debug: Option<PathBuf>,
+}
+
+/// The files to symbolise an object with: the binary at the path (under the sysroot)
+/// when its build ID is the capture's, and when it has no DWARF of its own, the debug
+/// file of that build ID (`DIR/.build-id/xx/rest.debug`), else the one its
+/// `.gnu_debuglink` names, else the one debuginfod has; with a warning when the binary
+/// is missing or another build and no debug file is found.
 fn locate(
     path: &str,
-    build_id: Option<&str>,
+    wanted: Option<&str>,
     options: &SymbolOptions,
+    dirs: &[PathBuf],
+    debuginfod: Option<&mut Debuginfod>,
     warnings: &mut Vec<String>,
-) -> PathBuf {
+) -> Located {
     let file = resolve(path, options);
-    let Some(wanted) = build_id else {
-        if !file.is_file() {
-            warnings.push(format!(
-                "{path}: not found ({}); its frames show as offsets",
-                file.display()
-            ));
-        }
-        return file;
-    };
     let found = build_id_of(&file);
-    if found.as_deref() == Some(wanted) {
-        return file;
+    let matches = file.is_file() && (wanted.is_none() || found.as_deref() == wanted);
+    if matches && debuginfo::has_dwarf(&file) {
+        return Located {
+            binary: Some(file),
+            debug: None,
+        };
     }
-    if wanted.len() > 2 {
-        let root = options
-            .sysroot
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/"));
-        let debug = root
-            .join("usr/lib/debug/.build-id")
-            .join(&wanted[..2])
-            .join(format!("{}.debug", &wanted[2..]));
-        if debug.is_file() {
-            return debug;
-        }
+    let binary = matches.then(|| file.clone());
+    let debug = wanted
+        .and_then(|id| debuginfo::by_build_id(id, dirs))
+        .or_else(|| {
+            binary
+                .as_deref()
+                .and_then(|b| debuginfo::by_debuglink(b, path, dirs))
+        })
+        .or_else(|| {
+            let id = wanted.or(found.as_deref().filter(|_| matches))?;
+            debuginfod?.debug_file(id, path)
+        });
+    if binary.is_some() || debug.is_some() {
+        return Located { binary, debug };
     }
-    match found {
-        Some(other) => warnings.push(format!(
+    match (found, wanted) {
+        (Some(other), Some(wanted)) => warnings.push(format!(
             "{path}: build ID {other} is not the capture's {wanted}: the binary changed since the capture, names may be wrong (use --sysroot)"
         )),
-        None => warnings.push(format!(
+        _ => warnings.push(format!(
             "{path}: not found ({}); its frames show as offsets",
             file.display()
         )),
     }
-    file
+    Located {
+        binary: file.is_file().then_some(file),
+        debug: None,
+    }
 }
 
 fn build_id_of(path: &Path) -> Option<String> {
@@ -197,17 +235,31 @@ impl Symbols {
                 }
             }
         }
+        let dirs = options.search_dirs();
         let symbolizer = Symbolizer::builder()
             .enable_code_info(true)
             .enable_inlined_fns(true)
+            .set_debug_dirs(Some(&dirs))
             .build();
+        let mut debuginfod = options.debuginfod.as_ref().map(Debuginfod::new);
         let mut frames = HashMap::new();
         let mut warnings = Vec::new();
+        let mut debug_files = Vec::new();
         let mut objects: Vec<_> = by_object.into_iter().collect();
         objects.sort_by_key(|(object, _)| *object);
         for (object, wanted) in objects {
             let path = sites.object_path(object);
-            let file = locate(path, sites.object_build_id(object), options, &mut warnings);
+            let located = locate(
+                path,
+                sites.object_build_id(object),
+                options,
+                &dirs,
+                debuginfod.as_mut(),
+                &mut warnings,
+            );
+            if let Some(debug) = &located.debug {
+                debug_files.push((path.to_owned(), debug.clone()));
+            }
             let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
             let lookups: Vec<u64> = wanted
                 .iter()
@@ -219,7 +271,27 @@ impl Symbols {
                     }
                 })
                 .collect();
-            let results = symbolize_object(&symbolizer, &file, &lookups);
+            let results = match &located.debug {
+                Some(debug) => {
+                    let results = symbolize_split(
+                        &symbolizer,
+                        located.binary.as_deref().unwrap_or(debug),
+                        debug,
+                        &lookups,
+                    );
+                    if located.binary.is_none() && results.iter().all(Option::is_none) {
+                        warnings.push(format!(
+                            "{path}: only its debug file {} was found, whose program headers do not map file offsets (it needs the binary: --sysroot); its frames show as offsets",
+                            debug.display()
+                        ));
+                    }
+                    results
+                }
+                None => match &located.binary {
+                    Some(binary) => symbolize_object(&symbolizer, binary, &lookups),
+                    None => vec![None; lookups.len()],
+                },
+            };
             for (index, &(offset, ret)) in wanted.iter().enumerate() {
                 let infos = results.get(index).cloned().flatten().unwrap_or_else(|| {
                     vec![FrameInfo::named(format!("{}+{offset:#x}", basename(path)))]
@@ -234,7 +306,11 @@ impl Symbols {
                 );
             }
         }
-        Symbols { frames, warnings }
+        Symbols {
+            frames,
+            warnings,
+            debug_files,
+        }
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).
@@ -268,6 +344,34 @@ impl Symbols {
     }
 }
 
+/// Symbolises file offsets of an object with its split debug file: the offsets become
+/// addresses by the program headers of `binary`, which `debug` (a file of
+/// `objcopy --only-keep-debug`) keeps without their file offsets.
+fn symbolize_split(
+    symbolizer: &Symbolizer,
+    binary: &Path,
+    debug: &Path,
+    offsets: &[u64],
+) -> Vec<Option<Vec<FrameInfo>>> {
+    let Ok(resolver) = ElfResolver::open(binary) else {
+        return vec![None; offsets.len()];
+    };
+    let addrs: Vec<Option<u64>> = offsets
+        .iter()
+        .map(|&offset| resolver.file_offset_to_virt_offset(offset).ok().flatten())
+        .collect();
+    let known: Vec<u64> = addrs.iter().flatten().copied().collect();
+    let source = Source::Elf(Elf::new(debug));
+    let Ok(results) = symbolizer.symbolize(&source, Input::VirtOffset(&known)) else {
+        return vec![None; offsets.len()];
+    };
+    let mut results = convert(results).into_iter();
+    addrs
+        .iter()
+        .map(|addr| addr.and_then(|_| results.next().flatten()))
+        .collect()
+}
+
 /// Symbolises file offsets of one object; `None` entries for what it cannot name.
 fn symbolize_object(
     symbolizer: &Symbolizer,
@@ -281,6 +385,11 @@ fn symbolize_object(
     let Ok(results) = symbolizer.symbolize(&source, Input::FileOffset(offsets)) else {
         return vec![None; offsets.len()];
     };
+    convert(results)
+}
+
+/// blazesym's results as frames, inlined functions first.
+fn convert(results: Vec<Symbolized<'_>>) -> Vec<Option<Vec<FrameInfo>>> {
     results
         .into_iter()
         .map(|result| match result {
