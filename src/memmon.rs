@@ -59,6 +59,10 @@ module! {
             default: 32768,
             description: "Memory for unwind tables and ranges, in KiB (0 to 4194304, 0: none)",
         },
+        fault_kprobes: bool {
+            default: false,
+            description: "Take faults from kprobes on handle_mm_fault and its handlers, as on a kernel without the mm:mm_fault tracepoint",
+        },
         sample_pages: u32 {
             default: 65536,
             description: "Access sampling: pages armed per process and generation at most (1 to 67108864)",
@@ -134,10 +138,22 @@ impl kernel::Module for Memmon {
             }),
             GFP_KERNEL,
         )?;
+        let fault_source = if module_parameters::fault_kprobes.value() {
+            probes::fault::Source::Kprobes
+        } else {
+            probes::fault::Source::default_for_build()
+        };
+        let fault_kprobes = match fault_source {
+            probes::fault::Source::Kprobes => {
+                Some(probes::fault::kprobes::FaultKprobes::register(&state)?)
+            }
+            probes::fault::Source::Tracepoint => None,
+        };
         let monitor = Arc::new(
             Monitor {
                 state: state.clone(),
-                syscalls: SyscallProbes::register(&state)?,
+                syscalls: SyscallProbes::register(&state, fault_kprobes)?,
+                fault_source,
                 lifecycle: LifecycleProbes::register(&state)?,
                 readers: Atomic::new(0),
             },
@@ -155,7 +171,9 @@ impl kernel::Module for Memmon {
         }
         let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
         #[cfg(memmon_mm_fault)]
-        tracepoints.push(probes::fault::attach(state.clone())?, GFP_KERNEL)?;
+        if fault_source == probes::fault::Source::Tracepoint {
+            tracepoints.push(probes::fault::tracepoint::attach(state.clone())?, GFP_KERNEL)?;
+        }
         tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
         let sampler = probes::sample::Sampler::start(state.clone(), sample_pages)?;
@@ -173,7 +191,7 @@ impl kernel::Module for Memmon {
             buflen,
             stats.rings,
             stats.ring_bytes,
-            probes::fault::SOURCE
+            fault_source.name()
         );
         Ok(Self {
             state,

@@ -37,6 +37,8 @@ pub(crate) struct Monitor {
     pub(crate) state: Arc<State>,
     pub(crate) syscalls: SyscallProbes,
     pub(crate) lifecycle: LifecycleProbes,
+    /// Where faults come from.
+    pub(crate) fault_source: crate::probes::fault::Source,
     /// Open `events` files.
     pub(crate) readers: Atomic<u64>,
 }
@@ -96,6 +98,11 @@ impl Monitor {
     /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
     /// recursively.
     pub(crate) fn probes_missed(&self) -> u64 {
-        self.syscalls.missed() + self.lifecycle.missed()
+        self.syscalls.missed() + self.lifecycle.missed() + self.syscalls.faults_missed()
+    }
+
+    /// Faults the fault source's kprobes missed (too many pending at once).
+    pub(crate) fn faults_missed(&self) -> u64 {
+        self.syscalls.faults_missed()
     }
 }

@@ -7,7 +7,12 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/kprobes.h>
+#include <linux/mm.h>
+#include <linux/preempt.h>
 #include <linux/printk.h>
+#include <linux/rethook.h>
+#include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/utsname.h>
@@ -39,4 +44,40 @@ bool memmon_kernel_matches(void)
 	}
 #endif
 	return true;
+}
+
+/* Pending returns of one task followed at most, innermost first. */
+#define MEMMON_RETHOOK_DEPTH 16
+
+/*
+ * The data area of the innermost pending call of @rp in the current task (one
+ * whose entry handler returned 0), or NULL. The current task's list of pending
+ * returns is changed only by the task itself: pushed by rethook_hook() at entry,
+ * popped by the trampoline at return, both in its own context (an interrupt
+ * pushes and pops its own entries before it returns).
+ */
+void *memmon_kretprobe_current_data(struct kretprobe *rp)
+{
+	struct rethook *rh = READ_ONCE(rp->rh);
+	struct llist_node *node;
+	int depth = 0;
+
+	if (!in_task() || !rh)
+		return NULL;
+	for (node = READ_ONCE(current->rethooks.first);
+	     node && depth < MEMMON_RETHOOK_DEPTH;
+	     node = READ_ONCE(node->next), depth++) {
+		struct rethook_node *rhn =
+			container_of(node, struct rethook_node, llist);
+
+		if (rhn->rethook == rh)
+			return container_of(rhn, struct kretprobe_instance, node)->data;
+	}
+	return NULL;
+}
+
+/* Pages in @folio. */
+unsigned long memmon_folio_nr_pages(const struct folio *folio)
+{
+	return folio_nr_pages(folio);
 }

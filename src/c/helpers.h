@@ -12,4 +12,9 @@
 void memmon_tracepoint_synchronize_unregister(void);
 bool memmon_kernel_matches(void);
 
+struct folio;
+struct kretprobe;
+void *memmon_kretprobe_current_data(struct kretprobe *rp);
+unsigned long memmon_folio_nr_pages(const struct folio *folio);
+
 #endif /* MEMMON_HELPERS_H */

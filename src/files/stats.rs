@@ -32,7 +32,8 @@ impl StatsFile {
             writeln!(out, "overwritten {}", stats.overwritten)?;
             writeln!(out, "lost_reported {}", stats.reported_lost)?;
             writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
-            writeln!(out, "fault_source {}", crate::probes::fault::SOURCE)?;
+            writeln!(out, "fault_source {}", self.monitor.fault_source.name())?;
+            writeln!(out, "fault_missed {}", self.monitor.faults_missed())?;
             writeln!(out, "watched {}", state.watch.count())?;
             writeln!(
                 out,

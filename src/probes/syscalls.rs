@@ -11,6 +11,7 @@ use crate::bindings;
 use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
 use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
 use crate::kernel_ext::task::now_ns;
+use crate::probes::fault::kprobes::FaultKprobes;
 use crate::probes::stack;
 use crate::record::event::{Event, Kind};
 use crate::state::State;
@@ -212,7 +213,8 @@ unsafe fn capture_file_path(event: &mut Event, fd: i32, paths: &PathBuffers) {
 /// watched: the probes are disarmed at most this long after the last one left the set.
 const DISARM_CHECK_MS: u32 = 1000;
 
-/// The kretprobes of all mm syscalls, armed only while some process is watched.
+/// The kretprobes of all mm syscalls, and the fault source's kprobes where faults come from
+/// them ([`crate::probes::fault::kprobes`]), armed only while some process is watched.
 ///
 /// A kretprobe costs every call of every process, watched or not, the ftrace trampoline, the
 /// kprobe dispatch and an instance taken and given back (about 300 instructions), before the
@@ -231,6 +233,8 @@ pub(crate) struct SyscallProbes {
 #[pin_data]
 struct Arming {
     probes: KVec<Pin<KBox<Kretprobe<SyscallProbe>>>>,
+    /// The fault source's probes, armed and disarmed with the syscall probes.
+    faults: Option<FaultKprobes>,
     state: Arc<State>,
     /// Held while arming or disarming the probes.
     #[pin]
@@ -273,6 +277,16 @@ impl Arming {
                 return Err(EBUSY);
             }
         }
+        if let Some(faults) = &self.faults {
+            if let Err(e) = faults.arm() {
+                pr_err!(
+                    "watch-pids: cannot arm the fault probes: error {}\n",
+                    e.to_errno()
+                );
+                let _ = self.disarm_all();
+                return Err(EBUSY);
+            }
+        }
         Ok(())
     }
 
@@ -283,6 +297,9 @@ impl Arming {
             if let Err(e) = probe.disarm() {
                 result = Err(e);
             }
+        }
+        if let Some(Err(e)) = self.faults.as_ref().map(FaultKprobes::disarm) {
+            result = Err(e);
         }
         result
     }
@@ -318,8 +335,8 @@ impl WorkHandler for Arming {
 
 impl SyscallProbes {
     /// Probes every syscall of [`SYSCALLS`], disarmed; fails (naming the syscall) if one
-    /// cannot be.
-    pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
+    /// cannot be. `faults` are armed and disarmed with them.
+    pub(crate) fn register(state: &Arc<State>, faults: Option<FaultKprobes>) -> Result<Self> {
         let mut probes = KVec::with_capacity(SYSCALLS.len(), GFP_KERNEL)?;
         let paths = Arc::new(PathBuffers::new()?, GFP_KERNEL)?;
         for (symbol, kind) in SYSCALLS {
@@ -339,6 +356,7 @@ impl SyscallProbes {
         let arming = KBox::pin_init(
             CancellableWork::new(try_pin_init!(Arming {
                 probes,
+                faults,
                 state: state.clone(),
                 lock <- new_mutex!(()),
                 armed: Atomic::new(false),
@@ -366,12 +384,24 @@ impl SyscallProbes {
         self.probes().iter().map(|probe| probe.missed()).sum()
     }
 
+    /// Faults the fault source's probes missed (0 without them).
+    pub(crate) fn faults_missed(&self) -> u64 {
+        self.arming
+            .handler()
+            .faults
+            .as_ref()
+            .map_or(0, FaultKprobes::missed)
+    }
+
     /// Stops the check that disarms the probes and hands every probe to `batch`, which
     /// unregisters them together.
     pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
         self.arming.cancel();
         for probe in self.probes().iter() {
             batch.add_kretprobe(probe);
+        }
+        if let Some(faults) = &self.arming.handler().faults {
+            faults.unregister_into(batch);
         }
     }
 
@@ -380,9 +410,15 @@ impl SyscallProbes {
         self.paths.buffers.len() * PATH_MAX
     }
 
-    /// Whether every probe goes through ftrace.
+    /// Whether every probe whose handlers need it goes through ftrace.
     pub(crate) fn ftrace_based(&self) -> bool {
         self.probes().iter().all(|probe| probe.ftrace_based())
+            && self
+                .arming
+                .handler()
+                .faults
+                .as_ref()
+                .is_none_or(FaultKprobes::ftrace_based)
     }
 
     fn probes(&self) -> &[Pin<KBox<Kretprobe<SyscallProbe>>>] {
