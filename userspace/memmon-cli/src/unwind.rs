@@ -134,8 +134,19 @@ impl UnwindTables {
             {
                 self.pending.insert(event.pid);
             }
-            // Mappings that move or appear without a protection to tell: look again.
-            EventKind::Mremap { .. } | EventKind::Shmat { .. } => {
+            // A move of one of the process's code ranges (most moves are of heap blocks,
+            // which change no range), or a mapping without a protection to tell.
+            EventKind::Mremap { old, .. } => {
+                let moves_code = self.loader.as_ref().is_some_and(|loader| {
+                    loader
+                        .ranges(event.pid)
+                        .is_some_and(|ranges| ranges.iter().any(|r| (r.start..r.end).contains(old)))
+                });
+                if moves_code {
+                    self.pending.insert(event.pid);
+                }
+            }
+            EventKind::Shmat { .. } => {
                 self.pending.insert(event.pid);
             }
             EventKind::Exit { .. } => {
