@@ -145,7 +145,10 @@ enum Command {
     ///
     /// Either attach to running processes (-p, until they all exit or Ctrl-C) or run a
     /// command (after `--`, until it exits). Snapshots are taken at the start, after every
-    /// exec, at every mark and at the end. The format is described in userspace/README.md.
+    /// exec, at every mark and at the end. At the end the perf maps (/tmp/perf-PID.map,
+    /// written by JITs: Node --perf-basic-prof, perf-map-agent, Python -X perf, LuaJIT,
+    /// .NET) of the recorded processes are copied in, for the report to name their
+    /// generated code. The format is described in userspace/README.md.
     #[command(
         after_help = "Example:\n  memmon record -o cap.txt -- ./a.out\n  memmon record -o cap.txt -p 212 -p 300\n  memmon tail --input cap.txt"
     )]

@@ -90,6 +90,43 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
     )
 }
 
+/// The perf map a process writes for the code it generates (the convention of perf,
+/// followed by Node's --perf-basic-prof, the JVM's perf-map-agent, Python's -X perf,
+/// LuaJIT and .NET).
+pub fn perf_map_path(pid: u32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/tmp/perf-{pid}.map"))
+}
+
+/// Writes a `perf-map` snapshot of the process's perf map, when it has one (and, with
+/// `not_before`, it was written since then).
+pub fn write_perf_map(
+    out: &mut impl Write,
+    pid: u32,
+    not_before: Option<SystemTime>,
+) -> io::Result<()> {
+    let path = perf_map_path(pid);
+    if let Some(not_before) = not_before {
+        let written = std::fs::metadata(&path).and_then(|m| m.modified());
+        match written {
+            Ok(time) if time >= not_before => {}
+            _ => return Ok(()),
+        }
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    write_snapshot(
+        out,
+        SnapshotSource::PerfMap,
+        pid,
+        monotonic_now(),
+        "end",
+        None,
+        lines,
+    )
+}
+
 /// Writes `# buildid HEX PATH` for each mapped file not named before in this capture
 /// (read through /proc/PID/map_files when possible, so a file replaced since is not
 /// mistaken for the mapped one), so that `memmon report` can match binaries by build ID.

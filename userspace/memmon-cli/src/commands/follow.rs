@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
@@ -27,7 +27,7 @@ use nix::sys::signal::Signal;
 use crate::child::HeldChild;
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
-use crate::sysinfo::{write_capture_header, write_snapshots};
+use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
 use crate::unwind::UnwindTables;
 
 /// Poll timeout: how often the loops look at the child and at Ctrl-C.
@@ -88,6 +88,8 @@ struct Monitor {
     sink: Sink,
     /// Processes whose events are kept and that have not exited yet.
     followed: BTreeSet<u32>,
+    /// Every process followed so far (their perf maps go into the capture at the end).
+    ever_followed: BTreeSet<u32>,
     /// Events before this time predate the watch.
     since: Timestamp,
     /// Events of unknown pids, in case they turn out to be followed children.
@@ -108,10 +110,23 @@ struct Monitor {
 }
 
 impl Monitor {
+    /// Copies the perf maps (`/tmp/perf-PID.map`) of the followed processes into the
+    /// capture, for the report to name the code they generated; with `not_before`, not
+    /// a file last written before then (a stale map of an earlier process of that pid).
+    fn perf_maps(&mut self, not_before: Option<SystemTime>) -> Result<()> {
+        if let Sink::Capture(out) = &mut self.sink {
+            for &pid in &self.ever_followed {
+                write_perf_map(out, pid, not_before).context("cannot write the capture file")?;
+            }
+        }
+        Ok(())
+    }
+
     fn new(sink: Sink, since: Timestamp, summary: bool) -> Monitor {
         Monitor {
             sink,
             followed: BTreeSet::new(),
+            ever_followed: BTreeSet::new(),
             since,
             orphans: VecDeque::new(),
             lost: 0,
@@ -225,6 +240,7 @@ impl Monitor {
                 watched: true,
             } => {
                 self.followed.insert(child);
+                self.ever_followed.insert(child);
                 let (early, others): (VecDeque<_>, VecDeque<_>) =
                     self.orphans.drain(..).partition(|(pid, _)| *pid == child);
                 self.orphans = others;
@@ -338,6 +354,8 @@ fn follow_command(
     // Open the stream before the command can run, so none of its events are missed.
     let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
+    // A second early: file times come from the coarse clock.
+    let started = SystemTime::now() - Duration::from_secs(1);
     let mut child = HeldChild::spawn(command)?;
     let pid = child.pid_u32();
     let since = monotonic_now();
@@ -355,6 +373,7 @@ fn follow_command(
         replay.header("command", &command.join(" "));
     }
     monitor.followed.insert(pid);
+    monitor.ever_followed.insert(pid);
     monitor.root = Some(pid);
     // The stub has not exec'd yet: this is the process's initial state. Its tables are
     // loaded at its exec.
@@ -415,6 +434,7 @@ fn follow_command(
     }
     monitor.tables.finish();
     monitor.unwatch_remaining(proc);
+    monitor.perf_maps(Some(started))?;
     if let Sink::Capture(out) = &mut monitor.sink {
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
@@ -446,6 +466,7 @@ pub fn record_pids(
     }
     let mut monitor = Monitor::new(Sink::Capture(out), since, false);
     monitor.followed.extend(pids);
+    monitor.ever_followed.extend(pids);
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     for &pid in pids {
         monitor.snapshot(pid, "start")?;
@@ -460,6 +481,8 @@ pub fn record_pids(
     }
     monitor.tables.finish();
     monitor.unwatch_remaining(proc);
+    // Processes recorded by pid may have written their maps before the recording.
+    monitor.perf_maps(None)?;
     if let Sink::Capture(out) = &mut monitor.sink {
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }

@@ -35,6 +35,8 @@
 //!   lines: a copy of `/proc/PID/maps` (SOURCE `maps`) or of the `Vm*`/`Rss*` lines of
 //!   `/proc/PID/status` (SOURCE `status`) taken by the recorder at TIME (CLOCK_MONOTONIC).
 //!   REASON is `start`, `exec`, `mark` or `end`; NOTE says why a snapshot is empty.
+//!   SOURCE `perf-map` is a copy of the process's `/tmp/perf-PID.map` (the perf map of
+//!   JIT-generated code: `START SIZE NAME`, hex), taken when the recording ends.
 //! - Any other line starting with `#`, and empty lines, are ignored.
 //! - Every other line is an event line.
 
@@ -88,6 +90,9 @@ pub enum SnapshotSource {
     Maps,
     /// The `Vm*`/`Rss*` lines of `/proc/PID/status`.
     Status,
+    /// The process's perf map, `/tmp/perf-PID.map` (`START SIZE NAME` lines, hex, of
+    /// code a JIT or interpreter generated), copied at the end of the recording.
+    PerfMap,
 }
 
 impl SnapshotSource {
@@ -96,6 +101,7 @@ impl SnapshotSource {
         match self {
             SnapshotSource::Maps => "maps",
             SnapshotSource::Status => "status",
+            SnapshotSource::PerfMap => "perf-map",
         }
     }
 }
@@ -266,6 +272,7 @@ impl<R: BufRead> CaptureReader<R> {
         let source = match parts.next() {
             Some("maps") => SnapshotSource::Maps,
             Some("status") => SnapshotSource::Status,
+            Some("perf-map") => SnapshotSource::PerfMap,
             _ => return Err(bad()),
         };
         let pid = parts

@@ -324,6 +324,10 @@ impl Replay {
                     }
                 }
             }
+            SnapshotSource::PerfMap => {
+                self.sites
+                    .add_perf_map(snapshot.lines.iter().map(String::as_str));
+            }
             SnapshotSource::Status => {
                 let Some(counters) =
                     Counters::from_status(snapshot.lines.iter().map(String::as_str))

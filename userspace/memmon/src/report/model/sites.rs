@@ -45,9 +45,47 @@ pub struct SiteTable {
     object_ids: HashMap<String, ObjectId>,
     sites: Vec<Vec<Frame>>,
     site_ids: FxHashMap<Vec<Frame>, SiteId>,
+    /// Generated code named by the captures' perf maps: (start, end, name), by start.
+    perf_map: Vec<(u64, u64, String)>,
 }
 
 impl SiteTable {
+    /// Adds the lines of a perf map (`START SIZE NAME`, hex without `0x`; bad lines are
+    /// skipped).
+    pub fn add_perf_map<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
+        for line in lines {
+            let mut parts = line.trim().splitn(3, char::is_whitespace);
+            let (Some(start), Some(size), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
+            let (Some(start), Some(size)) = (hex(start), hex(size)) else {
+                continue;
+            };
+            let name = name.trim();
+            if size == 0 || name.is_empty() {
+                continue;
+            }
+            self.perf_map
+                .push((start, start.saturating_add(size), name.to_owned()));
+        }
+        self.perf_map.sort();
+    }
+
+    /// The perf map's name of the generated code at `addr` (the latest entry that has
+    /// it, as perf takes a JIT's later entry for reused memory).
+    pub fn perf_symbol(&self, addr: u64) -> Option<&str> {
+        let end = self
+            .perf_map
+            .partition_point(|(start, _, _)| *start <= addr);
+        self.perf_map[..end]
+            .iter()
+            .rev()
+            .find(|(_, stop, _)| addr < *stop)
+            .map(|(_, _, name)| name.as_str())
+    }
+
     /// The id of the object at `path`, added if new.
     pub fn object(&mut self, path: &str) -> ObjectId {
         self.object_with_build_id(path, None)

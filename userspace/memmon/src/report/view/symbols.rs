@@ -315,14 +315,13 @@ impl Symbols {
 
     /// The symbolised frames of one frame (several when functions were inlined).
     pub fn frame_infos(&self, sites: &SiteTable, frame: &Frame) -> Vec<FrameInfo> {
-        let _ = sites;
         match frame {
             Frame::Code { .. } => self
                 .frames
                 .get(frame)
                 .cloned()
                 .unwrap_or_else(|| vec![FrameInfo::named("?".to_owned())]),
-            Frame::Address(addr) => vec![FrameInfo::named(format!("[{addr:#x}]"))],
+            Frame::Address(addr) => vec![address_frame(sites, *addr)],
             Frame::Label(label) => vec![FrameInfo::named((*label).to_owned())],
         }
     }
@@ -336,11 +335,23 @@ impl Symbols {
                     Some(infos) => out.extend(infos.iter().cloned()),
                     None => out.push(FrameInfo::named("?".to_owned())),
                 },
-                Frame::Address(addr) => out.push(FrameInfo::named(format!("[{addr:#x}]"))),
+                Frame::Address(addr) => out.push(address_frame(sites, *addr)),
                 Frame::Label(label) => out.push(FrameInfo::named((*label).to_owned())),
             }
         }
         out
+    }
+}
+
+/// A frame outside any mapped file: the name the perf maps give its generated code
+/// (also one byte back, for a return address just past the code), else `[0x...]`.
+fn address_frame(sites: &SiteTable, addr: u64) -> FrameInfo {
+    match sites
+        .perf_symbol(addr)
+        .or_else(|| sites.perf_symbol(addr.wrapping_sub(1)))
+    {
+        Some(name) => FrameInfo::named(name.to_owned()),
+        None => FrameInfo::named(format!("[{addr:#x}]")),
     }
 }
 
