@@ -169,6 +169,12 @@ enum Command {
         stacks: Option<u32>,
         #[command(flatten)]
         sample: SampleArgs,
+        /// At the end, name the recorded code frames here, where the binaries are, and
+        /// store the names in the capture (`# symbol` lines) beside the addresses: a
+        /// report on a machine without these binaries (or with other builds) uses them;
+        /// one with the same builds symbolises afresh.
+        #[arg(long)]
+        symbolize: bool,
         /// Record these running processes (repeat or separate with commas).
         #[arg(
             short = 'p',
@@ -294,6 +300,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             quiet,
             stacks,
             sample,
+            symbolize,
             pids,
             command,
         } => follow::record(
@@ -305,6 +312,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 quiet,
                 stacks,
                 sample: sample.sample,
+                symbolize,
                 pids,
                 command,
             },

@@ -788,3 +788,27 @@ fn record_reads_the_module_under_proc_root_and_params_dir() {
     // And stack_depth was restored.
     assert_eq!(fs::read_to_string(params.join("stack_depth")).unwrap(), "0");
 }
+
+#[test]
+fn record_symbolize_appends_to_the_capture() {
+    // The fake module sends no events: no frames to name, but the step runs after the
+    // recording and leaves the capture readable (the names themselves: memmon's
+    // tests/report_debug.rs).
+    let root = fake_proc_root("record-symbolize");
+    let capture = root.parent().unwrap().join("capture.txt");
+    let (code, _, stderr) = run(memmon()
+        .arg("--proc-root")
+        .arg(&root)
+        .args(["record", "--quiet", "--symbolize", "-o"])
+        .arg(&capture)
+        .args(["--", "sh", "-c", "exit 0"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == format!("memmon: 0 frames symbolised into {}", capture.display())),
+        "{stderr}"
+    );
+    let (headers, _) = read_capture(&capture);
+    assert_eq!(headers.last().unwrap().0, "end");
+}

@@ -2,15 +2,16 @@
 //! alloc_sites, built with gcc -g) reported with the binary stripped and its debug info
 //! in a file of `objcopy --only-keep-debug`, found by build ID or by `.gnu_debuglink`,
 //! names every frame of every site as the unstripped binary does. Needs binutils
-//! (objcopy, strip) on the host.
+//! (objcopy, strip) on the host. And names stored in the capture by
+//! `record --symbolize` ([`symbolize_capture`]) serve a report without the binaries.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use memmon::report::view::symbols::FrameInfo;
-use memmon::report::{prepare, ReportOptions};
+use memmon::report::view::symbols::{FrameInfo, SymbolOptions};
+use memmon::report::{prepare, symbolize_capture, ReportOptions};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -100,12 +101,20 @@ fn put(from: &str, to: &Path) {
 /// the symbol warnings about /host/alloc_sites (the capture's /usr/bin/memmon, the
 /// recorder before its exec, is not in the test's roots).
 fn report(sysroot: &Path, debug_dirs: &[PathBuf]) -> (Vec<(Vec<FrameInfo>, u64)>, Vec<String>) {
+    report_of(&fixture("base.cap"), sysroot, debug_dirs)
+}
+
+fn report_of(
+    capture: &Path,
+    sysroot: &Path,
+    debug_dirs: &[PathBuf],
+) -> (Vec<(Vec<FrameInfo>, u64)>, Vec<String>) {
     let options = ReportOptions {
         sysroot: Some(sysroot.to_path_buf()),
         debug_dirs: debug_dirs.to_vec(),
         ..ReportOptions::default()
     };
-    let view = prepare(&[fixture("base.cap")], &options).unwrap().view;
+    let view = prepare(&[capture.to_path_buf()], &options).unwrap().view;
     (
         view.sites
             .iter()
@@ -309,5 +318,101 @@ fn a_debug_file_without_its_binary_is_named_in_a_warning() {
         warnings[0].starts_with("/host/alloc_sites: only its debug file ")
             && warnings[0].contains("it needs the binary"),
         "{warnings:?}"
+    );
+}
+
+/// base.cap with the names of its frames stored by [`symbolize_capture`] with the
+/// unstripped binary (as `record --symbolize` does on the record machine).
+fn symbolized_capture() -> (PathBuf, usize) {
+    static CAPTURE: OnceLock<(PathBuf, usize)> = OnceLock::new();
+    CAPTURE
+        .get_or_init(|| {
+            let root = root("symbolize-source");
+            put("full", &root.join("host/alloc_sites"));
+            let capture = files().join("symbolized.cap");
+            std::fs::copy(fixture("base.cap"), &capture).unwrap();
+            let options = SymbolOptions {
+                sysroot: Some(root),
+                ..SymbolOptions::default()
+            };
+            let count = symbolize_capture(&capture, &options).unwrap();
+            (capture, count)
+        })
+        .clone()
+}
+
+#[test]
+fn symbolize_stores_one_symbol_line_per_named_frame() {
+    let (capture, count) = symbolized_capture();
+    let text = std::fs::read_to_string(&capture).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("# symbol "))
+        .collect();
+    assert_eq!(lines.len(), count);
+    // Every code frame of /host/alloc_sites the sites use (the capture's /usr/bin/memmon
+    // is not in the root: its frames are not stored).
+    assert_eq!(count, 42);
+    assert!(lines.iter().all(|l| l.starts_with("# symbol {\"frames\":[")
+        && l.contains("\"object\":\"/host/alloc_sites\"")));
+    assert!(lines.iter().any(|l| l.contains(
+        "{\"file\":\"/work/main/tests/report/alloc_sites.c\",\"function\":\"keep_cache\",\"line\":63}"
+    )));
+    // The capture still reads as before: the original lines come first, unchanged.
+    let original = std::fs::read_to_string(fixture("base.cap")).unwrap();
+    assert!(text.starts_with(&original));
+}
+
+#[test]
+fn stored_names_serve_a_report_without_the_binary() {
+    let (capture, _) = symbolized_capture();
+    let root = root("symbolized-no-binary");
+    let (sites, warnings) = report_of(&capture, &root, &[]);
+    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(&sites, baseline());
+}
+
+#[test]
+fn stored_names_win_over_another_build() {
+    let (capture, _) = symbolized_capture();
+    let root = root("symbolized-other-build");
+    put("full5", &root.join("host/alloc_sites"));
+    let (sites, warnings) = report_of(&capture, &root, &[]);
+    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(&sites, baseline());
+    // The control: without stored names the other build is used, with the warning.
+    let (_, warnings) = report(&root, &[]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("/host/alloc_sites: build ID "));
+}
+
+#[test]
+fn the_capture_build_resymbolises() {
+    // Stored names renamed: the binary of the capture's build names afresh; without it
+    // the stored (renamed) names are used.
+    let (capture, _) = symbolized_capture();
+    let text = std::fs::read_to_string(&capture)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("# symbol ") {
+                l.replace("\"keep_cache\"", "\"stored_keep_cache\"")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let renamed = files().join("renamed.cap");
+    std::fs::write(&renamed, text + "\n").unwrap();
+    let root = root("resymbolise");
+    put("full", &root.join("host/alloc_sites"));
+    let (sites, _) = report_of(&renamed, &root, &[]);
+    assert_eq!(&sites, baseline());
+    let (sites, _) = report_of(&renamed, &files().join("no-such-root"), &[]);
+    assert_eq!(sites[0].0[0].function, "stored_keep_cache");
+    assert_eq!(
+        sites[0].0[0].location().as_deref(),
+        Some("/work/main/tests/report/alloc_sites.c:63")
     );
 }

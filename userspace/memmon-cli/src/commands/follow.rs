@@ -514,6 +514,8 @@ pub struct Recording {
     pub stacks: Option<u32>,
     /// `--sample MS`.
     pub sample: Option<u32>,
+    /// `--symbolize`: name the frames here and store the names in the capture.
+    pub symbolize: bool,
     /// `-p PID...`.
     pub pids: Vec<u32>,
     /// The command, when no pids.
@@ -538,6 +540,19 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     }?;
     drop(sample);
     drop(stacks);
+    if asked.symbolize {
+        let options = memmon::report::view::symbols::SymbolOptions {
+            debuginfod: memmon::report::view::debuginfod::DebuginfodOptions::from_env(None),
+            ..Default::default()
+        };
+        match memmon::report::symbolize_capture(&asked.output, &options) {
+            Ok(count) => eprintln!(
+                "memmon: {count} frames symbolised into {}",
+                asked.output.display()
+            ),
+            Err(error) => eprintln!("memmon: warning: no symbols stored: {error}"),
+        }
+    }
     if !asked.quiet {
         // From the file, after recording: the summary costs the recording nothing.
         let every_second = Slicing::Every(1_000_000_000);

@@ -173,6 +173,47 @@ pub fn analyze(paths: &[PathBuf], slicing: Slicing) -> Result<Analysis, ReportEr
     Ok(replay.finish())
 }
 
+/// `memmon record --symbolize`: names the code frames of the capture at `path` here,
+/// where its binaries are, and appends them to it as `# symbol` headers (one per frame:
+/// `{"object":PATH,"offset":N,"ret":BOOL,"frames":[...]}`, the frames as in the JSON
+/// report). A later report uses them for objects it does not have (or has in another
+/// build), and symbolises afresh from the binaries it has. Returns the number of
+/// headers written.
+pub fn symbolize_capture(
+    path: &std::path::Path,
+    options: &SymbolOptions,
+) -> Result<usize, ReportError> {
+    use std::io::Write;
+    let analysis = analyze(&[path.to_path_buf()], Slicing::Every(1_000_000_000))?;
+    let symbols = Symbols::new(&analysis.sites, options);
+    let mut out = Vec::new();
+    let mut count = 0;
+    for (frame, infos) in symbols.resolved() {
+        let crate::report::model::sites::Frame::Code {
+            object,
+            offset,
+            ret,
+        } = *frame
+        else {
+            continue;
+        };
+        let line = serde_json::json!({
+            "object": analysis.sites.object_path(object),
+            "offset": offset,
+            "ret": ret,
+            "frames": infos,
+        });
+        let _ = writeln!(out, "# symbol {line}");
+        count += 1;
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(&out))
+        .map_err(|e| ReportError(format!("cannot write {}: {e}", path.display())))?;
+    Ok(count)
+}
+
 /// Replays, symbolises and builds the view.
 pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, ReportError> {
     let analysis = analyze(paths, options.slicing)?;

@@ -240,6 +240,35 @@ impl Replay {
                 self.build_ids.insert(path.to_owned(), id.to_owned());
             }
         }
+        if key == "symbol" {
+            self.recorded_symbol(value);
+        }
+    }
+
+    /// A `# symbol {"object":PATH,"offset":N,"ret":BOOL,"frames":[...]}` header
+    /// (`record --symbolize`); a bad one is ignored.
+    fn recorded_symbol(&mut self, value: &str) {
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(value) else {
+            return;
+        };
+        let (Some(path), Some(offset), Some(ret), Some(frames)) = (
+            json["object"].as_str(),
+            json["offset"].as_u64(),
+            json["ret"].as_bool(),
+            json.get("frames").filter(|f| f.is_array()),
+        ) else {
+            return;
+        };
+        let frames = frames.to_string();
+        let object = self.object(path);
+        self.sites.add_recorded(
+            crate::report::model::sites::Frame::Code {
+                object,
+                offset,
+                ret,
+            },
+            frames,
+        );
     }
 
     fn object(&mut self, path: &str) -> crate::report::model::sites::ObjectId {

@@ -47,6 +47,9 @@ pub struct SiteTable {
     site_ids: FxHashMap<Vec<Frame>, SiteId>,
     /// Generated code named by the captures' perf maps: (start, end, name), by start.
     perf_map: Vec<(u64, u64, String)>,
+    /// Names resolved on the record machine (`record --symbolize`): the JSON array of
+    /// a frame's symbolised frames, by frame.
+    recorded: HashMap<Frame, String>,
 }
 
 impl SiteTable {
@@ -71,6 +74,17 @@ impl SiteTable {
                 .push((start, start.saturating_add(size), name.to_owned()));
         }
         self.perf_map.sort();
+    }
+
+    /// Keeps the frames the record machine resolved for a code frame (a JSON array of
+    /// frames, as `# symbol` headers carry them).
+    pub fn add_recorded(&mut self, frame: Frame, frames_json: String) {
+        self.recorded.insert(frame, frames_json);
+    }
+
+    /// The frames the record machine resolved for `frame`, as JSON.
+    pub fn recorded(&self, frame: &Frame) -> Option<&str> {
+        self.recorded.get(frame).map(String::as_str)
     }
 
     /// The perf map's name of the generated code at `addr` (the latest entry that has

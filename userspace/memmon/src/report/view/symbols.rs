@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use blazesym::helper::ElfResolver;
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, TranslateFileOffset};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::debuginfo;
 use super::debuginfod::{Debuginfod, DebuginfodOptions};
@@ -16,18 +16,18 @@ use super::debuginfod::{Debuginfod, DebuginfodOptions};
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable};
 
 /// One symbolised frame (a function, or a function inlined into it).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct FrameInfo {
     /// Function name (demangled), `object+0xoffset` without symbols, or a label.
     pub function: String,
     /// Source file, when debug info has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// Source line, when debug info has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// This frame was inlined into the next one.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inlined: bool,
 }
 
@@ -130,6 +130,8 @@ pub struct Symbols {
     pub warnings: Vec<String>,
     /// The debug file used for each object that has one apart from its binary.
     pub debug_files: Vec<(String, PathBuf)>,
+    /// Code frames that nothing named (shown as `object+0xoffset`).
+    unresolved: std::collections::HashSet<Frame>,
 }
 
 /// The GNU build ID of an ELF file, as lowercase hex.
@@ -152,6 +154,9 @@ fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
 /// What an object is symbolised with.
 #[derive(Debug, Default)]
 struct Located {
+    /// The files are the capture's build (by build ID, or the capture recorded none):
+    /// names recorded on the record machine (`record --symbolize`) give way to them.
+    exact: bool,
     /// The binary (the capture's build, or the only one there is); its program headers
     /// turn the capture's file offsets into addresses.
     binary: Option<PathBuf>,
@@ -177,6 +182,7 @@ fn locate(
     let matches = file.is_file() && (wanted.is_none() || found.as_deref() == wanted);
     if matches && debuginfo::has_dwarf(&file) {
         return Located {
+            exact: true,
             binary: Some(file),
             debug: None,
         };
@@ -194,7 +200,11 @@ fn locate(
             debuginfod?.debug_file(id, path)
         });
     if binary.is_some() || debug.is_some() {
-        return Located { binary, debug };
+        return Located {
+            exact: true,
+            binary,
+            debug,
+        };
     }
     match (found, wanted) {
         (Some(other), Some(wanted)) => warnings.push(format!(
@@ -206,6 +216,7 @@ fn locate(
         )),
     }
     Located {
+        exact: false,
         binary: file.is_file().then_some(file),
         debug: None,
     }
@@ -245,22 +256,41 @@ impl Symbols {
         let mut frames = HashMap::new();
         let mut warnings = Vec::new();
         let mut debug_files = Vec::new();
+        let mut unresolved = std::collections::HashSet::new();
         let mut objects: Vec<_> = by_object.into_iter().collect();
         objects.sort_by_key(|(object, _)| *object);
         for (object, wanted) in objects {
             let path = sites.object_path(object);
+            let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
+            let recorded: Vec<Option<Vec<FrameInfo>>> = wanted
+                .iter()
+                .map(|&(offset, ret)| {
+                    let frame = Frame::Code {
+                        object,
+                        offset,
+                        ret,
+                    };
+                    serde_json::from_str(sites.recorded(&frame)?).ok()
+                })
+                .collect();
+            let mut object_warnings = Vec::new();
             let located = locate(
                 path,
                 sites.object_build_id(object),
                 options,
                 &dirs,
                 debuginfod.as_mut(),
-                &mut warnings,
+                &mut object_warnings,
             );
+            // Without the capture's build here, the names resolved where it was recorded
+            // are the right ones: no warning then.
+            let use_recorded = !located.exact && recorded.iter().any(Option::is_some);
+            if !use_recorded {
+                warnings.append(&mut object_warnings);
+            }
             if let Some(debug) = &located.debug {
                 debug_files.push((path.to_owned(), debug.clone()));
             }
-            let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
             let lookups: Vec<u64> = wanted
                 .iter()
                 .map(|&(offset, ret)| {
@@ -293,24 +323,44 @@ impl Symbols {
                 },
             };
             for (index, &(offset, ret)) in wanted.iter().enumerate() {
-                let infos = results.get(index).cloned().flatten().unwrap_or_else(|| {
+                let frame = Frame::Code {
+                    object,
+                    offset,
+                    ret,
+                };
+                let local = results.get(index).cloned().flatten();
+                let recorded = recorded.get(index).cloned().flatten();
+                let infos = if use_recorded {
+                    recorded.or(local)
+                } else {
+                    local.or(recorded)
+                };
+                let infos = infos.unwrap_or_else(|| {
+                    unresolved.insert(frame);
                     vec![FrameInfo::named(format!("{}+{offset:#x}", basename(path)))]
                 });
-                frames.insert(
-                    Frame::Code {
-                        object,
-                        offset,
-                        ret,
-                    },
-                    infos,
-                );
+                frames.insert(frame, infos);
             }
         }
         Symbols {
             frames,
             warnings,
             debug_files,
+            unresolved,
         }
+    }
+
+    /// The code frames that were named, with their names, in frame order (what
+    /// `record --symbolize` stores).
+    pub fn resolved(&self) -> Vec<(&Frame, &[FrameInfo])> {
+        let mut out: Vec<(&Frame, &[FrameInfo])> = self
+            .frames
+            .iter()
+            .filter(|(frame, _)| !self.unresolved.contains(frame))
+            .map(|(frame, infos)| (frame, infos.as_slice()))
+            .collect();
+        out.sort_by_key(|(frame, _)| **frame);
+        out
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).
