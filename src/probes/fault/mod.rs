@@ -15,7 +15,6 @@ use crate::bindings;
 use crate::probes::stack;
 use crate::record::event::{fault_flags, FaultType, Kind};
 use crate::state::State;
-use kernel::prelude::*;
 
 pub(crate) mod kprobes;
 #[cfg(memmon_mm_fault)]
