@@ -138,6 +138,8 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     echo "reader ftrace $ftrace_lps 0" >> $res
 done
 
+# Access sampling: only with patches/0002 (not on a stock kernel).
+[ -d $T/events/mm/mm_fault ] || REPS=0
 # Access sampling: a process with SPAGES pages resident writes 10 % of them, a random set,
 # once per 100 ms generation (sample_ms=100, synchronised on the generation counter), against
 # the same with sampling off (sample_ms=0, 100 ms pauses); memmon loaded and the process

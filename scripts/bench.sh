@@ -30,15 +30,19 @@
 # free of the host's noise, and include what the other vCPU executes meanwhile (a reader,
 # the second thread). A reader then runs only in its vCPU's turn, so events lost there say
 # nothing about a reader on a CPU of its own.
-# Usage: scripts/bench.sh [--quick] [--icount]   (REPS, N, PAIRS, READN override the sizes)
+# --stock runs the same set-ups on Debian's stock kernel (make kernel-stock, module-stock),
+# where memmon's faults come from its kprobe fault source: figures for it beside ftrace's
+# exceptions:page_fault_user in that one boot (access sampling is left out: no patch 0002).
+# Usage: scripts/bench.sh [--quick] [--icount] [--stock]   (REPS, N, PAIRS, READN override the sizes)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-quick="" icount=""
+quick="" icount="" stock=""
 for arg in "$@"; do
     case $arg in
     --quick) quick=1 ;;
     --icount) icount=1 ;;
-    *) echo "bench: unknown option '$arg' (--quick, --icount)" >&2; exit 2 ;;
+    --stock) stock=1 ;;
+    *) echo "bench: unknown option '$arg' (--quick, --icount, --stock)" >&2; exit 2 ;;
     esac
 done
 if [ -n "$quick" ]; then
@@ -51,15 +55,18 @@ if [ -n "$icount" ]; then
 fi
 REPS=${REPS:-7} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
 SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
-out="$top/build/vm/bench${icount:+-icount}.out"
+name=bench${stock:+-stock}${icount:+-icount}
+out="$top/build/vm/$name.out"
 mkdir -p "$top/build/vm"
-klog="$top/build/vm/bench${icount:+-icount}.kernel.log"
+klog="$top/build/vm/$name.kernel.log"
+vm_run="$top/scripts/vm-run"
+[ -n "$stock" ] && vm_run="$top/scripts/stock/vm-run"
 # Multi-threaded TCG sometimes runs kernel text that another vCPU has just live-patched
 # (scripts/tcg-text-poke-race.sh shows it without memmon), and every set-up switch patches
 # text: a guest that died of such an "Oops: int3" is booted again, from the start (figures
 # are only compared inside one boot), at most 3 times in all.
 attempt=1
-until "$top/scripts/vm-run" --timeout 3000 --log "$klog" \
+until "$vm_run" --timeout 3000 --log "$klog" \
     --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" -- \
     "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS sh /host/bench-guest.sh" > "$out"; do
     if [ $attempt -ge 3 ] || ! grep -q 'Oops: int3' "$klog"; then
@@ -73,7 +80,7 @@ until "$top/scripts/vm-run" --timeout 3000 --log "$klog" \
 done
 sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 [ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
-echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0})"
+echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0}, $([ -n "$stock" ] && echo "Debian's stock kernel, fault source: kprobes" || echo "patched kernel, fault source: mm_fault"))"
 awk '
     $1 == "frames" { fr[$2 " " $3] = $4; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }

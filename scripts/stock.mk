@@ -10,6 +10,7 @@
 #   make module-stock   memmon.ko for that kernel in build/module-stock/
 #                       (STOCK_MODULE_DIR=DIR STOCK_MODULE_OUT=DIR: another module's Kbuild
 #                       directory, e.g. tests/stock/hello, and where its .ko goes)
+#   make bench-stock    scripts/bench.sh --stock: make bench's set-ups on that kernel
 #   make check-stock    boot Debian's vmlinuz in QEMU (scripts/stock/vm-run) and run the
 #                       scenarios listed in tests/stock/scenarios.txt; ends "N passed, N failed"
 
@@ -18,7 +19,7 @@ STOCK_PREPARED := $(STOCK_LINUX)/.stock-prepared
 STOCK_MODULE_DIR ?= $(TOP)
 STOCK_MODULE_OUT ?= $(BUILD)/module-stock
 
-.PHONY: kernel-stock module-stock check-stock
+.PHONY: kernel-stock module-stock check-stock bench-stock
 
 $(STOCK_PREPARED): $(TARBALL) $(TOP)/scripts/stock/pins.txt $(TOP)/scripts/stock/prepare
 	@$(TOP)/scripts/stock/prepare
@@ -31,3 +32,8 @@ module-stock: $(STOCK_PREPARED)
 
 check-stock: $(STOCK_PREPARED) progs
 	@$(TOP)/scripts/stock/check
+
+# make bench-stock: scripts/bench.sh's set-ups in one boot of Debian's kernel (the kprobe
+# fault source against ftrace's exceptions:page_fault_user), timed; about 6 minutes.
+bench-stock: $(STOCK_PREPARED) module-stock userspace progs
+	@$(TOP)/scripts/bench.sh --stock
