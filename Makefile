@@ -170,3 +170,6 @@ distclean:
 
 # --- Debian's stock kernel (make module-stock, make check-stock): scripts/stock.mk ----------
 -include $(TOP)/scripts/stock.mk
+
+# make check runs the quick part of make check-stock: Debian's kernel prepared first.
+check: $(STOCK_PREPARED) module-stock

@@ -176,6 +176,9 @@ if [ -z "$vm_only" ]; then
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-access-end-to-end "$top/tests/report/run-vm-access.sh"
     run_item bench-quick bench_quick
+    # Debian's stock kernel (make kernel-stock, module-stock): the quick part of make
+    # check-stock, one item for all its scenarios.
+    run_item stock-quick env STOCK_CHECK_QUICK=1 "$top/scripts/stock/check"
 fi
 
 if [ ${#failures[@]} -gt 0 ]; then
