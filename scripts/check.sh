@@ -173,6 +173,8 @@ if [ -z "$vm_only" ]; then
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
     # host-side: a real debuginfod server (and a corrupt one) for `memmon report`
     [ -f "$top/userspace/Cargo.toml" ] && run_item report-debuginfod "$top/tests/report/debuginfod.sh"
+    # `make run`'s demo ends with the report of its workload (names, lines, the HTML page)
+    [ -f "$top/userspace/Cargo.toml" ] && run_item vm-demo-report "$top/tests/report/demo-check.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-access-end-to-end "$top/tests/report/run-vm-access.sh"
     run_item bench-quick bench_quick

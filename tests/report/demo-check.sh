@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make run`'s demo (scripts/demo.sh) ends with the answer: checks that its output has
+# the report of alloc_sites with the workload's function names, lines and amounts
+# (keep_cache 3 MiB accumulating, reheat and load_table 1 MiB, scratch 8 MiB temporary),
+# and that the HTML page it names exists and names them too. Needs the kernel, module,
+# static userspace binary and test programs (make).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+log="$top/build/vm/demo.out"
+fail() { echo "FAIL: $*"; exit 1; }
+"$top/scripts/demo.sh" > "$log" 2>&1
+status=$?
+cat "$log"
+[ "$status" -eq 0 ] || fail "scripts/demo.sh exited with $status"
+# table NAME: the rows of the report's table NAME (after its column header)
+table() { awk -v t="$1" '$0 == t { on = 1; getline; next } on && NF == 0 { exit } on' "$log"; }
+resident=$(table "Top sites by resident bytes")
+released=$(table "Top sites by released bytes (memory freed within the capture)")
+echo "--- resident:"; echo "$resident"; echo "--- released:"; echo "$released"
+first=$(head -n 1 <<< "$resident")
+grep -Eq '^ +3\.0 MiB +3\.0 MiB +0 B +accumulating +keep_cache < main .*alloc_sites\.c:63\)$' <<< "$first" \
+    || fail "top site: '$first'"
+grep -Eq '^ +1 MiB +1 MiB +0 B +accumulating +reheat < main .*alloc_sites\.c:129\)$' <<< "$resident" || fail "no reheat row"
+grep -Eq '^ +1 MiB +1 MiB +0 B +accumulating +load_table < main .*alloc_sites\.c:111\)$' <<< "$resident" || fail "no load_table row"
+grep -Eq '^ +8\.0 MiB +8\.0 MiB +0 B +temporary +scratch < main .*alloc_sites\.c:74\)$' <<< "$released" || fail "no scratch row"
+page="$top/build/vm/demo-report.html"
+tail -n 1 "$log" | grep -qxF "== the same report as one HTML page: $page (capture: $top/build/vm/demo/cap)" \
+    || fail "the last line does not name the page: $(tail -n 1 "$log")"
+[ -s "$page" ] || fail "no $page"
+for name in keep_cache reheat load_table scratch; do
+    grep -q "$name" "$page" || fail "$name is not in $page"
+done
+echo "demo: the report names keep_cache, reheat, load_table, scratch; page $page ($(wc -c < "$page") bytes)"
