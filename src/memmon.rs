@@ -172,7 +172,10 @@ impl kernel::Module for Memmon {
         let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
         #[cfg(memmon_mm_fault)]
         if fault_source == probes::fault::Source::Tracepoint {
-            tracepoints.push(probes::fault::tracepoint::attach(state.clone())?, GFP_KERNEL)?;
+            tracepoints.push(
+                probes::fault::tracepoint::attach(state.clone())?,
+                GFP_KERNEL,
+            )?;
         }
         tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;

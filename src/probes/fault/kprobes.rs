@@ -236,13 +236,33 @@ impl KprobeHandler for HandlerProbe {
 /// The handler probes: symbol, note, and whether the kernel may lack the function (built
 /// without the feature, or inlined), in which case the probe is left out.
 const HANDLERS: [(&CStr, Note, bool); 11] = [
-    (c"do_anonymous_page", Note::Handler(FaultType::Anon, false), false),
+    (
+        c"do_anonymous_page",
+        Note::Handler(FaultType::Anon, false),
+        false,
+    ),
     (c"do_fault", Note::Handler(FaultType::File, false), false),
-    (c"do_swap_page", Note::Handler(FaultType::Swap, false), false),
+    (
+        c"do_swap_page",
+        Note::Handler(FaultType::Swap, false),
+        false,
+    ),
     (c"do_wp_page", Note::WriteProtect, false),
-    (c"do_huge_pmd_anonymous_page", Note::Handler(FaultType::Anon, true), true),
-    (c"do_huge_pmd_wp_page", Note::Handler(FaultType::WriteProtect, true), true),
-    (c"hugetlb_fault", Note::Handler(FaultType::Hugetlb, true), true),
+    (
+        c"do_huge_pmd_anonymous_page",
+        Note::Handler(FaultType::Anon, true),
+        true,
+    ),
+    (
+        c"do_huge_pmd_wp_page",
+        Note::Handler(FaultType::WriteProtect, true),
+        true,
+    ),
+    (
+        c"hugetlb_fault",
+        Note::Handler(FaultType::Hugetlb, true),
+        true,
+    ),
     (c"set_pte_range", Note::PteRange, false),
     (c"folio_add_new_anon_rmap", Note::NewAnonFolio, false),
     (c"folio_add_anon_rmap_ptes", Note::AnonPtes, false),
@@ -316,7 +336,12 @@ impl FaultKprobes {
 
     /// Faults missed: too many calls pending at once, or a probe hit recursively.
     pub(crate) fn missed(&self) -> u64 {
-        self.call.missed() + self.handlers.iter().map(|probe| probe.missed()).sum::<u64>()
+        self.call.missed()
+            + self
+                .handlers
+                .iter()
+                .map(|probe| probe.missed())
+                .sum::<u64>()
     }
 
     /// Whether the `handle_mm_fault()` probe goes through ftrace, as its exit handler (which

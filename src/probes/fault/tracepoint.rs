@@ -5,9 +5,9 @@
 //! `min_flt` or `maj_flt`, with what resolved it (anonymous, file, swap-in, write-protect,
 //! NUMA hinting, hugetlbfs, or nothing: spurious) and how many pages it mapped.
 
+use super::Fault;
 use crate::bindings;
 use crate::kernel_ext::tracepoint::TracepointProbe;
-use super::Fault;
 use crate::record::event::FaultType;
 use crate::state::State;
 use kernel::{prelude::*, sync::Arc};
