@@ -176,6 +176,7 @@ if [ -z "$vm_only" ]; then
     # `make run`'s demo ends with the report of its workload (names, lines, the HTML page)
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-demo-report "$top/tests/report/demo-check.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-perf-map "$top/tests/report/run-vm-perf-map.sh"
+    [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-symbolize "$top/tests/report/run-vm-symbolize.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-end-to-end "$top/tests/report/run-vm-scenario.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-access-end-to-end "$top/tests/report/run-vm-access.sh"
     run_item bench-quick bench_quick
