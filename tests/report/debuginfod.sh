@@ -7,7 +7,9 @@
 #   2. the same, the server stopped: the names come from the cache, no download;
 #   3. a server that is down (fresh cache): one warning, offsets, exit 0;
 #   4. a server (python3's http.server) sending the other build's debug file under the
-#      right build ID: refused, not cached, offsets, exit 0.
+#      right build ID: refused, not cached, offsets, exit 0;
+#   5. a server that accepts and never answers: DEBUGINFOD_TIMEOUT=2 ends the request,
+#      one warning, offsets, exit 0.
 # Installs debuginfod (apt-get, as root) when it is missing. Exit 0 when all pass.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +60,7 @@ echo "build ID of /host/alloc_sites: $id (the other build: $other)"
 
 report() { # report CACHE STDOUT STDERR ARGS...: memmon report of base.cap
     local cache=$1 out=$2 err=$3; shift 3
-    DEBUGINFOD_CACHE_PATH="$cache" DEBUGINFOD_TIMEOUT=10 \
+    DEBUGINFOD_CACHE_PATH="$cache" DEBUGINFOD_TIMEOUT=${timeout:-10} \
         "$memmon" report --top 3 --sysroot "$tmp/root" "$fixtures/base.cap" "$@" > "$out" 2> "$err" \
         || fail "memmon report exited with $? ($(cat "$err"))"
 }
@@ -139,4 +141,28 @@ top_sites "$tmp/4.out" > "$tmp/4.top"
 diff "$tmp/stripped.top" "$tmp/4.top" || fail "4: want offsets"
 grep -q "GET /buildid/$id/debuginfo" "$tmp/http.log" || fail "4: the server was not asked"
 echo "ok 4: a file of another build ID refused and not cached"
-echo "debuginfod: 4 passed, 0 failed"
+
+# 5. A server that never answers.
+p=$(port)
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+held = []
+while True:
+    held.append(s.accept()[0])
+' "$p" &
+pids+=("$!")
+sleep 0.5
+start=$SECONDS
+timeout=2 report "$tmp/cache5" "$tmp/5.out" "$tmp/5.err" --debuginfod "http://127.0.0.1:$p"
+took=$((SECONDS - start))
+n=$(grep -c 'warning' "$tmp/5.err" || true)
+[ "$n" = 1 ] || fail "5: want one warning line, got $n: $(cat "$tmp/5.err")"
+grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p: .*objects without symbols show as offsets\$" "$tmp/5.err" \
+    || fail "5: the warning: $(cat "$tmp/5.err")"
+[ "$took" -le 10 ] || fail "5: the report took $took s with DEBUGINFOD_TIMEOUT=2"
+top_sites "$tmp/5.out" > "$tmp/5.top"
+diff "$tmp/stripped.top" "$tmp/5.top" || fail "5: want offsets"
+echo "ok 5: a server that never answers: $took s, one warning ($(grep warning "$tmp/5.err")), offsets"
+echo "debuginfod: 5 passed, 0 failed"
