@@ -9,7 +9,9 @@
 #   4. a server (python3's http.server) sending the other build's debug file under the
 #      right build ID: refused, not cached, offsets, exit 0;
 #   5. a server that accepts and never answers: DEBUGINFOD_TIMEOUT=2 ends the request,
-#      one warning, offsets, exit 0.
+#      one warning, offsets, exit 0;
+#   6. the binary missing here (a capture moved to another machine): debuginfod -F over
+#      the stripped executable and its debug file gives both, and the same names.
 # Installs debuginfod (apt-get, as root) when it is missing. Exit 0 when all pass.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -165,4 +167,29 @@ grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p: .*objects without sy
 top_sites "$tmp/5.out" > "$tmp/5.top"
 diff "$tmp/stripped.top" "$tmp/5.top" || fail "5: want offsets"
 echo "ok 5: a server that never answers: $took s, one warning ($(grep warning "$tmp/5.err")), offsets"
-echo "debuginfod: 5 passed, 0 failed"
+
+# 6. No binary here: the executable (its program headers map the file offsets) and the
+#    debug file both from debuginfod.
+mkdir -p "$tmp/served6" "$tmp/root6"
+cp "$tmp/served/alloc_sites.debug" "$tmp/served6/"
+cp "$tmp/root/host/alloc_sites" "$tmp/served6/alloc_sites"
+p=$(port)
+debuginfod -F -p "$p" -d "$tmp/debuginfod6.sqlite" "$tmp/served6" > "$tmp/debuginfod6.log" 2>&1 &
+pids+=("$!")
+url="http://127.0.0.1:$p"
+for _ in $(seq 1 100); do
+    fetch "$url/buildid/$id/executable" && fetch "$url/buildid/$id/debuginfo" && break
+    sleep 0.2
+done
+DEBUGINFOD_CACHE_PATH="$tmp/cache6" DEBUGINFOD_TIMEOUT=10 "$memmon" report --top 3 --sysroot "$tmp/root6" \
+    --debuginfod "$url" "$fixtures/base.cap" > "$tmp/6.out" 2> "$tmp/6.err" || fail "6: memmon report failed: $(cat "$tmp/6.err")"
+top_sites "$tmp/6.out" > "$tmp/6.top"
+diff "$tmp/want.top" "$tmp/6.top" || fail "6: the top sites differ from the unstripped binary's"
+for what in "the executable" "the debug info"; do
+    grep -qx "memmon: debuginfod: downloading $what of /host/alloc_sites (build ID $id) from $url" "$tmp/6.err" \
+        || fail "6: no progress line for $what: $(cat "$tmp/6.err")"
+done
+cmp -s "$tmp/cache6/$id/executable" "$tmp/root/host/alloc_sites" || fail "6: the executable was not cached"
+cmp -s "$tmp/cache6/$id/debuginfo" "$tmp/served/alloc_sites.debug" || fail "6: the debug file was not cached"
+echo "ok 6: without the binary: executable and debug info from debuginfod, the same names"
+echo "debuginfod: 6 passed, 0 failed"

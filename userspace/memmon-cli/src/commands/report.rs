@@ -47,7 +47,8 @@ pub struct ReportArgs {
     /// debuglinks are also looked for beside the binary and in its .debug/ directory.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
-    /// Fetch missing debug files by build ID from the debuginfod server URL, or without
+    /// Fetch missing debug files (and the executables of objects missing here or here
+    /// in another build) by build ID from the debuginfod server URL, or without
     /// URL from those of DEBUGINFOD_URLS (space-separated; also used without this
     /// option). Cache: DEBUGINFOD_CACHE_PATH, else $XDG_CACHE_HOME/debuginfod_client,
     /// else ~/.cache/debuginfod_client; timeout per request: DEBUGINFOD_TIMEOUT seconds

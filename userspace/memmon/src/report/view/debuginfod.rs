@@ -64,6 +64,8 @@ impl DebuginfodOptions {
 pub struct Debuginfod {
     options: DebuginfodOptions,
     client: Option<debuginfod::Client>,
+    /// The same HTTP client, for executables (the crate asks for debug info only).
+    http: Option<debuginfod::reqwest::blocking::Client>,
     /// Set by the first failure: no more requests.
     failed: bool,
 }
@@ -71,6 +73,34 @@ pub struct Debuginfod {
 fn warn(line: &str) {
     let _ = writeln!(std::io::stderr(), "memmon: warning: {line}");
 }
+
+/// What is asked for: `/buildid/ID/debuginfo` or `/buildid/ID/executable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    DebugInfo,
+    Executable,
+}
+
+impl Kind {
+    /// The name in URLs and in the cache.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::DebugInfo => "debuginfo",
+            Kind::Executable => "executable",
+        }
+    }
+
+    /// For the progress line.
+    fn what(self) -> &'static str {
+        match self {
+            Kind::DebugInfo => "the debug info",
+            Kind::Executable => "the executable",
+        }
+    }
+}
+
+/// A response body and the server that sent it.
+type Body = (Box<dyn std::io::Read>, String);
 
 impl Debuginfod {
     /// A client for `options` (no request is made yet).
@@ -82,69 +112,118 @@ impl Debuginfod {
             .map_err(|e| e.to_string())
             .and_then(|http| {
                 debuginfod::Client::builder()
-                    .http_client(http)
+                    .http_client(http.clone())
                     .build(options.urls.iter().map(String::as_str))
+                    .map(|client| (client, http))
                     .map_err(|e| format!("{e:#}"))
             });
-        let (client, failed) = match client {
-            Ok(client) => (client, false),
+        let (client, http, failed) = match client {
+            Ok((client, http)) => (client, Some(http), false),
             Err(e) => {
                 warn(&format!(
                     "debuginfod: {e}; objects without symbols show as offsets"
                 ));
-                (None, true)
+                (None, None, true)
             }
         };
         Debuginfod {
             options: options.clone(),
             client,
+            http,
             failed,
         }
-    }
-
-    fn cached(&self, id: &str) -> PathBuf {
-        self.options.cache.join(id).join("debuginfo")
     }
 
     /// The debug file of build ID `id` (of the object at `path`, for the messages):
     /// from the cache, else downloaded (one progress line on stderr) and cached.
     pub fn debug_file(&mut self, id: &str, path: &str) -> Option<PathBuf> {
+        self.fetch(id, path, Kind::DebugInfo)
+    }
+
+    /// The executable of build ID `id`, as [`Debuginfod::debug_file`] (for an object
+    /// missing here or here in another build: its program headers map the capture's
+    /// file offsets).
+    pub fn executable(&mut self, id: &str, path: &str) -> Option<PathBuf> {
+        self.fetch(id, path, Kind::Executable)
+    }
+
+    /// One request: `Ok(None)` when no server has the file.
+    fn request(&self, id: &str, kind: Kind) -> Result<Option<Body>, String> {
+        match kind {
+            Kind::DebugInfo => {
+                let client = self.client.as_ref().ok_or("no client")?;
+                let wanted = debuginfod::BuildId::Formatted(id.to_owned().into());
+                match client.fetch_debug_info(&wanted) {
+                    Ok(Some(response)) => {
+                        let server = response.server_url.to_owned();
+                        Ok(Some((Box::new(response.data), server)))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e.root_cause().to_string()),
+                }
+            }
+            Kind::Executable => {
+                let http = self.http.as_ref().ok_or("no client")?;
+                let mut error = None;
+                for url in &self.options.urls {
+                    let target = format!("{}/buildid/{id}/executable", url.trim_end_matches('/'));
+                    match http.get(&target).send() {
+                        Ok(response) if response.status().is_success() => {
+                            return Ok(Some((Box::new(response), url.clone())));
+                        }
+                        Ok(response) if response.status().as_u16() == 404 => {}
+                        Ok(response) => {
+                            error.get_or_insert(format!("HTTP status {}", response.status()));
+                        }
+                        Err(e) => {
+                            let mut cause: &dyn std::error::Error = &e;
+                            while let Some(next) = cause.source() {
+                                cause = next;
+                            }
+                            error.get_or_insert(cause.to_string());
+                        }
+                    }
+                }
+                error.map_or(Ok(None), Err)
+            }
+        }
+    }
+
+    fn fetch(&mut self, id: &str, path: &str, kind: Kind) -> Option<PathBuf> {
         if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
-        let cached = self.cached(id);
+        let cached = self.options.cache.join(id).join(kind.name());
         if cached.is_file() && build_id(&cached).as_deref() == Some(id) {
             return Some(cached);
         }
         if self.failed {
             return None;
         }
-        let client = self.client.as_ref()?;
         let _ = writeln!(
             std::io::stderr(),
-            "memmon: debuginfod: downloading the debug info of {path} (build ID {id}) from {}",
+            "memmon: debuginfod: downloading {} of {path} (build ID {id}) from {}",
+            kind.what(),
             self.options.urls.join(" ")
         );
-        let wanted = debuginfod::BuildId::Formatted(id.to_owned().into());
-        let mut response = match client.fetch_debug_info(&wanted) {
-            Ok(Some(response)) => response,
+        let (mut data, server) = match self.request(id, kind) {
+            Ok(Some(body)) => body,
             Ok(None) => return None,
             Err(e) => {
                 self.failed = true;
                 warn(&format!(
                     "debuginfod: {}: {}; objects without symbols show as offsets",
                     self.options.urls.join(" "),
-                    e.root_cause().to_string().replace('\n', " ")
+                    e.replace('\n', " ")
                 ));
                 return None;
             }
         };
-        let server = response.server_url.to_owned();
         let dir = cached.parent()?.to_path_buf();
-        let partial = dir.join(format!(".debuginfo.partial-{}", std::process::id()));
+        let partial = dir.join(format!(".{}.partial-{}", kind.name(), std::process::id()));
         let written = std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::File::create(&partial))
-            .and_then(|mut file| std::io::copy(&mut response.data, &mut file));
+            .and_then(|mut file| std::io::copy(&mut data, &mut file));
         if let Err(e) = written {
             let _ = std::fs::remove_file(&partial);
             self.failed = true;

@@ -174,7 +174,7 @@ fn locate(
     wanted: Option<&str>,
     options: &SymbolOptions,
     dirs: &[PathBuf],
-    debuginfod: Option<&mut Debuginfod>,
+    mut debuginfod: Option<&mut Debuginfod>,
     warnings: &mut Vec<String>,
 ) -> Located {
     let file = resolve(path, options);
@@ -187,7 +187,22 @@ fn locate(
             debug: None,
         };
     }
-    let binary = matches.then(|| file.clone());
+    let mut binary = matches.then(|| file.clone());
+    if binary.is_none() {
+        // Missing here, or another build: debuginfod may have the capture's.
+        if let (Some(id), Some(client)) = (wanted, debuginfod.as_deref_mut()) {
+            binary = client.executable(id, path);
+            if let Some(executable) = &binary {
+                if debuginfo::has_dwarf(executable) {
+                    return Located {
+                        exact: true,
+                        binary,
+                        debug: None,
+                    };
+                }
+            }
+        }
+    }
     let debug = wanted
         .and_then(|id| debuginfo::by_build_id(id, dirs))
         .or_else(|| {
