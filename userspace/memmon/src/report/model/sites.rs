@@ -45,16 +45,19 @@ pub struct SiteTable {
     object_ids: HashMap<String, ObjectId>,
     sites: Vec<Vec<Frame>>,
     site_ids: FxHashMap<Vec<Frame>, SiteId>,
-    /// Generated code named by the captures' perf maps: (start, end, name), by start.
-    perf_map: Vec<(u64, u64, String)>,
+    /// Generated code named by the captures' perf maps: (start, end, line number, name),
+    /// by start; and the longest entry, which bounds a lookup's scan.
+    perf_map: Vec<(u64, u64, usize, String)>,
+    perf_map_longest: u64,
     /// Names resolved on the record machine (`record --symbolize`): the JSON array of
     /// a frame's symbolised frames, by frame.
     recorded: HashMap<Frame, String>,
 }
 
 impl SiteTable {
-    /// Adds the lines of a perf map (`START SIZE NAME`, hex without `0x`; bad lines are
-    /// skipped).
+    /// Adds the lines of a perf map (`START SIZE NAME`, hex with or without `0x`; bad
+    /// lines are skipped). A later line wins over an earlier one for the same
+    /// addresses (a JIT reusing memory appends the new code's line).
     pub fn add_perf_map<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
         for line in lines {
             let mut parts = line.trim().splitn(3, char::is_whitespace);
@@ -70,10 +73,26 @@ impl SiteTable {
             if size == 0 || name.is_empty() {
                 continue;
             }
+            let seq = self.perf_map.len();
             self.perf_map
-                .push((start, start.saturating_add(size), name.to_owned()));
+                .push((start, start.saturating_add(size), seq, name.to_owned()));
+            self.perf_map_longest = self.perf_map_longest.max(size);
         }
         self.perf_map.sort();
+    }
+
+    /// The perf maps' name of the generated code at `addr`: of the entries that cover
+    /// it, the one added last.
+    pub fn perf_symbol(&self, addr: u64) -> Option<&str> {
+        let end = self.perf_map.partition_point(|(start, ..)| *start <= addr);
+        let lowest = addr.saturating_sub(self.perf_map_longest);
+        self.perf_map[..end]
+            .iter()
+            .rev()
+            .take_while(|(start, ..)| *start >= lowest)
+            .filter(|(_, stop, ..)| addr < *stop)
+            .max_by_key(|(_, _, seq, _)| *seq)
+            .map(|(.., name)| name.as_str())
     }
 
     /// Keeps the frames the record machine resolved for a code frame (a JSON array of
@@ -85,19 +104,6 @@ impl SiteTable {
     /// The frames the record machine resolved for `frame`, as JSON.
     pub fn recorded(&self, frame: &Frame) -> Option<&str> {
         self.recorded.get(frame).map(String::as_str)
-    }
-
-    /// The perf map's name of the generated code at `addr` (the latest entry that has
-    /// it, as perf takes a JIT's later entry for reused memory).
-    pub fn perf_symbol(&self, addr: u64) -> Option<&str> {
-        let end = self
-            .perf_map
-            .partition_point(|(start, _, _)| *start <= addr);
-        self.perf_map[..end]
-            .iter()
-            .rev()
-            .find(|(_, stop, _)| addr < *stop)
-            .map(|(_, _, name)| name.as_str())
     }
 
     /// The id of the object at `path`, added if new.
@@ -166,5 +172,32 @@ impl SiteTable {
     /// True when no site was interned.
     pub fn is_empty(&self) -> bool {
         self.sites.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SiteTable;
+
+    #[test]
+    fn perf_map_lookup() {
+        let mut sites = SiteTable::default();
+        sites.add_perf_map([
+            "1000 100 first",
+            "not a line",
+            "0x2000 0x10 second with spaces",
+            "3000 0 empty",
+            "1080 10 reused",
+        ]);
+        assert_eq!(sites.perf_symbol(0x1000), Some("first"));
+        assert_eq!(sites.perf_symbol(0x10ff), Some("first"));
+        assert_eq!(sites.perf_symbol(0x1100), None);
+        // The later line wins where both cover the address.
+        assert_eq!(sites.perf_symbol(0x1085), Some("reused"));
+        assert_eq!(sites.perf_symbol(0x1090), Some("first"));
+        assert_eq!(sites.perf_symbol(0x200f), Some("second with spaces"));
+        assert_eq!(sites.perf_symbol(0x2010), None);
+        assert_eq!(sites.perf_symbol(0x3000), None);
+        assert_eq!(sites.perf_symbol(0xfff), None);
     }
 }

@@ -500,3 +500,28 @@ fn convert(results: Vec<Symbolized<'_>>) -> Vec<Option<Vec<FrameInfo>>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::SymbolOptions;
+
+    #[test]
+    fn debug_directories_in_search_order() {
+        let options = SymbolOptions {
+            sysroot: Some(PathBuf::from("/srv/root")),
+            debug_dirs: vec![PathBuf::from("/a"), PathBuf::from("/b")],
+            debuginfod: None,
+        };
+        let want: Vec<PathBuf> = ["/a", "/b", "/srv/root/usr/lib/debug", "/usr/lib/debug"]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(options.search_dirs(), want);
+        assert_eq!(
+            SymbolOptions::default().search_dirs(),
+            [PathBuf::from("/usr/lib/debug")]
+        );
+    }
+}
