@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `memmon report` with a real debuginfod server (Debian's debuginfod, elfutils), on the
 # host: the fixture capture base.cap of the program alloc_sites (gcc -g, tests/report/)
-# with its binary stripped and its debug info (objcopy --only-keep-debug) served by
+# with its binary stripped and its debug info (objcopy --only-keep-debug)
+#   0. under --debug-dir DIR/.build-id/ (the CLI's option; no server);
+# then served by
 #   1. debuginfod -F over a directory of that debug file: the top sites are named with
 #      file:line, the file is cached (DEBUGINFOD_CACHE_PATH) under its build ID;
 #   2. the same, the server stopped: the names come from the cache, no download;
@@ -82,6 +84,14 @@ done
 top_sites "$tmp/stripped.out" > "$tmp/stripped.top"
 grep -q 'alloc_sites+0x' "$tmp/stripped.top" || fail "the stripped binary's top sites are named: $(cat "$tmp/stripped.top")"
 ! grep -q 'keep_cache' "$tmp/stripped.top" || fail "the stripped binary names keep_cache"
+
+# 0. The same debug file under --debug-dir, by build ID: no server needed.
+mkdir -p "$tmp/debugdir/.build-id/${id:0:2}"
+cp "$tmp/served/alloc_sites.debug" "$tmp/debugdir/.build-id/${id:0:2}/${id:2}.debug"
+report "$tmp/unused" "$tmp/0.out" "$tmp/0.err" --no-debuginfod --debug-dir "$tmp/nothing" --debug-dir "$tmp/debugdir"
+top_sites "$tmp/0.out" > "$tmp/0.top"
+diff "$tmp/want.top" "$tmp/0.top" || fail "0: --debug-dir: the top sites differ from the unstripped binary's"
+echo "ok 0: --debug-dir DIR/.build-id gives the unstripped binary's top sites"
 
 # 1. A real server over the debug file.
 p=$(port)
@@ -192,4 +202,4 @@ done
 cmp -s "$tmp/cache6/$id/executable" "$tmp/root/host/alloc_sites" || fail "6: the executable was not cached"
 cmp -s "$tmp/cache6/$id/debuginfo" "$tmp/served/alloc_sites.debug" || fail "6: the debug file was not cached"
 echo "ok 6: without the binary: executable and debug info from debuginfod, the same names"
-echo "debuginfod: 6 passed, 0 failed"
+echo "debuginfod: 7 passed, 0 failed"
