@@ -145,6 +145,7 @@ impl kernel::Module for Memmon {
         };
         let fault_kprobes = match fault_source {
             probes::fault::Source::Kprobes => {
+                probes::sample::refuse_sampling()?;
                 Some(probes::fault::kprobes::FaultKprobes::register(&state)?)
             }
             probes::fault::Source::Tracepoint => None,

@@ -98,7 +98,7 @@ impl Monitor {
     /// Probe hits missed: syscalls because too many were in flight at once, any probe hit
     /// recursively.
     pub(crate) fn probes_missed(&self) -> u64 {
-        self.syscalls.missed() + self.lifecycle.missed() + self.syscalls.faults_missed()
+        self.syscalls.missed() + self.lifecycle.missed() + self.syscalls.fault_probes_missed()
     }
 
     /// Faults the fault source's kprobes missed (too many pending at once).

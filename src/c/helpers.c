@@ -46,6 +46,10 @@ bool memmon_kernel_matches(void)
 	return true;
 }
 
+#ifndef CONFIG_KRETPROBE_ON_RETHOOK
+#error "memmon finds a kretprobe's pending calls through rethook (CONFIG_KRETPROBE_ON_RETHOOK)"
+#endif
+
 /* Pending returns of one task followed at most, innermost first. */
 #define MEMMON_RETHOOK_DEPTH 16
 

@@ -43,10 +43,13 @@ pub(crate) trait KretprobeHandler: Send + Sync {
     fn exit(&self, data: &mut Self::Data, regs: &bindings::pt_regs);
 }
 
-/// Reports a failed registration in the kernel log.
-fn registered(symbol: &CStr, ret: c_int) -> Result {
+/// Reports a failed registration in the kernel log, but for a missing function (`ENOENT`)
+/// when `missing_ok`.
+fn registered(symbol: &CStr, ret: c_int, missing_ok: bool) -> Result {
     to_result(ret).inspect_err(|e| {
-        pr_err!("cannot probe {}: error {}\n", symbol, e.to_errno());
+        if !(missing_ok && *e == ENOENT) {
+            pr_err!("cannot probe {}: error {}\n", symbol, e.to_errno());
+        }
     })
 }
 
@@ -90,7 +93,7 @@ impl<H: KprobeHandler> Kprobe<H> {
 
     /// Probes the entry of the kernel function `symbol`.
     pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
-        Self::register_with_flags(symbol, handler, 0)
+        Self::register_with_flags(symbol, handler, 0, false)
     }
 
     /// As [`Kprobe::register`], but disarmed: the function is not patched and the handler
@@ -99,7 +102,17 @@ impl<H: KprobeHandler> Kprobe<H> {
         symbol: &'static CStr,
         handler: H,
     ) -> impl PinInit<Self, Error> {
-        Self::register_with_flags(symbol, handler, bindings::KPROBE_FLAG_DISABLED)
+        Self::register_with_flags(symbol, handler, bindings::KPROBE_FLAG_DISABLED, false)
+    }
+
+    /// As [`Kprobe::register_disarmed`], for a function the kernel may not have (built
+    /// without a feature, or inlined everywhere): then it fails with `ENOENT`, and logs
+    /// nothing.
+    pub(crate) fn register_disarmed_if_present(
+        symbol: &'static CStr,
+        handler: H,
+    ) -> impl PinInit<Self, Error> {
+        Self::register_with_flags(symbol, handler, bindings::KPROBE_FLAG_DISABLED, true)
     }
 
     /// Arms the probe (`enable_kprobe()`), as [`Kretprobe::arm`] does. May sleep.
@@ -126,6 +139,7 @@ impl<H: KprobeHandler> Kprobe<H> {
         symbol: &'static CStr,
         handler: H,
         flags: u32,
+        missing_ok: bool,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             handler,
@@ -140,7 +154,7 @@ impl<H: KprobeHandler> Kprobe<H> {
                 }
                 // SAFETY: `slot` is a fully set up kprobe that stays pinned until `drop`
                 // unregisters it; `handler` was initialised before it.
-                registered(symbol, unsafe { bindings::register_kprobe(slot) })
+                registered(symbol, unsafe { bindings::register_kprobe(slot) }, missing_ok)
             }),
         })
     }
@@ -241,7 +255,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
                 }
                 // SAFETY: `slot` is a fully set up kretprobe that stays pinned until `drop`
                 // unregisters it; `handler` was initialised before it.
-                registered(symbol, unsafe { bindings::register_kretprobe(slot) })
+                registered(symbol, unsafe { bindings::register_kretprobe(slot) }, false)
             }),
         })
     }
@@ -305,7 +319,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ///
     /// Neither handler of this probe may run for the current task while `f` does: call it
     /// from the handler of another kprobe (kprobe handlers do not nest: a probe hit inside
-    /// one is missed), not from this probe's handlers nor from code they call.
+    /// one is missed), not from this probe's handlers nor from code they call; and `f` must
+    /// not call it again for this probe (two references to one call's data).
     pub(crate) unsafe fn with_current_call<R>(
         &self,
         f: impl FnOnce(&mut H::Data) -> R,

@@ -24,7 +24,7 @@ use crate::bindings;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::record::event::Kind;
 use crate::state::State;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     prelude::*,
     sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
@@ -47,6 +47,27 @@ runtime_param! {
     name: "sample_ms",
     description: "Access sampling period in ms (0: off, or 10-60000)",
     check: check_sample_ms,
+}
+
+/// Whether the fault source reports access faults (`type=access`): the `mm:mm_fault`
+/// tracepoint does; the kprobe source cannot tell them (`do_numa_page()` is inlined), so
+/// [`refuse_sampling`] clears it when that source is chosen.
+static ACCESS_FAULTS_SEEN: AtomicBool = AtomicBool::new(cfg!(memmon_mm_fault));
+
+/// The fault source cannot report access faults: `sample_ms` is refused from now on. Fails
+/// with `EOPNOTSUPP` (logged) if a period was given at load.
+pub(crate) fn refuse_sampling() -> Result {
+    ACCESS_FAULTS_SEEN.store(false, Ordering::Relaxed);
+    let ms = SAMPLE_MS.load(Ordering::Relaxed);
+    if ms != 0 {
+        pr_err!(
+            "sample_ms={}: access sampling needs the mm:mm_fault fault source; the kprobe \
+             source (fault_kprobes=1) cannot tell access faults\n",
+            ms
+        );
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
 }
 
 /// The last generation whose arming completed: what `gen=` of an access says.
@@ -145,6 +166,14 @@ fn check_sample_ms(value: Option<u32>, text: &str) -> Result {
         pr_err!(
             "sample_ms={}: access sampling needs a kernel with patches/0002 \
              (CONFIG_MM_ACCESS_SAMPLING); this one does not have it\n",
+            value
+        );
+        return Err(EOPNOTSUPP);
+    }
+    if value != 0 && !ACCESS_FAULTS_SEEN.load(Ordering::Relaxed) {
+        pr_err!(
+            "sample_ms={}: access sampling needs the mm:mm_fault fault source; the kprobe \
+             source (fault_kprobes=1) cannot tell access faults\n",
             value
         );
         return Err(EOPNOTSUPP);

@@ -390,6 +390,15 @@ impl SyscallProbes {
             .handler()
             .faults
             .as_ref()
+            .map_or(0, FaultKprobes::faults_missed)
+    }
+
+    /// Every hit the fault source's probes missed (0 without them).
+    pub(crate) fn fault_probes_missed(&self) -> u64 {
+        self.arming
+            .handler()
+            .faults
+            .as_ref()
             .map_or(0, FaultKprobes::missed)
     }
 

@@ -8,7 +8,8 @@ T=/sys/kernel/tracing
 traceable="handle_mm_fault do_anonymous_page do_fault __do_fault finish_fault set_pte_range
     filemap_map_pages do_swap_page do_wp_page do_huge_pmd_anonymous_page do_huge_pmd_wp_page
     hugetlb_fault shmem_fault handle_userfault lock_vma_under_rcu lock_mm_and_find_vma
-    folio_add_new_anon_rmap"
+    folio_add_new_anon_rmap folio_add_anon_rmap_ptes folio_add_file_rmap_pmd
+    do_huge_pmd_numa_page"
 # One pass over the ~48000 lines (a grep per name takes seconds each under TCG).
 printf '%s\n' $traceable wp_page_reuse > /tmp/want
 grep -Fx -f /tmp/want $T/available_filter_functions | sort -u > /tmp/have

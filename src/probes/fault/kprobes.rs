@@ -50,6 +50,8 @@ const PMD_PAGES: u32 = 512;
 /// the handlers fill it in.
 #[derive(Clone, Copy)]
 pub(crate) struct PendingFault {
+    /// The `vma` argument, only compared (never read: the fault may free it).
+    vma: usize,
     address: u64,
     flags: u32,
     /// The `regs` argument: the user registers of a fault from user mode, else null.
@@ -82,6 +84,7 @@ impl KretprobeHandler for FaultCall {
             return false;
         }
         data.write(PendingFault {
+            vma: regs.di,
             // CAST: registers are 64 bits wide on x86_64.
             address: regs.si as u64,
             flags,
@@ -147,6 +150,19 @@ enum Note {
     FilePmd,
 }
 
+/// Pages of memory (4 KiB on x86_64).
+const PAGE_SIZE: u64 = 4096;
+
+impl PendingFault {
+    /// Whether `vma` (a probed function's argument) is this fault's VMA: the rmap functions
+    /// also run for migration finishing in the faulting task (`remove_migration_pte()`, a
+    /// device-private page brought back by `do_swap_page()`, compaction during an
+    /// allocation), which maps pages the fault did not.
+    fn is_vma(&self, vma: usize) -> bool {
+        vma == self.vma
+    }
+}
+
 impl Note {
     /// Applies the note of a probe hit with `regs` to `fault`.
     fn apply(self, fault: &mut PendingFault, regs: &bindings::pt_regs) {
@@ -179,7 +195,9 @@ impl Note {
                     if page.is_null() {
                         fault.pages = fault.pages.saturating_add(1);
                     }
-                } else if matches!(fault.fault_type, FaultType::Anon | FaultType::Swap) {
+                } else if matches!(fault.fault_type, FaultType::Anon | FaultType::Swap)
+                    && fault.is_vma(regs.si)
+                {
                     let folio = regs.di as *const bindings::folio;
                     // SAFETY: The probed function's first argument is a valid folio.
                     let pages = unsafe { bindings::memmon_folio_nr_pages(folio) };
@@ -190,13 +208,22 @@ impl Note {
                 // A file fault's copy-on-write: `set_pte_range()` counts it.
             }
             Note::AnonPtes => {
-                if fault.fault_type == FaultType::Swap && fault.wp_fault.is_null() {
-                    // CAST: `int nr_pages`, the low half of rdx; positive.
-                    fault.pages = fault.pages.saturating_add(regs.dx as u32);
+                // CAST: `int nr_pages`, the low half of rdx; positive.
+                let nr = regs.dx as u32;
+                // CAST: registers are 64 bits wide on x86_64.
+                let first = regs.r8 as u64;
+                let covers = fault.address >= first
+                    && fault.address - first < u64::from(nr).saturating_mul(PAGE_SIZE);
+                if fault.fault_type == FaultType::Swap
+                    && fault.wp_fault.is_null()
+                    && fault.is_vma(regs.cx)
+                    && covers
+                {
+                    fault.pages = fault.pages.saturating_add(nr);
                 }
             }
             Note::FilePmd => {
-                if fault.fault_type == FaultType::File {
+                if fault.fault_type == FaultType::File && fault.is_vma(regs.dx) {
                     fault.pages = fault.pages.saturating_add(PMD_PAGES);
                 }
             }
@@ -235,7 +262,7 @@ impl KprobeHandler for HandlerProbe {
 
 /// The handler probes: symbol, note, and whether the kernel may lack the function (built
 /// without the feature, or inlined), in which case the probe is left out.
-const HANDLERS: [(&CStr, Note, bool); 11] = [
+const HANDLERS: [(&CStr, Note, bool); 14] = [
     (
         c"do_anonymous_page",
         Note::Handler(FaultType::Anon, false),
@@ -263,6 +290,21 @@ const HANDLERS: [(&CStr, Note, bool); 11] = [
         Note::Handler(FaultType::Hugetlb, true),
         true,
     ),
+    (
+        c"do_huge_pmd_numa_page",
+        Note::Handler(FaultType::Numa, true),
+        true,
+    ),
+    (
+        c"do_huge_pmd_uffd_rwp",
+        Note::Handler(FaultType::Other, true),
+        true,
+    ),
+    (
+        c"do_huge_pmd_device_private",
+        Note::Handler(FaultType::Other, true),
+        true,
+    ),
     (c"set_pte_range", Note::PteRange, false),
     (c"folio_add_new_anon_rmap", Note::NewAnonFolio, false),
     (c"folio_add_anon_rmap_ptes", Note::AnonPtes, false),
@@ -275,7 +317,9 @@ const HANDLERS: [(&CStr, Note, bool); 11] = [
 ///
 /// `handlers` point to `call` (pinned in its box); they are declared first, so that they are
 /// unregistered first when dropped one by one, and [`FaultKprobes::unregister_into`] puts
-/// them in the kprobe batch, which [`Unregistration`] unregisters before its kretprobes.
+/// them in the kprobe batch, which [`Unregistration`] unregisters before its kretprobes (a
+/// handler left out of the batch for want of memory unregisters itself later, when the
+/// `FaultKprobes` is dropped, before `call`).
 pub(crate) struct FaultKprobes {
     handlers: KVec<Pin<KBox<Kprobe<HandlerProbe>>>>,
     call: Pin<KBox<Kretprobe<FaultCall>>>,
@@ -303,7 +347,27 @@ impl FaultKprobes {
                 state: state.clone(),
                 call: call_ptr,
             };
-            match KBox::pin_init(Kprobe::register_disarmed(symbol, handler), GFP_KERNEL) {
+            let probe = if optional {
+                KBox::pin_init(
+                    Kprobe::register_disarmed_if_present(symbol, handler),
+                    GFP_KERNEL,
+                )
+            } else {
+                KBox::pin_init(Kprobe::register_disarmed(symbol, handler), GFP_KERNEL)
+            };
+            match probe {
+                // From an int3 trap the handler would run in NMI-like context, where it does
+                // not look for the pending call.
+                Ok(probe) if !probe.ftrace_based() => {
+                    if !optional {
+                        pr_err!("fault source: {} cannot be probed through ftrace\n", symbol);
+                        return Err(EOPNOTSUPP);
+                    }
+                    pr_info!(
+                        "fault source: {} cannot be probed through ftrace: left out\n",
+                        symbol
+                    );
+                }
                 Ok(probe) => handlers.push(probe, GFP_KERNEL)?,
                 Err(e) if optional && e == ENOENT => {
                     pr_info!("fault source: no {} in this kernel\n", symbol);
@@ -334,7 +398,14 @@ impl FaultKprobes {
         result
     }
 
-    /// Faults missed: too many calls pending at once, or a probe hit recursively.
+    /// Faults not recorded: `handle_mm_fault()` calls beyond the pending ones the probe has
+    /// room for, or hit recursively.
+    pub(crate) fn faults_missed(&self) -> u64 {
+        self.call.missed()
+    }
+
+    /// Every hit missed: [`FaultKprobes::faults_missed`], and handler probes hit
+    /// recursively (by any process: not necessarily a watched fault's).
     pub(crate) fn missed(&self) -> u64 {
         self.call.missed()
             + self
@@ -344,11 +415,11 @@ impl FaultKprobes {
                 .sum::<u64>()
     }
 
-    /// Whether the `handle_mm_fault()` probe goes through ftrace, as its exit handler (which
-    /// writes to the ring and walks the user stack) needs; the handler probes only write to
-    /// the pending fault and may be int3 probes.
+    /// Whether every probe goes through ftrace: the `handle_mm_fault()` probe's exit handler
+    /// writes to the ring and walks the user stack, and a handler probe from an int3 trap
+    /// would run in NMI-like context, where it does not find the pending call.
     pub(crate) fn ftrace_based(&self) -> bool {
-        self.call.ftrace_based()
+        self.call.ftrace_based() && self.handlers.iter().all(|probe| probe.ftrace_based())
     }
 
     /// Hands every probe to `batch`, which unregisters them together.
