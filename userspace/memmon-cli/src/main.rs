@@ -17,7 +17,7 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use memmon::{ModuleParams, ProcInterface, KIND_NAMES};
 
-use crate::commands::{control, follow, report, tail};
+use crate::commands::{control, follow, report, tail, top};
 use crate::output::Printer;
 
 /// Watch processes' mm system calls and page faults through the memmon kernel module.
@@ -200,6 +200,18 @@ enum Command {
         after_help = "Example:\n  memmon record -o cap.txt -- ./a.out && memmon report cap.txt\n  memmon report --format svg -o flame.svg cap.txt\n  memmon report --diff before.txt after.txt\n  memmon report --timeline --interval marks cap.txt"
     )]
     Report(report::ReportArgs),
+    /// A live view of the watched processes: resident memory and its growth, the sites
+    /// growing it (named as in `memmon report`), faults per second, swap-ins, lost events.
+    ///
+    /// Watches running processes (-p, with their children), a cgroup (--cgroup), or a
+    /// command (after `--`), or replays a capture (--input, at --speed times its pace).
+    /// Refreshed every --interval seconds. On a terminal, keys: s sort, p or space pause,
+    /// tab switch processes/sites, q quit. When stdout is not a terminal it prints a plain
+    /// table every interval (until the capture ends, or Ctrl-C).
+    #[command(
+        after_help = "Example:\n  memmon top -- ./a.out\n  memmon top -p 212\n  memmon top --cgroup /sys/fs/cgroup/system.slice/foo.service\n  memmon top --input cap.txt --speed 10"
+    )]
+    Top(top::TopArgs),
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -318,6 +330,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Report(args) => report::report(args),
+        Command::Top(args) => top::top(&proc, args),
         Command::Stats => control::stats(&proc),
         Command::Mark { text } => control::mark(&proc, &text),
     }

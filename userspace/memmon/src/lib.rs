@@ -32,6 +32,7 @@
 pub mod capture;
 pub mod report;
 pub mod stream;
+pub mod top;
 
 pub use capture::control::{ControlError, ModuleParams, ProcInterface, Stats, WatchChange};
 pub use capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};

@@ -4,3 +4,4 @@ pub mod control;
 pub mod follow;
 pub mod report;
 pub mod tail;
+pub mod top;

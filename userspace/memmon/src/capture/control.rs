@@ -338,6 +338,21 @@ impl ProcInterface {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(" ");
+        self.write_watch(request, changes)
+    }
+
+    /// Watches every process of the cgroup v2 directory `path` and below it (`c:PATH`;
+    /// check it first with [`crate::capture::cgroup::validate`]).
+    pub fn watch_cgroup(&self, path: &Path) -> Result<(), ControlError> {
+        self.write_watch(format!("c:{}", path.display()), &[])
+    }
+
+    /// Stops watching the cgroup at `path` (`-c:PATH`).
+    pub fn unwatch_cgroup(&self, path: &Path) -> Result<(), ControlError> {
+        self.write_watch(format!("-c:{}", path.display()), &[])
+    }
+
+    fn write_watch(&self, request: String, changes: &[WatchChange]) -> Result<(), ControlError> {
         let path = self.path("watch-pids");
         let mut file = self.open("watch-pids", OpenOptions::new().write(true))?;
         let line = format!("{request}\n");
@@ -386,10 +401,22 @@ impl ProcInterface {
     /// The watched pids, sorted.
     pub fn watched(&self) -> Result<Vec<u32>, ControlError> {
         let text = self.read_to_string("watch-pids")?;
-        parse_pid_ranges(&text).map_err(|detail| ControlError::BadContent {
+        // The first line is the pids; `c:PATH` lines (watched cgroups) follow.
+        let pid_line = text.lines().next().unwrap_or("");
+        parse_pid_ranges(pid_line).map_err(|detail| ControlError::BadContent {
             path: self.path("watch-pids"),
             detail,
         })
+    }
+
+    /// The watched cgroups (the `c:PATH` lines of `watch-pids`), in the order added.
+    pub fn watched_cgroups(&self) -> Result<Vec<PathBuf>, ControlError> {
+        let text = self.read_to_string("watch-pids")?;
+        Ok(text
+            .lines()
+            .filter_map(|line| line.strip_prefix("c:"))
+            .map(PathBuf::from)
+            .collect())
     }
 
     /// The module's counters.

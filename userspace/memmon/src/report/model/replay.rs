@@ -897,6 +897,30 @@ impl Replay {
         });
     }
 
+    /// The processes not exited yet (of every capture), with what they have resident
+    /// and mapped now: what a live view (`memmon top`) samples between events.
+    pub fn live_pictures(&self) -> impl Iterator<Item = (ProcessKey, &Picture)> {
+        self.order.iter().filter_map(|key| {
+            let process = self.processes.get(key)?;
+            (!process.exited).then_some((*key, &process.space.picture))
+        })
+    }
+
+    /// The sites and objects interned so far.
+    pub fn sites(&self) -> &SiteTable {
+        &self.sites
+    }
+
+    /// Events replayed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Events lost so far (`lost` lines).
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
     /// Ends a capture fed through [`Replay::event`] and [`Replay::snapshot`]: the
     /// processes still alive count with their current state.
     pub fn end_live(&mut self) {
