@@ -174,6 +174,7 @@ if [ -z "$vm_only" ]; then
     # host-side: a real debuginfod server (and a corrupt one) for `memmon report`
     [ -f "$top/userspace/Cargo.toml" ] && run_item report-debuginfod "$top/tests/report/debuginfod.sh"
     # `make run`'s demo ends with the report of its workload (names, lines, the HTML page)
+    [ -f "$top/userspace/Cargo.toml" ] && run_item top-tmux "$top/tests/top/tmux.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-demo-report "$top/tests/report/demo-check.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-perf-map "$top/tests/report/run-vm-perf-map.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-symbolize "$top/tests/report/run-vm-symbolize.sh"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `memmon top` on the host, under tmux, against a capture replayed at speed: the fixture
+# base.cap of alloc_sites (tests/report/), its timestamps stretched 10 times (so that at
+# --speed 10 it plays at its own pace: 2.2 s, keep_cache's 3 MiB in the first second).
+#   1. tmux new-session -x 120 -y 40 'memmon top --input X --speed 10': capture-pane shows
+#      keep_cache by name within 2 refreshes (2 s and a half);
+#   2. tmux resize-window -x 80 -y 24: the screen is redrawn to 80x24 (the help line on the
+#      24th row, the tables' borders end in column 80);
+#   3. q: memmon exits, the session is gone within 2 s;
+#   4. stdout not a terminal (`| cat`, --speed 50): plain tables (the PID and SITE
+#      headers) naming keep_cache, and the end of the input ends memmon (exit 0).
+# Installs tmux (apt-get, as root) when it is missing. Exit 0 when all pass.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! command -v tmux >/dev/null; then
+    [ "$(id -u)" = 0 ] || { echo "FAIL: tmux is not installed (apt-get install tmux)"; exit 1; }
+    echo "installing tmux"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null
+fi
+(cd "$top/userspace" && cargo build --quiet -j1 -p memmon-cli)
+memmon="$top/userspace/target/debug/memmon"
+
+work=$(mktemp -d)
+session="memmon-top-$$"
+cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+mkdir -p "$work/sysroot/host"
+cp "$top/tests/report/alloc_sites" "$work/sysroot/host/alloc_sites"
+# Times ×10: event lines (first field) and snapshot headers (their time field).
+awk '
+    /^# snapshot / { $5 = sprintf("%.9f", $5 * 10); print; next }
+    /^# start / { $3 = sprintf("%.9f", $3 * 10); print; next }
+    /^#/ { print; next }
+    { $1 = sprintf("%.9f", $1 * 10); print }
+' "$top/userspace/memmon/tests/fixtures/base.cap" > "$work/slow.cap"
+
+fail=0
+check() { if eval "$2"; then echo "PASS: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+# 1. the growing function by name within 2 refreshes
+tmux -f /dev/null new-session -d -s "$session" -x 120 -y 40 \
+    "$memmon top --input $work/slow.cap --speed 10 --sysroot $work/sysroot"
+started=$(date +%s.%N)
+found=""
+for _ in $(seq 25); do
+    sleep 0.1
+    if tmux capture-pane -p -t "$session" | grep -q keep_cache; then
+        found=$(awk -v s="$started" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')
+        break
+    fi
+done
+tmux capture-pane -p -t "$session" > "$work/screen1"
+cat "$work/screen1"
+check "keep_cache on the screen after ${found:-more than 2.5} s (within 2 refreshes)" '[ -n "$found" ]'
+check "the screen is 40 rows, the help line last" '[ "$(wc -l < "$work/screen1")" -eq 40 ] && tail -1 "$work/screen1" | grep -q "q quit"'
+
+# 2. resize
+tmux resize-window -t "$session" -x 80 -y 24
+sleep 0.5
+tmux capture-pane -p -t "$session" > "$work/screen2"
+cat "$work/screen2"
+width=$(wc -L < "$work/screen2")
+check "redrawn to 80x24: $(wc -l < "$work/screen2") rows, widest line $width columns, help on row 24, a border ends in column 80" \
+    '[ "$(wc -l < "$work/screen2")" -eq 24 ] && [ "$width" -eq 80 ] && sed -n 24p "$work/screen2" | grep -q "q quit" && grep -q "┐$" "$work/screen2"'
+
+# 3. q quits
+tmux send-keys -t "$session" q
+gone=no
+for _ in $(seq 20); do
+    sleep 0.1
+    tmux has-session -t "$session" 2>/dev/null || { gone=yes; break; }
+done
+check "q: memmon exited, the session is gone" '[ "$gone" = yes ]'
+
+# 4. not a terminal: plain tables
+set +e
+"$memmon" top --input "$work/slow.cap" --speed 50 --interval 0.2 --sysroot "$work/sysroot" | cat > "$work/plain"
+code=${PIPESTATUS[0]}
+set -e
+head -20 "$work/plain"
+tables=$(grep -c '^memmon top: events' "$work/plain" || true)
+check "plain output: exit $code, $tables tables, PID and SITE headers, keep_cache named, no escape sequences" \
+    '[ "$code" -eq 0 ] && [ "$tables" -ge 2 ] && grep -q "^PID  COMMAND" "$work/plain" && grep -q "SITE$" "$work/plain" && grep -q "keep_cache < main" "$work/plain" && ! grep -q $'"'"'\x1b'"'"' "$work/plain"'
+exit $fail
