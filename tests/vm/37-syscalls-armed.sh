@@ -15,7 +15,7 @@ disabled() { grep -cE '__(x64|do)_sys_.*\[DISABLED\]' /sys/kernel/debug/kprobes/
 patched() { grep -cE '^__(x64|do)_sys_' $T/enabled_functions; }
 armed() { stat_of syscall_probes_armed; }
 # The kprobe fault source's probes (a kernel without mm:mm_fault) are armed with them.
-fault_fns='handle_mm_fault|do_anonymous_page|do_fault|do_swap_page|do_wp_page|do_huge_pmd_anonymous_page|do_huge_pmd_wp_page|hugetlb_fault|set_pte_range|folio_add_new_anon_rmap|folio_add_anon_rmap_ptes|folio_add_file_rmap_pmd'
+fault_fns='handle_mm_fault|do_anonymous_page|do_fault|do_swap_page|do_wp_page|do_huge_pmd_anonymous_page|do_huge_pmd_wp_page|do_huge_pmd_numa_page|do_huge_pmd_uffd_rwp|do_huge_pmd_device_private|hugetlb_fault|set_pte_range|folio_add_new_anon_rmap|folio_add_anon_rmap_ptes|folio_add_file_rmap_pmd'
 fault_probes() { grep -cE " ($fault_fns)\+0x[0-9a-f]+ " /sys/kernel/debug/kprobes/list; }
 fault_disabled() { grep -E " ($fault_fns)\+0x[0-9a-f]+ " /sys/kernel/debug/kprobes/list | grep -c '\[DISABLED\]'; }
 fault_patched() { grep -cE "^($fault_fns) " $T/enabled_functions; }
