@@ -81,7 +81,7 @@ struct Memmon {
     state: Arc<State>,
     /// `None` only during drop.
     proc_dir: Option<ProcDir<Monitor>>,
-    /// The tracepoint probes: faults, process exit, fork.
+    /// The tracepoint probes: faults, process exit, fork, cgroup move.
     tracepoints: KVec<TracepointProbe<State>>,
     sampler: Option<probes::sample::Sampler>,
 }
@@ -153,11 +153,15 @@ impl kernel::Module for Memmon {
             );
             return Err(EOPNOTSUPP);
         }
-        let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
+        let mut tracepoints = KVec::with_capacity(4, GFP_KERNEL)?;
         #[cfg(memmon_mm_fault)]
         tracepoints.push(probes::fault::attach(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
+        tracepoints.push(
+            probes::lifecycle::attach_cgroup_move(state.clone())?,
+            GFP_KERNEL,
+        )?;
         let sampler = probes::sample::Sampler::start(state.clone(), sample_pages)?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;

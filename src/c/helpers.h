@@ -9,7 +9,18 @@
 
 #include <linux/types.h>
 
+struct cgroup;
+struct task_struct;
+
 void memmon_tracepoint_synchronize_unregister(void);
 bool memmon_kernel_matches(void);
+
+int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
+void memmon_cgroup_get(struct cgroup *cgrp);
+void memmon_cgroup_put(struct cgroup *cgrp);
+bool memmon_cgroup_is_dead(struct cgroup *cgrp);
+bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task);
+void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
+			     void *data);
 
 #endif /* MEMMON_HELPERS_H */

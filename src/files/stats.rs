@@ -34,6 +34,7 @@ impl StatsFile {
             writeln!(out, "probe_missed {}", self.monitor.probes_missed())?;
             writeln!(out, "fault_source {}", crate::probes::fault::SOURCE)?;
             writeln!(out, "watched {}", state.watch.count())?;
+            writeln!(out, "watched_cgroups {}", state.watch.cgroup_count())?;
             writeln!(
                 out,
                 "syscall_probes_armed {}",
