@@ -458,6 +458,11 @@ impl WatchSet {
     /// `task` must be valid for the call: `current`, a task a probe was passed, or one found
     /// under the RCU read lock, still held.
     unsafe fn refresh(&self, task: *mut bindings::task_struct) {
+        // SAFETY: The caller guarantees `task`; a kernel thread keeps `PF_KTHREAD` for life.
+        // Kernel threads (in the root cgroup) have no user memory to watch.
+        if unsafe { (*task).flags } & bindings::PF_KTHREAD != 0 {
+            return;
+        }
         // SAFETY: The caller guarantees `task`.
         if !unsafe { group_alive(task) } {
             return;

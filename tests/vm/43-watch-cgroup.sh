@@ -74,7 +74,8 @@ is_watched $pb || fail "$pb moved into w is not watched: $(cat $w)"
 echo "ok: $pb moved into w is watched"
 
 # Forked in a cgroup below a watched one: the shell moves itself to w/sub, then forks.
-sh -c "echo \$\$ > $cg/w/sub/cgroup.procs && /progs/memtest anon 300 > /tmp/oc" &
+# (not the shell's last command, which it would exec instead)
+sh -c "echo \$\$ > $cg/w/sub/cgroup.procs && /progs/memtest anon 300 > /tmp/oc; true" &
 pc=$!
 wait $pc || fail "the shell in w/sub failed"
 
