@@ -2,7 +2,9 @@
 # watched, whether it was in it at the write, was moved into it later or was forked in it;
 # its fault lines equal its own rusage. A process outside, or moved out (unless watched by
 # pid), is not watched; after -c: or rmdir, nothing new there is. 0 clears cgroups too; the
-# limit of 64; 1000 bad specs each fail, say why in dmesg and change nothing.
+# limit of 64; moves, forks and writes racing leave exactly the processes in the cgroup
+# watched; 1000 bad specs each fail, say why in dmesg and change nothing.
+# Needs /progs/cgclone (tests/progs/cgclone.c, built by make progs).
 . /host/lib.sh
 cg=/sys/fs/cgroup
 grep -q "^[^ ]* $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg || fail "cannot mount cgroup2 at $cg"
@@ -79,6 +81,12 @@ sh -c "echo \$\$ > $cg/w/sub/cgroup.procs && /progs/memtest anon 300 > /tmp/oc; 
 pc=$!
 wait $pc || fail "the shell in w/sub failed"
 
+# Created in the cgroup by clone3(CLONE_INTO_CGROUP), by a parent outside it.
+/progs/cgclone $cg/w /progs/memtest anon 150 > /tmp/ok 2> /tmp/ok.err &
+pk_parent=$!
+wait $pk_parent || fail "cgclone: $(cat /tmp/ok.err)"
+pk=$(sed -n 's/^child=//p' /tmp/ok.err)
+
 # Outside: never watched.
 /progs/memtest anon 50 > /tmp/od &
 pd=$!
@@ -113,6 +121,8 @@ pc1=$(grep " $pc/$pc fork child=" /tmp/ev | field child | head -n 1)
 [ -n "$pc1" ] || fail "no fork line of the shell in w/sub"
 expect_match "the fork line says the child is watched" "$(grep " $pc/$pc fork child=$pc1 " /tmp/ev)" "watched=1$"
 measured "$pc1" /tmp/oc "forked in w/sub" 300
+measured "$pk" /tmp/ok "created in w by clone3(CLONE_INTO_CGROUP)" 150
+no_lines $pk_parent "the parent outside w"
 no_lines $pd "outside"
 expect_eq "moved out: no memtest exec line" "$(grep -c " $pe/$pe exec comm=memtest" /tmp/ev)" 0
 expect_eq "moved out: no fault line after the move" "$(window /tmp/ev $pe | grep -c ' fault ')" 0
@@ -192,6 +202,50 @@ expect_match "65th: dmesg" "$(kmsg_new)" "rejected 'c:$cg/l65': as many cgroups 
 expect_eq "65th: still 64" "$(stat_of watched_cgroups)" 64
 echo "-c:$cg/l1 c:$cg/l65" > $w || fail "one out, one in, refused"
 expect_eq "one out, one in" "$(sed -n '2p;$p' $w | tr '\n' ' ')" "c:$cg/l2 c:$cg/l65 "
+echo 0 > $w
+
+# Races: 4 processes moved in and out of ra (watched) and rb, a shell forking in ra, while
+# ra is unwatched and watched again (at least 100 times, and until 400 moves were made); at
+# rest, exactly the processes in ra are watched.
+mkdir -p $cg/ra $cg/rb
+rm -f /tmp/stop
+sleepers=""
+for i in 1 2 3 4; do
+    sleep 1000 &
+    sleepers="$sleepers $!"
+done
+sh -c "echo \$\$ > $cg/ra/cgroup.procs; while [ ! -e /tmp/stop ]; do /bin/true; done" &
+forker=$!
+rm -f /tmp/enough
+sh -c "i=0; while [ ! -e /tmp/stop ]; do for p in $sleepers; do
+    if [ \$(( (i + p) % 3 )) = 0 ]; then echo \$p > $cg/rb/cgroup.procs; else echo \$p > $cg/ra/cgroup.procs; fi
+    i=\$((i + 1)); [ \$i = 400 ] && : > /tmp/enough; done; done; echo \$i > /tmp/moves" &
+mover=$!
+i=0
+while [ $i -lt 100 ] || [ ! -e /tmp/enough ] && [ $i -lt 3000 ]; do
+    echo c:$cg/ra > $w || fail "c:$cg/ra, round $i"
+    echo -c:$cg/ra > $w || fail "-c:$cg/ra, round $i"
+    i=$((i + 1))
+done
+echo c:$cg/ra > $w
+touch /tmp/stop
+wait $forker $mover
+echo "races: $i rounds of c: and -c:, $(cat /tmp/moves) moves"
+# watched_list: the first line of watch-pids, ranges expanded, sorted, space-separated
+watched_list() {
+    head -n 1 $w | tr ',' '\n' | awk -F- '$1 != "" { hi = $2 == "" ? $1 : $2; for (p = $1; p <= hi; p++) print p }' |
+        sort -n | tr '\n' ' '
+}
+in_ra=$(sort -n $cg/ra/cgroup.procs | tr '\n' ' ')
+[ -n "$in_ra" ] || fail "no sleeper ended in ra"
+expect_eq "at rest, the watched processes are those in ra" "$(watched_list)" "$in_ra"
+for p in $sleepers; do echo $p > $cg/ra/cgroup.procs; done
+expect_eq "all 4 moved into ra: all watched" "$(watched_list)" "$(sort -n $cg/ra/cgroup.procs | tr '\n' ' ')"
+for p in $sleepers; do echo $p > $cg/rb/cgroup.procs; done
+expect_eq "all 4 moved into rb: none watched" "$(watched_list)" ""
+echo -c:$cg/ra > $w
+kill $sleepers
+wait 2>/dev/null
 echo 0 > $w
 
 # 1000 fuzzed bad specs: each fails, logs one line, and leaves the set as it was.
