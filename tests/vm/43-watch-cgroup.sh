@@ -150,6 +150,9 @@ measured $pi /tmp/oi "started in r" 30
 rmdir $cg/r || fail "rmdir $cg/r"
 expect_eq "r forgotten after its rmdir" "$(cat $w)" "$(printf '\nc:%s/pre' $cg)"
 expect_eq "watched_cgroups after the rmdir" "$(stat_of watched_cgroups)" 1
+# memmon's references are gone: the removed cgroup is freed, not left dying
+wait_until "the removed cgroup freed" grep -qx "nr_dying_descendants 0" $cg/cgroup.stat
+echo "ok: no dying cgroup left after r was forgotten"
 mkdir $cg/r
 sh -c "echo \$\$ > $cg/r/cgroup.procs && exec /progs/memtest anon 30" > /dev/null &
 pj=$!
@@ -296,3 +299,8 @@ expect_eq "fuzzed specs refused" "$((einval + enoent))" 1000
 expect_eq "dmesg lines for them" "$rejected" 1000
 expect_eq "watched_cgroups after the fuzz" "$(stat_of watched_cgroups)" 1
 unload
+# Every reference memmon took (writes, refused writes, -c:, 0, the races, unload) was
+# dropped: once removed, every cgroup of the test is freed.
+for d in $cg/l* $cg/w/sub $cg/w $cg/pre $cg/out $cg/r $cg/ra $cg/rb; do rmdir $d || fail "rmdir $d"; done
+wait_until "the removed cgroups freed" grep -qx "nr_dying_descendants 0" $cg/cgroup.stat
+echo "ok: all $(ls -d /sys/fs/cgroup/*/ 2>/dev/null | wc -l) cgroups left; none dying"
