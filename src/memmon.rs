@@ -35,7 +35,6 @@ mod state;
 mod unwind;
 mod watch;
 
-use kernel::sync::atomic::Atomic;
 use kernel_ext::procfs::ProcDir;
 use kernel_ext::tracepoint::{Detached, TracepointProbe};
 use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
@@ -81,7 +80,8 @@ struct Memmon {
     state: Arc<State>,
     /// `None` only during drop.
     proc_dir: Option<ProcDir<Monitor>>,
-    /// The tracepoint probes: faults, process exit, fork, cgroup move.
+    /// The tracepoint probes: faults, process exit, fork (the cgroup move's is the
+    /// monitor's, attached while a cgroup is watched).
     tracepoints: KVec<TracepointProbe<State>>,
     sampler: Option<probes::sample::Sampler>,
 }
@@ -135,12 +135,11 @@ impl kernel::Module for Memmon {
             GFP_KERNEL,
         )?;
         let monitor = Arc::new(
-            Monitor {
-                state: state.clone(),
-                syscalls: SyscallProbes::register(&state)?,
-                lifecycle: LifecycleProbes::register(&state)?,
-                readers: Atomic::new(0),
-            },
+            Monitor::new(
+                state.clone(),
+                SyscallProbes::register(&state)?,
+                LifecycleProbes::register(&state)?,
+            )?,
             GFP_KERNEL,
         )?;
         // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
@@ -153,15 +152,11 @@ impl kernel::Module for Memmon {
             );
             return Err(EOPNOTSUPP);
         }
-        let mut tracepoints = KVec::with_capacity(4, GFP_KERNEL)?;
+        let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
         #[cfg(memmon_mm_fault)]
         tracepoints.push(probes::fault::attach(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
         tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
-        tracepoints.push(
-            probes::lifecycle::attach_cgroup_move(state.clone())?,
-            GFP_KERNEL,
-        )?;
         let sampler = probes::sample::Sampler::start(state.clone(), sample_pages)?;
         let proc_dir = ProcDir::new(c"memmon", monitor)?;
         proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;

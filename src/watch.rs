@@ -698,8 +698,9 @@ impl WatchSet {
     /// directory, `ESRCH` for a process that does not exist, `ENOENT` for a path that does
     /// not exist, `ENOSPC` for a cgroup beyond [`CGROUPS_MAX`], or with the error of
     /// `before_adding`, which runs (once every item is checked) before a write that adds a
-    /// process or a cgroup applies, and sees no concurrent [`Self::if_empty`].
-    pub(crate) fn apply(&self, input: &[u8], before_adding: impl FnOnce() -> Result) -> Result {
+    /// process or a cgroup applies (told whether it adds a cgroup), and sees no concurrent
+    /// [`Self::if_empty`].
+    pub(crate) fn apply(&self, input: &[u8], before_adding: impl FnOnce(bool) -> Result) -> Result {
         // Held from resolving the numbers to applying them, so that each write applies as a
         // whole and in the order writes were made.
         let mut cgroups = self.update.lock();
@@ -731,11 +732,15 @@ impl WatchSet {
             pr_info!("watch-pids: rejected an empty write\n");
             return Err(EINVAL);
         }
-        if requests
+        let adds_cgroup = requests
             .iter()
-            .any(|request| matches!(request, Request::Add { .. } | Request::AddCgroup { .. }))
+            .any(|request| matches!(request, Request::AddCgroup { .. }));
+        if adds_cgroup
+            || requests
+                .iter()
+                .any(|request| matches!(request, Request::Add { .. }))
         {
-            before_adding()?;
+            before_adding(adds_cgroup)?;
         }
         for request in requests {
             match request {

@@ -37,6 +37,11 @@ impl StatsFile {
             writeln!(out, "watched_cgroups {}", state.watch.cgroup_count())?;
             writeln!(
                 out,
+                "cgroup_move_probe {}",
+                u8::from(self.monitor.cgroup_move_attached())
+            )?;
+            writeln!(
+                out,
                 "syscall_probes_armed {}",
                 u8::from(self.monitor.syscall_probes_armed())
             )?;

@@ -53,6 +53,7 @@ no_lines() {
 
 expect_eq "nothing watched at load" "$(cat $w)" ""
 expect_eq "no cgroup in stats" "$(stat_of watched_cgroups)" 0
+expect_eq "no cgroup move probe while no cgroup is watched" "$(stat_of cgroup_move_probe)" 0
 
 # Already in the cgroup when it is written: found by the walk.
 waiter a $cg/pre /progs/memtest anon 100
@@ -62,6 +63,7 @@ echo c:$cg/pre > $w || fail "c:$cg/pre refused"
 expect_eq "the process in pre is watched" "$(head -n 1 $w)" "$pa"
 expect_eq "pre is listed" "$(sed -n 2p $w)" "c:$cg/pre"
 expect_eq "watched_cgroups" "$(stat_of watched_cgroups)" 1
+expect_eq "the cgroup move probe is attached" "$(stat_of cgroup_move_probe)" 1
 expect_eq "a second write of it changes nothing" "$(echo c:$cg/pre > $w && cat $w | wc -l)" 2
 expect_eq "syscall probes armed" "$(stat_of syscall_probes_armed)" 1
 
@@ -164,6 +166,17 @@ no_lines $pj "started in a new cgroup at the removed one's path"
 echo 0 > $w
 expect_eq "0 clears the cgroups" "$(cat $w)" ""
 expect_eq "watched_cgroups after 0" "$(stat_of watched_cgroups)" 0
+expect_eq "the cgroup move probe detached after 0" "$(stat_of cgroup_move_probe)" 0
+# The last watched cgroup removed: the probe is detached at the next read of watch-pids.
+mkdir $cg/last
+echo c:$cg/last > $w
+expect_eq "attached again for c:$cg/last" "$(stat_of cgroup_move_probe)" 1
+rmdir $cg/last
+expect_eq "c:$cg/last forgotten" "$(cat $w)" ""
+expect_eq "the cgroup move probe detached after the rmdir and a read" "$(stat_of cgroup_move_probe)" 0
+echo c:$cg/out > $w
+echo -c:$cg/out > $w
+expect_eq "the cgroup move probe detached after -c: of the last one" "$(stat_of cgroup_move_probe)" 0
 
 # Bad paths, one by one: the errno, a dmesg line, nothing changed.
 echo "1 c:$cg/w" > $w
@@ -210,7 +223,10 @@ echo 0 > $w
 # Races: 4 processes moved in and out of ra (watched) and rb, a shell forking in ra, while
 # ra is unwatched and watched again (at least 100 times, and until 400 moves were made); at
 # rest, exactly the processes in ra are watched.
-mkdir -p $cg/ra $cg/rb
+mkdir -p $cg/ra $cg/rb $cg/keep
+# keep: watched all along, so that the cgroup move probe stays attached (attaching it
+# patches text: about 0.3 s a round under TCG)
+echo c:$cg/keep > $w
 rm -f /tmp/stop
 sleepers=""
 for i in 1 2 3 4; do
@@ -301,6 +317,6 @@ expect_eq "watched_cgroups after the fuzz" "$(stat_of watched_cgroups)" 1
 unload
 # Every reference memmon took (writes, refused writes, -c:, 0, the races, unload) was
 # dropped: once removed, every cgroup of the test is freed.
-for d in $cg/l* $cg/w/sub $cg/w $cg/pre $cg/out $cg/r $cg/ra $cg/rb; do rmdir $d || fail "rmdir $d"; done
+for d in $cg/l* $cg/w/sub $cg/w $cg/pre $cg/out $cg/r $cg/ra $cg/rb $cg/keep; do rmdir $d || fail "rmdir $d"; done
 wait_until "the removed cgroups freed" grep -qx "nr_dying_descendants 0" $cg/cgroup.stat
 echo "ok: all $(ls -d /sys/fs/cgroup/*/ 2>/dev/null | wc -l) cgroups left; none dying"
