@@ -35,7 +35,6 @@ mod state;
 mod unwind;
 mod watch;
 
-use kernel::sync::atomic::Atomic;
 use kernel_ext::procfs::ProcDir;
 use kernel_ext::tracepoint::{Detached, TracepointProbe};
 use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
@@ -85,7 +84,8 @@ struct Memmon {
     state: Arc<State>,
     /// `None` only during drop.
     proc_dir: Option<ProcDir<Monitor>>,
-    /// The tracepoint probes: faults, process exit, fork.
+    /// The tracepoint probes: faults, process exit, fork (the cgroup move's is the
+    /// monitor's, attached while a cgroup is watched).
     tracepoints: KVec<TracepointProbe<State>>,
     sampler: Option<probes::sample::Sampler>,
 }
@@ -151,13 +151,12 @@ impl kernel::Module for Memmon {
             probes::fault::Source::Tracepoint => None,
         };
         let monitor = Arc::new(
-            Monitor {
-                state: state.clone(),
-                syscalls: SyscallProbes::register(&state, fault_kprobes)?,
+            Monitor::new(
+                state.clone(),
+                SyscallProbes::register(&state, fault_kprobes)?,
+                LifecycleProbes::register(&state)?,
                 fault_source,
-                lifecycle: LifecycleProbes::register(&state)?,
-                readers: Atomic::new(0),
-            },
+            )?,
             GFP_KERNEL,
         )?;
         // The handlers take spinlocks, wake readers and resolve paths: that is only allowed

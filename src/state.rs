@@ -5,16 +5,18 @@
 
 use crate::files;
 use crate::kernel_ext::kprobe::Unregistration;
+use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::probes::lifecycle::LifecycleProbes;
 use crate::probes::syscalls::SyscallProbes;
 use crate::ring::Ring;
 use crate::unwind::store::UnwindStore;
 use crate::watch::WatchSet;
 use kernel::{
+    new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc,
+        Arc, Mutex,
     },
 };
 
@@ -39,6 +41,12 @@ pub(crate) struct Monitor {
     pub(crate) lifecycle: LifecycleProbes,
     /// Where faults come from.
     pub(crate) fault_source: crate::probes::fault::Source,
+    /// The probe on `cgroup_attach_task`, attached only while a cgroup is watched: while it
+    /// is, the kernel formats the destination path of every cgroup move for it. Attached
+    /// before a write that adds a cgroup applies; detached by the first write or read of
+    /// `watch-pids` that finds none watched (or at unload). Taken before the watch set's
+    /// writers' mutex.
+    cgroup_move: Pin<KBox<Mutex<Option<TracepointProbe<State>>>>>,
     /// Open `events` files.
     pub(crate) readers: Atomic<u64>,
 }
@@ -85,9 +93,62 @@ impl Monitor {
         }
     }
 
-    /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process.
+    /// The monitor of `state`, with its probes.
+    pub(crate) fn new(
+        state: Arc<State>,
+        syscalls: SyscallProbes,
+        lifecycle: LifecycleProbes,
+        fault_source: crate::probes::fault::Source,
+    ) -> Result<Self> {
+        Ok(Self {
+            state,
+            syscalls,
+            lifecycle,
+            fault_source,
+            cgroup_move: KBox::pin_init(new_mutex!(None, "memmon_cgroup_move"), GFP_KERNEL)?,
+            readers: Atomic::new(0),
+        })
+    }
+
+    /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process or
+    /// a cgroup, and attaching the cgroup move probe first if it adds a cgroup (a write that
+    /// cannot fails and changes nothing). Detaches that probe if no cgroup is watched after.
     pub(crate) fn apply_watch_write(&self, request: &[u8]) -> Result {
-        self.state.watch.apply(request, || self.syscalls.arm())
+        let mut cgroup_move = self.cgroup_move.lock();
+        let result = self.state.watch.apply(request, |adds_cgroup| {
+            self.syscalls.arm()?;
+            if adds_cgroup && cgroup_move.is_none() {
+                *cgroup_move = Some(crate::probes::lifecycle::attach_cgroup_move(
+                    self.state.clone(),
+                )?);
+            }
+            Ok(())
+        });
+        self.detach_cgroup_move_if_unused(&mut cgroup_move);
+        result
+    }
+
+    /// `watch-pids` as text; detaches the cgroup move probe if no cgroup is watched (one was
+    /// removed since the last write).
+    pub(crate) fn watch_format(&self) -> Result<KVec<u8>> {
+        let mut cgroup_move = self.cgroup_move.lock();
+        let content = self.state.watch.format();
+        self.detach_cgroup_move_if_unused(&mut cgroup_move);
+        content
+    }
+
+    /// Whether the cgroup move probe is attached.
+    pub(crate) fn cgroup_move_attached(&self) -> bool {
+        self.cgroup_move.lock().is_some()
+    }
+
+    /// Detaches the cgroup move probe (`cgroup_move`, its lock's guarded value) if no cgroup
+    /// is watched: none can be added meanwhile, writes take the lock first.
+    fn detach_cgroup_move_if_unused(&self, cgroup_move: &mut Option<TracepointProbe<State>>) {
+        if cgroup_move.is_some() && self.state.watch.cgroup_count() == 0 {
+            // Dropping it waits until no CPU runs it any more.
+            drop(cgroup_move.take());
+        }
     }
 
     /// Whether the syscall probes are armed (they are while a process is watched).

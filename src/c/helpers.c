@@ -7,12 +7,18 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
+#include <linux/err.h>
 #include <linux/kprobes.h>
+#include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/namei.h>
 #include <linux/preempt.h>
 #include <linux/printk.h>
+#include <linux/rcupdate.h>
 #include <linux/rethook.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/utsname.h>
@@ -84,4 +90,84 @@ void *memmon_kretprobe_current_data(struct kretprobe *rp)
 unsigned long memmon_folio_nr_pages(const struct folio *folio)
 {
 	return folio_nr_pages(folio);
+}
+
+/*
+ * The cgroup v2 directory at @path (absolute, symlinks followed), with a
+ * reference taken (cgroup_get_from_id(): the directory's inode number is the
+ * cgroup's kernfs id, and it refuses a cgroup outside the caller's cgroup
+ * namespace): 0 and *@cgrp set, or -ENOENT (no such file, or a cgroup out of
+ * reach), -ENOTDIR (not a directory), -EMEDIUMTYPE (not in a cgroup2 file
+ * system: a cgroup v1 hierarchy included), another error of the path lookup.
+ */
+int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp)
+{
+	struct cgroup *found;
+	struct path dir;
+	u64 id;
+	int err;
+
+	*cgrp = NULL;
+	err = kern_path(path, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &dir);
+	if (err)
+		return err;
+	if (dir.dentry->d_sb->s_magic != CGROUP2_SUPER_MAGIC) {
+		path_put(&dir);
+		return -EMEDIUMTYPE;
+	}
+	id = d_inode(dir.dentry)->i_ino;
+	path_put(&dir);
+	found = cgroup_get_from_id(id);
+	if (IS_ERR(found))
+		return PTR_ERR(found);
+	*cgrp = found;
+	return 0;
+}
+
+/* Another reference to @cgrp, which the caller holds one to. */
+void memmon_cgroup_get(struct cgroup *cgrp)
+{
+	cgroup_get(cgrp);
+}
+
+void memmon_cgroup_put(struct cgroup *cgrp)
+{
+	cgroup_put(cgrp);
+}
+
+/* Whether @cgrp was removed (rmdir): it is offline, and no task can enter it. */
+bool memmon_cgroup_is_dead(struct cgroup *cgrp)
+{
+	return cgroup_is_dead(cgrp);
+}
+
+/*
+ * Whether the process of @task, that is its thread-group leader, is in @cgrp
+ * or below it on the default (v2) hierarchy. @task must be valid (e.g. found
+ * under RCU); its leader, replaced only by an exec, is freed after an RCU grace
+ * period.
+ */
+bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task)
+{
+	bool in;
+
+	rcu_read_lock();
+	in = task_under_cgroup_hierarchy(READ_ONCE(task->group_leader), cgrp);
+	rcu_read_unlock();
+	return in;
+}
+
+/*
+ * Calls @fn with every process (thread-group leader, zombies included), under
+ * the RCU read lock: @fn must not sleep.
+ */
+void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
+			     void *data)
+{
+	struct task_struct *p;
+
+	rcu_read_lock();
+	for_each_process(p)
+		fn(data, p);
+	rcu_read_unlock();
 }

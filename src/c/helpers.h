@@ -9,6 +9,9 @@
 
 #include <linux/types.h>
 
+struct cgroup;
+struct task_struct;
+
 void memmon_tracepoint_synchronize_unregister(void);
 bool memmon_kernel_matches(void);
 
@@ -16,5 +19,13 @@ struct folio;
 struct kretprobe;
 void *memmon_kretprobe_current_data(struct kretprobe *rp);
 unsigned long memmon_folio_nr_pages(const struct folio *folio);
+
+int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
+void memmon_cgroup_get(struct cgroup *cgrp);
+void memmon_cgroup_put(struct cgroup *cgrp);
+bool memmon_cgroup_is_dead(struct cgroup *cgrp);
+bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task);
+void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
+			     void *data);
 
 #endif /* MEMMON_HELPERS_H */

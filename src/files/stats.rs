@@ -35,6 +35,12 @@ impl StatsFile {
             writeln!(out, "fault_source {}", self.monitor.fault_source.name())?;
             writeln!(out, "fault_missed {}", self.monitor.faults_missed())?;
             writeln!(out, "watched {}", state.watch.count())?;
+            writeln!(out, "watched_cgroups {}", state.watch.cgroup_count())?;
+            writeln!(
+                out,
+                "cgroup_move_probe {}",
+                u8::from(self.monitor.cgroup_move_attached())
+            )?;
             writeln!(
                 out,
                 "syscall_probes_armed {}",

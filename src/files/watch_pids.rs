@@ -28,7 +28,7 @@ impl ProcFile for WatchPidsFile {
     }
 
     fn read(&self, _file: &LocalFile, out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
-        let content = self.monitor.state.watch.format()?;
+        let content = self.monitor.watch_format()?;
         read_generated(&content, out, pos)
     }
 

@@ -13,6 +13,10 @@
 //! - exit: a kprobe on `disassociate_ctty(on_exit)`, which `do_exit()` calls with 1 only for
 //!   the last thread of a thread group, after the mm is gone. The process leaves the watch
 //!   set there, so that a reused pid is never watched by accident.
+//! - cgroup move: the `cgroup_attach_task` tracepoint, fired after a process (or a thread)
+//!   was moved to another cgroup (a write to `cgroup.procs`). While a cgroup is watched, the
+//!   moved process is watched from then on if it is now in one, and no longer if it is not;
+//!   fork and exec look at the cgroup of the new process too.
 
 use crate::bindings;
 use crate::kernel_ext::kprobe::{
@@ -46,12 +50,13 @@ unsafe extern "C" fn process_fork(
         return;
     }
     state.watch.new_process(child_tgid);
-    let Some(follow) = state.watch.fork(current_ids().0, child_tgid) else {
+    // SAFETY: The tracepoint passes the valid new task, a new process's leader (checked above).
+    let Some(child_watched) = (unsafe { state.watch.fork(current_ids().0, child) }) else {
         return;
     };
     let mut event = crate::probes::current_event(Kind::Fork);
     event.ret = i64::from(child_tgid);
-    event.args[0] = u64::from(follow);
+    event.args[0] = u64::from(child_watched);
     state.ring.push(&event);
 }
 
@@ -106,6 +111,37 @@ pub(crate) fn attach_fork(state: Arc<State>) -> Result<TracepointProbe<State>> {
     }
 }
 
+/// Attaches the probe on `cgroup_attach_task`.
+pub(crate) fn attach_cgroup_move(state: Arc<State>) -> Result<TracepointProbe<State>> {
+    // SAFETY: `cgroup_moved` has the probe signature of `cgroup_attach_task` and reads `data`
+    // as `*const State`.
+    unsafe {
+        TracepointProbe::attach_named(c"cgroup_attach_task", cgroup_moved as *mut c_void, state)
+    }
+}
+
+/// The probe: `TP_PROTO(struct cgroup *dst_cgrp, const char *path, struct task_struct *task,
+/// bool threadgroup)`, fired by `cgroup_attach_task()` once the move succeeded, with
+/// `cgroup_mutex` held and interrupts off; `task` is the thread moved, or the leader of the
+/// thread group moved.
+///
+/// # Safety
+///
+/// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`] and
+/// a valid `task`.
+unsafe extern "C" fn cgroup_moved(
+    data: *mut c_void,
+    _dst_cgrp: *mut bindings::cgroup,
+    _path: *const c_char,
+    task: *mut bindings::task_struct,
+    _threadgroup: bool,
+) {
+    // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
+    let state = unsafe { &*data.cast::<State>() };
+    // SAFETY: The tracepoint passes a valid task.
+    unsafe { state.watch.moved(task) };
+}
+
 /// `SIGNAL_GROUP_EXIT` of `linux/sched/signal.h`: a group exit is in progress.
 const SIGNAL_GROUP_EXIT: u32 = 0x4;
 
@@ -153,7 +189,9 @@ impl KretprobeHandler for ExecProbe {
     type Data = usize;
 
     fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<usize>) -> bool {
-        if !self.state.watch.contains_current() {
+        // While a cgroup is watched, a process that is in it and not watched (none should be)
+        // is watched from its exec on.
+        if !self.state.watch.exec_current() {
             return false;
         }
         let task = kernel::task::Task::current_raw();

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! cgroup v2 (`linux/cgroup.h`): a counted reference to a cgroup of the default hierarchy,
+//! found by the path of its directory, and whether a process is in it; the walk over every
+//! process (`for_each_process`).
+
+use crate::bindings;
+
+use core::ptr::NonNull;
+use kernel::{error::to_result, prelude::*, str::CStr};
+
+/// A reference to a cgroup of the default (v2) hierarchy.
+///
+/// # Invariants
+///
+/// `ptr` holds a reference to a `struct cgroup`, dropped with `cgroup_put()` in `drop`.
+pub(crate) struct Cgroup {
+    ptr: NonNull<bindings::cgroup>,
+}
+
+// SAFETY: A cgroup reference may be used and dropped from any thread: `cgroup_put()` is a
+// per-CPU reference count decrement whose release runs from a work item.
+unsafe impl Send for Cgroup {}
+// SAFETY: `&Cgroup` only reads the cgroup's flags and ancestry, which the kernel allows from
+// any context.
+unsafe impl Sync for Cgroup {}
+
+impl Cgroup {
+    /// The cgroup whose directory is `path` (absolute, symbolic links followed) in a cgroup2
+    /// file system, with a reference taken. Fails with `ENOENT` if there is no such file (or
+    /// the cgroup is outside the caller's cgroup namespace), `ENOTDIR` if it is not a
+    /// directory, `EMEDIUMTYPE` if it is not in a cgroup2 file system (cgroup v1 included),
+    /// or another error of the path lookup.
+    pub(crate) fn from_dir(path: &CStr) -> Result<Self> {
+        let mut ptr = core::ptr::null_mut();
+        // SAFETY: `path` is NUL-terminated and valid for the call; on success the helper
+        // stores a cgroup with a reference taken, which `Self` owns from then on.
+        to_result(unsafe { bindings::memmon_cgroup_get_dir(path.as_char_ptr(), &mut ptr) })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOENT)?;
+        // INVARIANT: the helper took a reference on `ptr`.
+        Ok(Self { ptr })
+    }
+
+    /// Whether the cgroup was removed (`rmdir`): no task can enter it any more, and none is
+    /// left in it.
+    pub(crate) fn is_dead(&self) -> bool {
+        // SAFETY: `ptr` is referenced (type invariants), so valid.
+        unsafe { bindings::memmon_cgroup_is_dead(self.ptr.as_ptr()) }
+    }
+
+    /// Whether the process of `task` (its thread-group leader) is in this cgroup or below.
+    ///
+    /// # Safety
+    ///
+    /// `task` must be valid for the call, e.g. `current`, or found under the RCU read lock
+    /// still held.
+    pub(crate) unsafe fn has_process(&self, task: *mut bindings::task_struct) -> bool {
+        // SAFETY: `ptr` is referenced (type invariants); the caller guarantees `task`.
+        unsafe { bindings::memmon_cgroup_has_process(self.ptr.as_ptr(), task) }
+    }
+
+    /// The `struct cgroup`, valid while `self` is.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::cgroup {
+        self.ptr.as_ptr()
+    }
+
+    /// Whether `self` and `other` are the same cgroup.
+    pub(crate) fn is(&self, other: &Cgroup) -> bool {
+        self.ptr == other.ptr
+    }
+}
+
+impl Clone for Cgroup {
+    fn clone(&self) -> Self {
+        // SAFETY: `ptr` is referenced (type invariants); this takes another reference.
+        unsafe { bindings::memmon_cgroup_get(self.ptr.as_ptr()) };
+        // INVARIANT: the reference was just taken.
+        Self { ptr: self.ptr }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` holds a reference (type invariants), dropped once, here.
+        unsafe { bindings::memmon_cgroup_put(self.ptr.as_ptr()) };
+    }
+}
+
+/// Calls `f` with every process (its thread-group leader, zombies included), under the RCU
+/// read lock: `f` must not sleep. The task is valid while `f` runs.
+pub(crate) fn for_each_process<F: FnMut(*mut bindings::task_struct)>(mut f: F) {
+    /// # Safety
+    ///
+    /// Called by `memmon_for_each_process` with the `F` passed below and a valid task.
+    unsafe extern "C" fn visit<F: FnMut(*mut bindings::task_struct)>(
+        data: *mut c_void,
+        task: *mut bindings::task_struct,
+    ) {
+        // SAFETY: `data` is the `F` passed below, borrowed mutably for the walk only.
+        let f = unsafe { &mut *data.cast::<F>() };
+        f(task);
+    }
+
+    // SAFETY: `visit::<F>` has the expected signature and uses `f` only during the call.
+    unsafe { bindings::memmon_for_each_process(Some(visit::<F>), (&raw mut f).cast::<c_void>()) };
+}
