@@ -1,0 +1,440 @@
+//! `memmon top`: the model behind the live view. Events (live, or replayed from a capture)
+//! go into the report's own [`Replay`]; every refresh takes a [`TopSample`] of it: per
+//! process what is resident now and its growth since the last refresh, faults per second
+//! by class, swap-ins; the sites (named by the report's [`Symbols`], merged by function
+//! chain as the report's site rows are) by resident growth in the last interval and since
+//! the start; and the events lost. [`render_plain`] is the table printed when stdout is
+//! not a terminal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+use rustc_hash::FxHashMap;
+
+use crate::capture::file::Record;
+use crate::report::model::picture::{KindBytes, PAGE};
+use crate::report::model::replay::{Replay, ReplayOptions};
+use crate::report::model::sites::SiteId;
+use crate::report::model::stats::FaultClass;
+use crate::report::output::text::size;
+use crate::report::view::symbols::{name, SymbolOptions, Symbols};
+use crate::stream::event::{Event, EventKind, FaultType};
+
+/// One process of a sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessRow {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (its last `exec`), `?` when unknown.
+    pub command: String,
+    /// Resident (and swapped-out) bytes now, as the model has them.
+    pub resident: KindBytes,
+    /// Resident bytes gained (negative: lost) since the previous sample.
+    pub growth: i64,
+    /// Faults per second over the interval, by [`FaultClass`] (report order).
+    pub faults_per_second: [f64; 5],
+    /// Swap-ins (`type=swap` faults) since the start.
+    pub swap_ins: u64,
+}
+
+/// One site of a sample: the sites of one function chain merged, as in the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteGrowthRow {
+    /// Function chain, innermost first (`f < caller < caller`), with the innermost source
+    /// location when known: the report's site name.
+    pub name: String,
+    /// The innermost function.
+    pub function: String,
+    /// Resident bytes now.
+    pub resident: u64,
+    /// Resident bytes gained in the last interval.
+    pub interval_growth: i64,
+    /// Resident bytes gained since the start (the first sample).
+    pub start_growth: i64,
+}
+
+/// What one refresh shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopSample {
+    /// Seconds of stream time the interval covered.
+    pub seconds: f64,
+    /// Events so far.
+    pub events: u64,
+    /// Events lost so far (overwritten before they were read).
+    pub lost: u64,
+    /// Of those, lost in the interval.
+    pub lost_in_interval: u64,
+    /// The live processes.
+    pub processes: Vec<ProcessRow>,
+    /// Sites with resident memory or growth, by `sort`.
+    pub sites: Vec<SiteGrowthRow>,
+}
+
+/// How the processes are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProcessOrder {
+    /// Largest resident first.
+    #[default]
+    Resident,
+    /// Fastest growing first.
+    Growth,
+    /// Most faults per second first.
+    Faults,
+}
+
+impl ProcessOrder {
+    /// The next order (the `s` key).
+    pub fn next(self) -> ProcessOrder {
+        match self {
+            ProcessOrder::Resident => ProcessOrder::Growth,
+            ProcessOrder::Growth => ProcessOrder::Faults,
+            ProcessOrder::Faults => ProcessOrder::Resident,
+        }
+    }
+
+    /// Column name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessOrder::Resident => "resident",
+            ProcessOrder::Growth => "growth",
+            ProcessOrder::Faults => "faults/s",
+        }
+    }
+}
+
+/// How the sites are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SiteOrder {
+    /// Largest growth in the last interval first (then since the start).
+    #[default]
+    IntervalGrowth,
+    /// Largest growth since the start first.
+    StartGrowth,
+    /// Largest resident first.
+    Resident,
+}
+
+impl SiteOrder {
+    /// The next order (the `s` key).
+    pub fn next(self) -> SiteOrder {
+        match self {
+            SiteOrder::IntervalGrowth => SiteOrder::StartGrowth,
+            SiteOrder::StartGrowth => SiteOrder::Resident,
+            SiteOrder::Resident => SiteOrder::IntervalGrowth,
+        }
+    }
+
+    /// Column name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SiteOrder::IntervalGrowth => "interval growth",
+            SiteOrder::StartGrowth => "growth since start",
+            SiteOrder::Resident => "resident",
+        }
+    }
+}
+
+impl TopSample {
+    /// Orders the processes (ties by pid).
+    pub fn sort_processes(&mut self, order: ProcessOrder) {
+        let faults = |row: &ProcessRow| row.faults_per_second.iter().sum::<f64>();
+        self.processes.sort_by(|a, b| {
+            let by = match order {
+                ProcessOrder::Resident => b.resident.resident().cmp(&a.resident.resident()),
+                ProcessOrder::Growth => b.growth.cmp(&a.growth),
+                ProcessOrder::Faults => faults(b).total_cmp(&faults(a)),
+            };
+            by.then(a.pid.cmp(&b.pid))
+        });
+    }
+
+    /// Orders the sites (ties by the other columns, then by name).
+    pub fn sort_sites(&mut self, order: SiteOrder) {
+        self.sites.sort_by(|a, b| {
+            let key = |row: &SiteGrowthRow| match order {
+                SiteOrder::IntervalGrowth => (row.interval_growth, row.start_growth),
+                SiteOrder::StartGrowth => (row.start_growth, row.interval_growth),
+                SiteOrder::Resident => (row.resident as i64, row.start_growth),
+            };
+            key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name))
+        });
+    }
+}
+
+/// Per-process counts the replay does not keep: command, faults by class.
+#[derive(Debug, Default, Clone)]
+struct Activity {
+    command: Option<String>,
+    faults: [u64; 5],
+    faults_before: [u64; 5],
+    swap_ins: u64,
+    resident_before: u64,
+}
+
+/// The replay and the state of the previous sample.
+pub struct TopModel {
+    replay: Replay,
+    activity: BTreeMap<u32, Activity>,
+    symbol_options: SymbolOptions,
+    /// The symbols, and how many sites the table had when they were made.
+    symbols: Option<(Symbols, usize)>,
+    /// Resident pages by site at the previous sample and at the first.
+    previous_sites: Option<FxHashMap<SiteId, u64>>,
+    start_sites: Option<FxHashMap<SiteId, u64>>,
+    lost_before: u64,
+}
+
+impl TopModel {
+    /// An empty model; sites are named with `symbol_options` (as `memmon report`'s).
+    pub fn new(symbol_options: SymbolOptions) -> TopModel {
+        TopModel {
+            replay: Replay::new(ReplayOptions::default()),
+            activity: BTreeMap::new(),
+            symbol_options,
+            symbols: None,
+            previous_sites: None,
+            start_sites: None,
+            lost_before: 0,
+        }
+    }
+
+    /// Applies one record of a capture (an event, a snapshot or a header).
+    pub fn record(&mut self, record: &Record<'_>) {
+        match record {
+            Record::Event(event) => self.event(event),
+            Record::Snapshot(snapshot) => self.replay.snapshot(snapshot),
+            Record::Header { key, value } => self.replay.header(key, value),
+        }
+    }
+
+    /// Applies a snapshot taken live (`/proc/PID/maps` when a process first appears).
+    pub fn snapshot(&mut self, snapshot: &crate::capture::file::Snapshot) {
+        self.replay.snapshot(snapshot);
+    }
+
+    /// Names a process (live: its /proc/PID/comm) until it execs.
+    pub fn name(&mut self, pid: u32, command: &str) {
+        self.activity.entry(pid).or_default().command = Some(command.to_owned());
+    }
+
+    /// Applies one event.
+    pub fn event(&mut self, event: &Event<'_>) {
+        match &event.kind {
+            EventKind::Fault { fault_type, .. } => {
+                let activity = self.activity.entry(event.pid).or_default();
+                activity.faults[FaultClass::of(*fault_type).index()] += 1;
+                if *fault_type == FaultType::Swap {
+                    activity.swap_ins += 1;
+                }
+            }
+            EventKind::Exec { comm, .. } => {
+                self.activity.entry(event.pid).or_default().command =
+                    Some(comm.to_string_lossy());
+            }
+            EventKind::Fork { child, .. } => {
+                let command = self
+                    .activity
+                    .get(&event.pid)
+                    .and_then(|a| a.command.clone());
+                self.activity.entry(*child).or_default().command = command;
+            }
+            _ => {}
+        }
+        self.replay.event(event);
+    }
+
+    /// Whether any process has been seen.
+    pub fn is_empty(&self) -> bool {
+        self.replay.live_pictures().next().is_none()
+    }
+
+    /// The sample of now; `seconds` of stream time passed since the previous one.
+    pub fn sample(&mut self, seconds: f64) -> TopSample {
+        let mut site_pages: FxHashMap<SiteId, u64> = FxHashMap::default();
+        let mut processes = Vec::new();
+        for ((_, pid), picture) in self.replay.live_pictures() {
+            for (&site, &pages) in &picture.site_resident {
+                *site_pages.entry(site).or_insert(0) += pages;
+            }
+            let activity = self.activity.entry(pid).or_default();
+            let resident = picture.kind_bytes();
+            let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+            let mut faults_per_second = [0.0; 5];
+            for (i, rate) in faults_per_second.iter_mut().enumerate() {
+                *rate = per_second(activity.faults[i] - activity.faults_before[i]);
+            }
+            processes.push(ProcessRow {
+                pid,
+                command: activity.command.clone().unwrap_or_else(|| "?".to_owned()),
+                resident,
+                growth: resident.resident() as i64 - activity.resident_before as i64,
+                faults_per_second,
+                swap_ins: activity.swap_ins,
+            });
+            activity.faults_before = activity.faults;
+            activity.resident_before = resident.resident();
+        }
+        let sites = self.site_rows(&site_pages);
+        self.previous_sites = Some(site_pages.clone());
+        self.start_sites.get_or_insert(site_pages);
+        let lost = self.replay.lost();
+        let sample = TopSample {
+            seconds,
+            events: self.replay.events(),
+            lost,
+            lost_in_interval: lost - self.lost_before,
+            processes,
+            sites,
+        };
+        self.lost_before = lost;
+        sample
+    }
+
+    fn site_rows(&mut self, now: &FxHashMap<SiteId, u64>) -> Vec<SiteGrowthRow> {
+        let table = self.replay.sites();
+        if self.symbols.as_ref().is_none_or(|(_, n)| *n != table.len()) {
+            self.symbols = Some((Symbols::new(table, &self.symbol_options), table.len()));
+        }
+        let Some((symbols, _)) = &self.symbols else {
+            return Vec::new();
+        };
+        let empty = FxHashMap::default();
+        let previous = self.previous_sites.as_ref().unwrap_or(&empty);
+        let start = self.start_sites.as_ref().unwrap_or(&empty);
+        let mut ids: Vec<SiteId> = now.keys().chain(previous.keys()).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // Merged by function chain, as the report's site rows are.
+        let mut rows: HashMap<String, SiteGrowthRow> = HashMap::new();
+        for id in ids {
+            let pages = |map: &FxHashMap<SiteId, u64>| map.get(&id).copied().unwrap_or(0) as i64;
+            let resident = pages(now);
+            let frames = symbols.site(table, id);
+            let row = rows
+                .entry(name::functions(&frames, usize::MAX))
+                .or_insert_with(|| SiteGrowthRow {
+                    name: name::site(&frames),
+                    function: name::function(&frames).to_owned(),
+                    resident: 0,
+                    interval_growth: 0,
+                    start_growth: 0,
+                });
+            row.resident += resident as u64 * PAGE;
+            row.interval_growth += (resident - pages(previous)) * PAGE as i64;
+            row.start_growth += (resident - pages(start)) * PAGE as i64;
+        }
+        let mut rows: Vec<SiteGrowthRow> = rows
+            .into_values()
+            .filter(|r| r.resident > 0 || r.interval_growth != 0 || r.start_growth != 0)
+            .collect();
+        rows.sort_by(|a, b| {
+            (b.interval_growth, b.start_growth)
+                .cmp(&(a.interval_growth, a.start_growth))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        rows
+    }
+}
+
+/// `+1.5 MiB`, `-4.0 KiB`, `0`.
+pub fn signed_size(bytes: i64) -> String {
+    match bytes {
+        0 => "0".to_owned(),
+        b if b > 0 => format!("+{}", size(b.unsigned_abs())),
+        b => format!("-{}", size(b.unsigned_abs())),
+    }
+}
+
+/// The header of the process table, and each row's cells, shared by the terminal view
+/// and the plain table.
+pub const PROCESS_COLUMNS: [&str; 11] = [
+    "PID", "COMMAND", "ANON", "FILE", "SHMEM", "GROWTH", "1ST-TOUCH/s", "FILE/s", "COW/s",
+    "OTHER/s", "SWAP-INS",
+];
+
+/// The cells of a process row, in [`PROCESS_COLUMNS`] order.
+pub fn process_cells(row: &ProcessRow) -> [String; 11] {
+    let rate = |class: FaultClass| format!("{:.0}", row.faults_per_second[class.index()]);
+    [
+        row.pid.to_string(),
+        row.command.clone(),
+        size(row.resident.anon),
+        size(row.resident.file),
+        size(row.resident.shmem),
+        signed_size(row.growth),
+        rate(FaultClass::FirstTouch),
+        rate(FaultClass::File),
+        rate(FaultClass::CopyOnWrite),
+        rate(FaultClass::Other),
+        row.swap_ins.to_string(),
+    ]
+}
+
+/// The header of the site table.
+pub const SITE_COLUMNS: [&str; 4] = ["INTERVAL", "SINCE START", "RESIDENT", "SITE"];
+
+/// The cells of a site row, in [`SITE_COLUMNS`] order.
+pub fn site_cells(row: &SiteGrowthRow) -> [String; 4] {
+    [
+        signed_size(row.interval_growth),
+        signed_size(row.start_growth),
+        size(row.resident),
+        row.name.clone(),
+    ]
+}
+
+/// The one-line status: events, lost (never hidden), the interval.
+pub fn status_line(sample: &TopSample) -> String {
+    format!(
+        "events {}  lost {} ({} in the last {:.1} s)",
+        sample.events, sample.lost, sample.lost_in_interval, sample.seconds
+    )
+}
+
+/// The plain periodic table (stdout not a terminal): the status line, the processes,
+/// the top `top` sites, then an empty line.
+pub fn render_plain(sample: &TopSample, top: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "memmon top: {}", status_line(sample));
+    let table = |out: &mut String, header: &[&str], rows: Vec<Vec<String>>, left: &[usize]| {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: Vec<String>| {
+            let mut text = String::new();
+            let last = cells.len() - 1;
+            for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+                if i == last && left.contains(&i) {
+                    text.push_str(cell);
+                } else if left.contains(&i) {
+                    let _ = write!(text, "{cell:<w$}  ");
+                } else {
+                    let _ = write!(text, "{cell:>w$}  ");
+                }
+            }
+            text.trim_end().to_owned()
+        };
+        let _ = writeln!(out, "{}", line(header.iter().map(|h| h.to_string()).collect()));
+        for row in rows {
+            let _ = writeln!(out, "{}", line(row));
+        }
+    };
+    let processes = sample
+        .processes
+        .iter()
+        .map(|r| process_cells(r).to_vec())
+        .collect();
+    table(&mut out, &PROCESS_COLUMNS, processes, &[1]);
+    let sites = sample
+        .sites
+        .iter()
+        .take(top)
+        .map(|r| site_cells(r).to_vec())
+        .collect();
+    table(&mut out, &SITE_COLUMNS, sites, &[3]);
+    out.push('\n');
+    out
+}
