@@ -92,8 +92,12 @@ enum Command {
         /// Also watch the processes they fork from now on.
         #[arg(long, short = 'f')]
         follow: bool,
+        /// Watch every process of this cgroup v2 directory and below it, now and later
+        /// (absolute path; `memmon detach --all` or `memmon detach --cgroup PATH` stops).
+        #[arg(long, value_name = "PATH", conflicts_with = "follow")]
+        cgroup: Option<PathBuf>,
         /// Process ids.
-        #[arg(required = true, value_name = "PID")]
+        #[arg(required_unless_present = "cgroup", value_name = "PID")]
         pids: Vec<u32>,
     },
     /// Load the unwind tables of processes watched by hand (`echo PID >
@@ -113,8 +117,11 @@ enum Command {
         /// Stop watching every process.
         #[arg(long, conflicts_with = "pids")]
         all: bool,
+        /// Stop watching this cgroup (`-c:PATH`).
+        #[arg(long, value_name = "PATH", conflicts_with = "all")]
+        cgroup: Option<PathBuf>,
         /// Process ids.
-        #[arg(required_unless_present = "all", value_name = "PID")]
+        #[arg(required_unless_present_any = ["all", "cgroup"], value_name = "PID")]
         pids: Vec<u32>,
     },
     /// List the watched processes (pid and command name).
@@ -140,6 +147,10 @@ enum Command {
         /// (`-` for stdin); stops at its end. Needs neither root nor the module.
         #[arg(long, short = 'i', value_name = "FILE")]
         input: Option<PathBuf>,
+        /// Watch every process of this cgroup v2 directory and below it while tailing
+        /// (unwatched at the end).
+        #[arg(long, value_name = "PATH", conflicts_with = "input")]
+        cgroup: Option<PathBuf>,
     },
     /// Record a capture file: events plus /proc/PID/maps and memory-status snapshots.
     ///
@@ -182,9 +193,14 @@ enum Command {
             value_name = "PID",
             value_delimiter = ',',
             conflicts_with = "command",
-            required_unless_present = "command"
+            required_unless_present_any = ["command", "cgroup"]
         )]
         pids: Vec<u32>,
+        /// Record every process of this cgroup v2 directory and below it (absolute path):
+        /// those in it now and those that start in or move into it, until Ctrl-C. The
+        /// capture has a `# cgroup PID PATH` header for every recorded process.
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow"])]
+        cgroup: Option<PathBuf>,
         /// The command to run and record.
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
@@ -286,24 +302,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             follow::run_command(&proc, &command, follow, printer, !quiet)
         }
-        Command::Attach { follow, pids } => control::attach(&proc, &pids, follow),
+        Command::Attach {
+            follow,
+            cgroup,
+            pids,
+        } => control::attach(&proc, &pids, follow, cgroup.as_deref()),
         Command::Unwind { forget, pids } => {
             unwind::unwind_command(&proc, &pids, forget)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Detach { all, pids } => control::detach(&proc, &pids, all),
+        Command::Detach { all, cgroup, pids } => {
+            control::detach(&proc, &pids, all, cgroup.as_deref())
+        }
         Command::List => control::list(&proc),
         Command::Tail {
             format,
             pid,
             kind,
             input,
+            cgroup,
         } => {
             let filter = output::Filter::new(pid, kind);
             let printer = Printer::new(Box::new(io::stdout().lock()), format.format());
             match input {
                 Some(path) => tail::tail_input(&path, filter, printer),
-                None => tail::tail_live(&proc, filter, printer),
+                None => tail::tail_live(&proc, filter, printer, cgroup.as_deref()),
             }
         }
         Command::Record {
@@ -314,6 +337,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sample,
             symbolize,
             pids,
+            cgroup,
             command,
         } => follow::record(
             &proc,
@@ -326,6 +350,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 sample: sample.sample,
                 symbolize,
                 pids,
+                cgroup,
                 command,
             },
         ),

@@ -12,7 +12,19 @@ use crate::unwind;
 
 /// `attach`: watch `pids` (and, with `follow`, their future children), with their
 /// unwind tables.
-pub fn attach(proc: &ProcInterface, pids: &[u32], follow: bool) -> Result<ExitCode> {
+pub fn attach(
+    proc: &ProcInterface,
+    pids: &[u32],
+    follow: bool,
+    cgroup: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    if let Some(path) = cgroup {
+        let path = memmon::capture::cgroup::validate(path)?;
+        proc.watch_cgroup(&path)?;
+        if pids.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if follow {
         proc.watch_following(pids)?;
     } else {
@@ -26,7 +38,18 @@ pub fn attach(proc: &ProcInterface, pids: &[u32], follow: bool) -> Result<ExitCo
 }
 
 /// `detach`: stop watching `pids`, or every process.
-pub fn detach(proc: &ProcInterface, pids: &[u32], all: bool) -> Result<ExitCode> {
+pub fn detach(
+    proc: &ProcInterface,
+    pids: &[u32],
+    all: bool,
+    cgroup: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    if let Some(path) = cgroup {
+        proc.unwatch_cgroup(path)?;
+        if pids.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if all {
         proc.clear()?;
     } else {

@@ -103,6 +103,10 @@ struct Monitor {
     summary: Option<Box<Replay>>,
     /// The unwind tables of the followed processes.
     tables: UnwindTables,
+    /// `record --cgroup`: every process in the stream is followed from its first event.
+    follow_any: bool,
+    /// Processes whose cgroup is in the capture (`# cgroup PID PATH`).
+    cgroup_noted: BTreeSet<u32>,
     /// The started command's snapshot, taken while it was stopped at its exec, to go into
     /// the capture after its `exec` event (instead of one taken then: late, or after it
     /// exited).
@@ -135,12 +139,34 @@ impl Monitor {
             output_gone: false,
             summary: summary.then(|| Box::new(Replay::new(ReplayOptions::default()))),
             tables: UnwindTables::off(),
+            follow_any: false,
+            cgroup_noted: BTreeSet::new(),
             exec_snapshot: None,
         }
     }
 
+    /// Writes the cgroup of `pid` (`# cgroup PID PATH`, from /proc/PID/cgroup) into the
+    /// capture, once per process, when it first appears.
+    fn note_cgroup(&mut self, pid: u32) -> Result<()> {
+        if let Sink::Capture(out) = &mut self.sink {
+            if self.cgroup_noted.insert(pid) {
+                if let Some(path) = memmon::capture::cgroup::process_cgroup(pid) {
+                    let value = format!("{pid} {path}");
+                    memmon::capture::file::write_header(
+                        out,
+                        memmon::capture::cgroup::CGROUP_HEADER,
+                        &value,
+                    )
+                    .context("cannot write the capture file")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Snapshots `pid` into the capture (if any) and its maps into the summary's model.
     fn snapshot(&mut self, pid: u32, reason: &str) -> Result<()> {
+        self.note_cgroup(pid)?;
         self.sink.snapshot(pid, reason)?;
         if let Some(replay) = &mut self.summary {
             if let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) {
@@ -188,7 +214,8 @@ impl Monitor {
     fn handle(&mut self, line: &str) -> Result<()> {
         // Fast path for faults (most of the stream) into a capture file, which takes the
         // raw line: faults drive no decision, so time and pid are all that is needed.
-        if self.summary.is_none() {
+        // (Not with --cgroup, where a fault can be a new process's first event.)
+        if self.summary.is_none() && !self.follow_any {
             if let Sink::Capture(out) = &mut self.sink {
                 if let Some((time, pid)) = fault_frame(line) {
                     if time < self.since {
@@ -229,8 +256,12 @@ impl Monitor {
             _ => {}
         }
         if !self.followed.contains(&event.pid) {
-            self.orphan(event.pid, line);
-            return Ok(());
+            if self.follow_any && event.pid != 0 {
+                self.adopt(event.pid)?;
+            } else {
+                self.orphan(event.pid, line);
+                return Ok(());
+            }
         }
         self.emit(line, &event)?;
         self.tables.note(&event);
@@ -241,6 +272,7 @@ impl Monitor {
             } => {
                 self.followed.insert(child);
                 self.ever_followed.insert(child);
+                self.note_cgroup(child)?;
                 let (early, others): (VecDeque<_>, VecDeque<_>) =
                     self.orphans.drain(..).partition(|(pid, _)| *pid == child);
                 self.orphans = others;
@@ -270,6 +302,16 @@ impl Monitor {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// `record --cgroup`: a process of the watched cgroup seen for the first time is
+    /// followed from now on, with its cgroup and maps in the capture.
+    fn adopt(&mut self, pid: u32) -> Result<()> {
+        self.followed.insert(pid);
+        self.ever_followed.insert(pid);
+        self.snapshot(pid, "start")?;
+        self.tables.sync(pid);
         Ok(())
     }
 
@@ -495,6 +537,46 @@ pub fn record_pids(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `record --cgroup PATH`: record every process of the cgroup (and below it), those in it
+/// now and those that start in it or move into it, until Ctrl-C; the cgroup is unwatched
+/// at the end.
+pub fn record_cgroup(
+    proc: &ProcInterface,
+    params: &ModuleParams,
+    cgroup: &Path,
+    mut out: Box<dyn Write>,
+) -> Result<ExitCode> {
+    let shown = cgroup.display().to_string();
+    write_capture_header(&mut out, proc, params, ("cgroup-watched", &shown))
+        .context("cannot write the capture file")?;
+    let mut events = LiveEvents::open(proc)?;
+    catch_interrupts()?;
+    let since = monotonic_now();
+    proc.watch_cgroup(cgroup)?;
+    let mut monitor = Monitor::new(Sink::Capture(out), since, false);
+    monitor.follow_any = true;
+    monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
+    while !interrupted() {
+        monitor.pump(&mut events)?;
+    }
+    let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
+    for pid in still_running {
+        monitor.snapshot(pid, "end")?;
+    }
+    monitor.tables.finish();
+    if let Err(error) = proc.unwatch_cgroup(cgroup) {
+        eprintln!("memmon: warning: cannot stop watching {shown}: {error}");
+    }
+    monitor.perf_maps(None)?;
+    if let Sink::Capture(out) = &mut monitor.sink {
+        memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
+    }
+    monitor.sink.flush()?;
+    eprintln!("memmon: interrupted, recording stopped");
+    report_lost(proc, monitor.lost);
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Creates an output file, buffered.
 pub fn create_file(path: &Path) -> Result<Box<dyn Write>> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
@@ -518,6 +600,8 @@ pub struct Recording {
     pub symbolize: bool,
     /// `-p PID...`.
     pub pids: Vec<u32>,
+    /// `--cgroup PATH` (checked).
+    pub cgroup: Option<PathBuf>,
     /// The command, when no pids.
     pub command: Vec<String>,
 }
@@ -525,6 +609,11 @@ pub struct Recording {
 /// `record`: the capture of the pids or of the command, with `stack_depth` and
 /// `sample_ms` set for its duration, then the summary (from the file).
 pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> Result<ExitCode> {
+    let cgroup = asked
+        .cgroup
+        .as_deref()
+        .map(memmon::capture::cgroup::validate)
+        .transpose()?;
     let file = create_file(&asked.output)?;
     let stacks = crate::params::stack_depth(
         params,
@@ -533,7 +622,9 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
         asked.stacks.is_some(),
     );
     let sample = crate::params::sample_period(params, proc, asked.sample)?;
-    let code = if asked.command.is_empty() {
+    let code = if let Some(cgroup) = &cgroup {
+        record_cgroup(proc, params, cgroup, file)
+    } else if asked.command.is_empty() {
         record_pids(proc, params, &asked.pids, asked.follow, file)
     } else {
         record_command(proc, params, &asked.command, asked.follow, file)

@@ -70,6 +70,11 @@ pub struct ReportArgs {
     #[arg(long, value_name = "K", default_value_t = memmon::report::view::access::DEFAULT_COLD,
           value_parser = clap::value_parser!(u64).range(1..=memmon::report::view::access::MAX_COLD))]
     cold: u64,
+    /// Also the end's RSS tree and top sites per cgroup (the `# cgroup` headers that
+    /// `record` writes; `?` without) or per process.
+    #[arg(long, value_name = "BY",
+          value_parser = clap::builder::PossibleValuesParser::new(["cgroup", "process"]))]
+    group_by: Option<String>,
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -138,6 +143,10 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         diff: args.diff,
         access: args.access,
         cold: args.cold,
+        group_by: args
+            .group_by
+            .as_deref()
+            .and_then(memmon::report::view::memory::GroupBy::parse),
     };
     let bytes = memmon::report::report(&args.captures, &options)?;
     match &args.output {

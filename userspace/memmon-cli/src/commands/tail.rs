@@ -58,9 +58,18 @@ pub fn tail_input(
 }
 
 /// `tail`: print the live stream until Ctrl-C.
-pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> Result<ExitCode> {
+pub fn tail_live(
+    proc: &ProcInterface,
+    filter: Filter,
+    mut printer: Printer,
+    cgroup: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let cgroup = cgroup.map(memmon::capture::cgroup::validate).transpose()?;
     let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
+    if let Some(path) = &cgroup {
+        proc.watch_cgroup(path)?;
+    }
     let mut lost = 0u64;
     let mut gone = false;
     while !interrupted() && !gone {
@@ -85,6 +94,11 @@ pub fn tail_live(proc: &ProcInterface, filter: Filter, mut printer: Printer) -> 
         })?;
         if gone || !printer.flush()? {
             break;
+        }
+    }
+    if let Some(path) = &cgroup {
+        if let Err(error) = proc.unwatch_cgroup(path) {
+            eprintln!("memmon: warning: cannot stop watching {}: {error}", path.display());
         }
     }
     if interrupted() {

@@ -123,6 +123,8 @@ pub struct ReportOptions {
     pub access: bool,
     /// `--cold K`: an access is cold when the page went untouched for K generations.
     pub cold: u64,
+    /// `--group-by cgroup|process`: the end's RSS tree and top sites per group too.
+    pub group_by: Option<crate::report::view::memory::GroupBy>,
 }
 
 impl Default for ReportOptions {
@@ -141,6 +143,7 @@ impl Default for ReportOptions {
             diff: false,
             access: false,
             cold: crate::report::view::access::DEFAULT_COLD,
+            group_by: None,
         }
     }
 }
@@ -224,6 +227,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
         &ViewOptions {
             at: options.at.clone(),
             spike: options.spike,
+            group_by: options.group_by,
         },
     )
     .map_err(|e| ReportError(e.to_string()))?;
@@ -248,6 +252,11 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
     }
     if options.access {
         return access_report(paths, options);
+    }
+    if options.group_by.is_some() && (options.at.is_some() || options.diff) {
+        return Err(ReportError(
+            "--group-by groups the end of the capture (no --at, no --diff)".to_owned(),
+        ));
     }
     if options.diff {
         let [base_path, new_path] = paths else {

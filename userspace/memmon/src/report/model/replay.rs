@@ -135,6 +135,12 @@ pub struct Analysis {
     pub commands: Vec<String>,
     /// Access sampling: generations and sampled accesses.
     pub access: AccessLog,
+    /// Each process's last state before it released its memory (what [`Analysis::end`]
+    /// sums), in the order the processes appeared: for `--group-by`.
+    pub process_end: Vec<(ProcessKey, Picture)>,
+    /// The cgroup of each process (`# cgroup PID PATH` headers; a forked child without
+    /// one is in its parent's).
+    pub cgroups: HashMap<ProcessKey, String>,
 }
 
 /// Replays one or more captures.
@@ -162,6 +168,8 @@ pub struct Replay {
     span: Option<(Timestamp, Timestamp)>,
     commands: Vec<String>,
     access: AccessLog,
+    process_end: Vec<(ProcessKey, Picture)>,
+    cgroups: HashMap<ProcessKey, String>,
 }
 
 fn page_up(addr: u64) -> u64 {
@@ -195,6 +203,8 @@ impl Replay {
             span: None,
             commands: Vec::new(),
             access: AccessLog::default(),
+            process_end: Vec::new(),
+            cgroups: HashMap::new(),
         }
     }
 
@@ -242,6 +252,11 @@ impl Replay {
         }
         if key == "symbol" {
             self.recorded_symbol(value);
+        }
+        if key == crate::capture::cgroup::CGROUP_HEADER {
+            if let Some((pid, path)) = crate::capture::cgroup::parse_cgroup_header(value) {
+                self.cgroups.insert((self.capture, pid), path.to_owned());
+            }
         }
     }
 
@@ -591,6 +606,7 @@ impl Replay {
                 if let Some(process) = self.processes.get(&key) {
                     let picture = process.space.picture.clone();
                     self.finished.merge(&picture);
+                    self.process_end.push((key, picture));
                 }
                 self.release(key, RssAt::Exit);
             }
@@ -609,6 +625,9 @@ impl Replay {
                         self.order.push(child_key);
                     }
                     self.access.fork(key, child_key);
+                    if let Some(cgroup) = self.cgroups.get(&key).cloned() {
+                        self.cgroups.entry(child_key).or_insert(cgroup);
+                    }
                 }
             }
             EventKind::Mark { text } => {
@@ -941,6 +960,7 @@ impl Replay {
                 if !process.exited {
                     let picture = process.space.picture.clone();
                     self.finished.merge(&picture);
+                    self.process_end.push((key, picture));
                 }
             }
         }
@@ -972,6 +992,8 @@ impl Replay {
             },
             commands: self.commands,
             access: self.access,
+            process_end: self.process_end,
+            cgroups: self.cgroups,
         }
     }
 }

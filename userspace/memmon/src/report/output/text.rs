@@ -191,6 +191,31 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
             writeln!(out, "    {:<48} {:>10}", row.label, size(row.resident))?;
         }
     }
+    for group in &view.groups {
+        let pids: Vec<String> = group.pids.iter().map(u32::to_string).collect();
+        writeln!(
+            out,
+            "\n{}: resident {} (anon {}, file {}, shmem {}), process{} {}",
+            group.name,
+            size(group.totals.resident()),
+            size(group.totals.anon),
+            size(group.totals.file),
+            size(group.totals.shmem),
+            if pids.len() == 1 { "" } else { "es" },
+            pids.join(", ")
+        )?;
+        for row in &group.tree {
+            writeln!(
+                out,
+                "    {:<48} {:>10}",
+                format!("{} {}", row.kind.as_str(), row.label),
+                size(row.resident)
+            )?;
+        }
+        for row in group.sites.iter().take(options.top) {
+            writeln!(out, "  {:>10}  {}", size(row.resident), row.name())?;
+        }
+    }
     writeln!(out, "\nTop sites by resident bytes")?;
     let table = bytes_table("resident", "released");
     table.header(out)?;

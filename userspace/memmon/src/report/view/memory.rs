@@ -196,6 +196,47 @@ pub struct View {
     pub reconciliation: Vec<Check>,
     /// The timeline.
     pub timeline: Vec<TimelineRow>,
+    /// With `--group-by`: the end's resident memory by cgroup or by process.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupRow>,
+}
+
+/// What `--group-by` groups the end's resident memory by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    /// The cgroup each process belonged to (`# cgroup` headers of `record`).
+    Cgroup,
+    /// Each process.
+    Process,
+}
+
+impl GroupBy {
+    /// Parses `cgroup` or `process`.
+    pub fn parse(text: &str) -> Option<GroupBy> {
+        match text {
+            "cgroup" => Some(GroupBy::Cgroup),
+            "process" => Some(GroupBy::Process),
+            _ => None,
+        }
+    }
+}
+
+/// One group of `--group-by`: its processes' end states summed, as the whole report's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupRow {
+    /// `cgroup /system.slice/foo.service`, `process 212`; `cgroup ?` for processes the
+    /// capture has no cgroup of.
+    pub name: String,
+    /// The processes.
+    pub pids: Vec<u32>,
+    /// Resident bytes by kind.
+    pub totals: KindBytes,
+    /// The RSS tree leaves of the group, largest first within each kind.
+    pub tree: Vec<ClassRow>,
+    /// The group's sites with resident bytes, largest first (faults and released bytes
+    /// are the whole capture's, as in [`View::sites`]).
+    pub sites: Vec<SiteRow>,
 }
 
 /// One interval of the timeline, with its top growing sites.
@@ -217,6 +258,8 @@ pub struct ViewOptions {
     pub at: Option<String>,
     /// Flag intervals growing by more than this many bytes.
     pub spike: Option<u64>,
+    /// Group the end's resident memory by cgroup or by process.
+    pub group_by: Option<GroupBy>,
 }
 
 /// Why a view cannot be built.
@@ -252,26 +295,11 @@ pub fn build(
         }
     };
     let sites = site_rows(analysis, symbols, picture);
-    let mut tree: Vec<ClassRow> = picture
-        .class_resident
-        .iter()
-        .filter_map(|(&(kind, class), &pages)| {
-            let class = analysis.classes.get(class as usize)?.clone();
-            Some(ClassRow {
-                kind,
-                label: class.label(),
-                class,
-                resident: pages.saturating_mul(PAGE),
-            })
-        })
-        .collect();
-    tree.sort_by(|a, b| {
-        (a.kind, std::cmp::Reverse(a.resident), &a.label).cmp(&(
-            b.kind,
-            std::cmp::Reverse(b.resident),
-            &b.label,
-        ))
-    });
+    let tree = tree_rows(analysis, picture);
+    let groups = match options.group_by {
+        Some(by) if options.at.is_none() => group_rows(analysis, symbols, by),
+        _ => Vec::new(),
+    };
     let mut mapped_by_class: Vec<MappedRow> = picture
         .class_mapped
         .iter()
@@ -305,7 +333,76 @@ pub fn build(
         sites,
         reconciliation: reconcile(analysis),
         timeline,
+        groups,
     })
+}
+
+/// The RSS tree leaves of a picture, largest first within each kind.
+fn tree_rows(analysis: &Analysis, picture: &Picture) -> Vec<ClassRow> {
+    let mut tree: Vec<ClassRow> = picture
+        .class_resident
+        .iter()
+        .filter_map(|(&(kind, class), &pages)| {
+            let class = analysis.classes.get(class as usize)?.clone();
+            Some(ClassRow {
+                kind,
+                label: class.label(),
+                class,
+                resident: pages.saturating_mul(PAGE),
+            })
+        })
+        .collect();
+    tree.sort_by(|a, b| {
+        (a.kind, std::cmp::Reverse(a.resident), &a.label).cmp(&(
+            b.kind,
+            std::cmp::Reverse(b.resident),
+            &b.label,
+        ))
+    });
+    tree
+}
+
+/// The end's pictures grouped by cgroup or process, largest resident first.
+fn group_rows(analysis: &Analysis, symbols: &Symbols, by: GroupBy) -> Vec<GroupRow> {
+    let mut groups: Vec<(String, Vec<u32>, Picture)> = Vec::new();
+    for (key, picture) in &analysis.process_end {
+        let name = match by {
+            GroupBy::Cgroup => format!(
+                "cgroup {}",
+                analysis.cgroups.get(key).map_or("?", String::as_str)
+            ),
+            GroupBy::Process => format!("process {}", key.1),
+        };
+        match groups.iter_mut().find(|(n, ..)| *n == name) {
+            Some((_, pids, sum)) => {
+                if !pids.contains(&key.1) {
+                    pids.push(key.1);
+                }
+                sum.merge(picture);
+            }
+            None => groups.push((name, vec![key.1], picture.clone())),
+        }
+    }
+    let mut rows: Vec<GroupRow> = groups
+        .into_iter()
+        .map(|(name, pids, picture)| GroupRow {
+            name,
+            pids,
+            totals: picture.kind_bytes(),
+            tree: tree_rows(analysis, &picture),
+            sites: site_rows(analysis, symbols, &picture)
+                .into_iter()
+                .filter(|row| row.resident > 0)
+                .collect(),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.totals
+            .resident()
+            .cmp(&a.totals.resident())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    rows
 }
 
 fn chain_key(frames: &[FrameInfo]) -> Vec<String> {

@@ -1,0 +1,195 @@
+//! `--cgroup PATH` of attach, detach, tail, record and top against a fake /proc root (plain
+//! files standing in for the module's, as in cli.rs): the path is checked before anything
+//! is written (one `memmon: error:` line), the module gets `c:PATH` / `-c:PATH`, and
+//! `record --cgroup` writes the cgroup of each recorded process into the capture.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use memmon::capture::cgroup::{cgroup2_mounts, unified_cgroup};
+use memmon::{CaptureReader, Record};
+
+fn memmon(root: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memmon"));
+    command.env_remove("MEMMON_PROC_ROOT");
+    command.arg("--proc-root").arg(root);
+    command
+}
+
+fn run(command: &mut Command) -> (i32, String, String) {
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn fake_proc_root(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memmon-cgroup-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let root = dir.join("memmon");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("events"), "").unwrap();
+    fs::write(root.join("watch-pids"), "\n").unwrap();
+    fs::write(root.join("stats"), "produced 0\n").unwrap();
+    root
+}
+
+/// A cgroup2 mount of this machine (none: the tests that need one say so and pass).
+fn cgroup2_mount() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap();
+    let mount = cgroup2_mounts(&mounts).into_iter().next();
+    if mount.is_none() {
+        eprintln!("no cgroup2 mount on this machine: skipped");
+    }
+    mount.map(|m| fs::canonicalize(m).unwrap())
+}
+
+#[test]
+fn bad_cgroup_paths_are_one_error_line_and_nothing_written() {
+    let root = fake_proc_root("bad");
+    let file = root.parent().unwrap().join("plain-file");
+    fs::write(&file, "").unwrap();
+    let not_cgroup = fs::canonicalize(std::env::temp_dir()).unwrap();
+    let cases = [
+        (
+            "relative/dir".to_owned(),
+            "memmon: error: --cgroup relative/dir: not an absolute path (give the cgroup2 directory, e.g. /sys/fs/cgroup/system.slice/foo.service)".to_owned(),
+        ),
+        (
+            "/nonexistent/memmon-cgroup".to_owned(),
+            "memmon: error: --cgroup /nonexistent/memmon-cgroup: no such directory".to_owned(),
+        ),
+        (
+            file.display().to_string(),
+            format!("memmon: error: --cgroup {}: not a directory", file.display()),
+        ),
+        (
+            not_cgroup.display().to_string(),
+            format!(
+                "memmon: error: --cgroup {}: not in a cgroup v2 file system (cgroup2 mounts: ",
+                not_cgroup.display()
+            ),
+        ),
+    ];
+    let capture = root.parent().unwrap().join("capture.txt");
+    for (path, expected) in &cases {
+        let commands: [Vec<String>; 4] = [
+            vec!["attach".into(), "--cgroup".into(), path.clone()],
+            vec!["tail".into(), "--cgroup".into(), path.clone()],
+            vec![
+                "record".into(),
+                "-o".into(),
+                capture.display().to_string(),
+                "--cgroup".into(),
+                path.clone(),
+            ],
+            vec!["top".into(), "--cgroup".into(), path.clone()],
+        ];
+        for args in commands {
+            let (code, stdout, stderr) = run(memmon(&root).args(&args));
+            assert_eq!(code, 1, "{args:?}: {stderr}");
+            assert_eq!(stdout, "", "{args:?}");
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+            assert!(stderr.starts_with(expected.as_str()), "{args:?}: {stderr}");
+            assert_eq!(fs::read_to_string(root.join("watch-pids")).unwrap(), "\n");
+            assert!(!capture.exists(), "{args:?}: the capture was created");
+        }
+    }
+}
+
+#[test]
+fn attach_and_detach_write_c_items() {
+    let Some(mount) = cgroup2_mount() else { return };
+    let root = fake_proc_root("attach");
+    let written = |args: &[&str]| {
+        fs::write(root.join("watch-pids"), "").unwrap();
+        let (code, _, stderr) = run(memmon(&root).args(args));
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        fs::read_to_string(root.join("watch-pids")).unwrap()
+    };
+    let path = mount.display().to_string();
+    assert_eq!(written(&["attach", "--cgroup", &path]), format!("c:{path}\n"));
+    assert_eq!(written(&["detach", "--cgroup", &path]), format!("-c:{path}\n"));
+    // `list` reads the pid line and leaves the `c:` lines alone.
+    fs::write(root.join("watch-pids"), format!("\nc:{path}\n")).unwrap();
+    let (code, stdout, stderr) = run(memmon(&root).arg("list"));
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+}
+
+#[test]
+fn record_cgroup_writes_each_process_cgroup() {
+    let Some(mount) = cgroup2_mount() else { return };
+    let root = fake_proc_root("record");
+    let capture = root.parent().unwrap().join("capture.txt");
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    // Far in the future of CLOCK_MONOTONIC: after the recording's start.
+    fs::write(
+        root.join("events"),
+        format!(
+            "9999999.000000000 {pid}/{pid} fault type=anon access=W addr=0x7f0000001000 ip=0x401000\n\
+             9999999.000000100 {pid}/{pid} fault type=anon access=W addr=0x7f0000002000 ip=0x401000\n"
+        ),
+    )
+    .unwrap();
+    let path = mount.display().to_string();
+    let recorder = memmon(&root)
+        .args(["--no-unwind-tables", "record", "-o"])
+        .arg(&capture)
+        .args(["--cgroup", &path])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // While recording: the module was asked to watch the cgroup.
+    let during = fs::read_to_string(root.join("watch-pids")).unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &recorder.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = recorder.wait_with_output().unwrap();
+    let expected_cgroup = unified_cgroup(&fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap())
+        .unwrap()
+        .to_owned();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(during, format!("c:{path}\n"));
+    assert_eq!(
+        fs::read_to_string(root.join("watch-pids")).unwrap(),
+        format!("-c:{path}\n")
+    );
+    let reader = std::io::BufReader::new(fs::File::open(&capture).unwrap());
+    let mut reader = CaptureReader::new(reader);
+    let (mut headers, mut snapshots, mut events) = (Vec::new(), Vec::new(), 0);
+    while let Some(record) = reader.next_record() {
+        match record.unwrap().1 {
+            Record::Header { key, value } => headers.push((key, value)),
+            Record::Snapshot(s) => snapshots.push((s.pid, s.reason, s.source)),
+            Record::Event(_) => events += 1,
+        }
+    }
+    let header = |key: &str| -> Vec<String> {
+        headers
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(header("cgroup-watched"), [path.clone()]);
+    assert_eq!(header("cgroup"), [format!("{pid} {expected_cgroup}")]);
+    assert_eq!(events, 2);
+    let reasons: Vec<(u32, &str)> = snapshots.iter().map(|(p, r, _)| (*p, r.as_str())).collect();
+    assert_eq!(
+        reasons,
+        [(pid, "start"), (pid, "start"), (pid, "end"), (pid, "end")]
+    );
+}

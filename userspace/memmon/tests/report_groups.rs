@@ -1,0 +1,128 @@
+//! `memmon report --group-by cgroup|process`: the end's resident memory by the cgroup of
+//! each process (`# cgroup PID PATH` headers of `record`; a forked child without one is
+//! in its parent's) or by process, each group with its RSS tree and sites.
+
+use memmon::report::view::memory::GroupBy;
+use memmon::report::{prepare, report, ReportOptions};
+
+const CAPTURE: &str = "\
+# memmon-capture 1
+# kernel 6.8.0
+# pids 212 300
+# cgroup 212 /system.slice/a.service
+# cgroup 300 /system.slice/b.service
+# snapshot maps 212 5.000000000 start
+#| 00400000-00401000 r-xp 00000000 08:01 1234 /bin/a
+# snapshot maps 300 5.000000000 start
+#| 00400000-00401000 r-xp 00000000 08:01 1235 /bin/b
+5.100000000 212/212 mmap addr=0x0 len=16384 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000
+5.200000000 212/212 fault type=anon access=W addr=0x7f0000000000 ip=0x400100
+5.200000001 212/212 fault type=anon access=W addr=0x7f0000001000 ip=0x400100
+5.300000000 300/300 mmap addr=0x0 len=8192 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f1000000000
+5.400000000 300/300 fault type=anon access=W addr=0x7f1000000000 ip=0x400200
+5.500000000 212/212 fork child=213 watched=1
+5.600000000 213/213 fault type=anon access=W addr=0x7f0000002000 ip=0x400180
+5.700000000 213/213 exit code=0
+";
+
+const KIB: u64 = 1024;
+
+fn capture() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("memmon-groups-{}.txt", std::process::id()));
+    std::fs::write(&path, CAPTURE).unwrap();
+    path
+}
+
+fn groups(by: GroupBy) -> Vec<(String, Vec<u32>, u64, Vec<(String, u64)>)> {
+    let options = ReportOptions {
+        group_by: Some(by),
+        ..ReportOptions::default()
+    };
+    let prepared = prepare(&[capture()], &options).unwrap();
+    prepared
+        .view
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.name.clone(),
+                g.pids.clone(),
+                g.totals.anon,
+                g.sites.iter().map(|s| (s.name(), s.resident)).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn by_cgroup_the_child_is_in_its_parents() {
+    assert_eq!(
+        groups(GroupBy::Cgroup),
+        [
+            (
+                "cgroup /system.slice/a.service".to_owned(),
+                vec![213, 212],
+                20 * KIB,
+                vec![("a+0x100".to_owned(), 16 * KIB), ("a+0x180".to_owned(), 4 * KIB)]
+            ),
+            (
+                "cgroup /system.slice/b.service".to_owned(),
+                vec![300],
+                4 * KIB,
+                vec![("b+0x200".to_owned(), 4 * KIB)]
+            ),
+        ]
+    );
+}
+
+#[test]
+fn by_process_and_the_groups_sum_to_the_end() {
+    let by_process = groups(GroupBy::Process);
+    assert_eq!(
+        by_process,
+        [
+            (
+                "process 213".to_owned(),
+                vec![213],
+                12 * KIB,
+                vec![("a+0x100".to_owned(), 8 * KIB), ("a+0x180".to_owned(), 4 * KIB)]
+            ),
+            (
+                "process 212".to_owned(),
+                vec![212],
+                8 * KIB,
+                vec![("a+0x100".to_owned(), 8 * KIB)]
+            ),
+            (
+                "process 300".to_owned(),
+                vec![300],
+                4 * KIB,
+                vec![("b+0x200".to_owned(), 4 * KIB)]
+            ),
+        ]
+    );
+    let prepared = prepare(&[capture()], &ReportOptions::default()).unwrap();
+    assert_eq!(prepared.view.totals.anon, 24 * KIB);
+    assert!(prepared.view.groups.is_empty());
+}
+
+#[test]
+fn text_and_errors() {
+    let options = ReportOptions {
+        group_by: Some(GroupBy::Cgroup),
+        ..ReportOptions::default()
+    };
+    let text = String::from_utf8(report(&[capture()], &options).unwrap()).unwrap();
+    assert!(
+        text.contains("\ncgroup /system.slice/a.service: resident 20 KiB (anon 20 KiB, file 0 B, shmem 0 B), processes 213, 212\n    anon anonymous mmap                                  20 KiB\n      16 KiB  a+0x100\n       4 KiB  a+0x180\n"),
+        "{text}"
+    );
+    let at = ReportOptions {
+        at: Some("x".to_owned()),
+        ..options.clone()
+    };
+    assert_eq!(
+        report(&[capture()], &at).unwrap_err().to_string(),
+        "--group-by groups the end of the capture (no --at, no --diff)"
+    );
+}
