@@ -458,9 +458,12 @@ impl WatchSet {
     /// `task` must be valid for the call: `current`, a task a probe was passed, or one found
     /// under the RCU read lock, still held.
     unsafe fn refresh(&self, task: *mut bindings::task_struct) {
-        // SAFETY: The caller guarantees `task`; a kernel thread keeps `PF_KTHREAD` for life.
-        // Kernel threads (in the root cgroup) have no user memory to watch.
-        if unsafe { (*task).flags } & bindings::PF_KTHREAD != 0 {
+        // SAFETY: The caller guarantees `task`; a kernel thread keeps `PF_KTHREAD` for life,
+        // and the task may change its other flags meanwhile (a racy read, as the kernel's
+        // own `READ_ONCE(p->flags)`). Kernel threads (in the root cgroup) have no user
+        // memory to watch.
+        let flags = unsafe { core::ptr::addr_of!((*task).flags).read_volatile() };
+        if flags & bindings::PF_KTHREAD != 0 {
             return;
         }
         // SAFETY: The caller guarantees `task`.
@@ -922,12 +925,14 @@ fn parse_request(token: &[u8], cgroups: &[WatchedCgroup]) -> Result<Request, Rej
         }
         [b'-', b'c', b':', path @ ..] => {
             let key = match resolve_cgroup(path) {
-                Ok(cgroup) => cgroups
-                    .iter()
-                    .find(|c| c.cgroup.is(&cgroup))
-                    .map(|c| cgroup_key(&c.cgroup)),
-                // Its directory was renamed or moved: the path it is listed with still names
-                // it.
+                // Also one that an earlier item of the same write adds (`plan` and the apply
+                // step look the key up in what is watched by then); the address of a cgroup
+                // that is neither watched nor added names nothing.
+                Ok(cgroup) => Some(cgroup_key(&cgroup)),
+                // The path no longer resolves in the writer's mount namespace (cgroup2 has no
+                // rename, but the mount may have changed): the path it is listed with still
+                // names it. Else the error stands (a mistyped path is not taken for a removed
+                // cgroup).
                 Err(rejected) => Some(
                     cgroups
                         .iter()

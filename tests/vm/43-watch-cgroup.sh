@@ -161,6 +161,9 @@ pj=$!
 wait $pj
 /progs/drain > /tmp/ev
 no_lines $pj "started in a new cgroup at the removed one's path"
+# c: and -c: of one cgroup in one write leave it unwatched.
+printf 'c:%s/r -c:%s/r\n' $cg $cg > $w || fail "c: then -c: in one write refused"
+expect_eq "c: then -c: in one write" "$(cat $w)" "$(printf '\nc:%s/pre' $cg)"
 
 # 0 clears the cgroups too.
 echo 0 > $w
