@@ -112,8 +112,14 @@ fn attach_and_detach_write_c_items() {
         fs::read_to_string(root.join("watch-pids")).unwrap()
     };
     let path = mount.display().to_string();
-    assert_eq!(written(&["attach", "--cgroup", &path]), format!("c:{path}\n"));
-    assert_eq!(written(&["detach", "--cgroup", &path]), format!("-c:{path}\n"));
+    assert_eq!(
+        written(&["attach", "--cgroup", &path]),
+        format!("c:{path}\n")
+    );
+    assert_eq!(
+        written(&["detach", "--cgroup", &path]),
+        format!("-c:{path}\n")
+    );
     // `list` reads the pid line and leaves the `c:` lines alone.
     fs::write(root.join("watch-pids"), format!("\nc:{path}\n")).unwrap();
     let (code, stdout, stderr) = run(memmon(&root).arg("list"));
@@ -147,17 +153,16 @@ fn record_cgroup_writes_each_process_cgroup() {
     std::thread::sleep(Duration::from_millis(700));
     // While recording: the module was asked to watch the cgroup.
     let during = fs::read_to_string(root.join("watch-pids")).unwrap();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &recorder.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let output = recorder.wait_with_output().unwrap();
-    let expected_cgroup = unified_cgroup(&fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap())
+    assert!(Command::new("kill")
+        .args(["-INT", &recorder.id().to_string()])
+        .status()
         .unwrap()
-        .to_owned();
+        .success());
+    let output = recorder.wait_with_output().unwrap();
+    let expected_cgroup =
+        unified_cgroup(&fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap())
+            .unwrap()
+            .to_owned();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -184,7 +189,7 @@ fn record_cgroup_writes_each_process_cgroup() {
             .map(|(_, v)| v.clone())
             .collect()
     };
-    assert_eq!(header("cgroup-watched"), [path.clone()]);
+    assert_eq!(header("cgroup-watched"), [path]);
     assert_eq!(header("cgroup"), [format!("{pid} {expected_cgroup}")]);
     assert_eq!(events, 2);
     let reasons: Vec<(u32, &str)> = snapshots.iter().map(|(p, r, _)| (*p, r.as_str())).collect();

@@ -228,8 +228,7 @@ impl TopModel {
                 }
             }
             EventKind::Exec { comm, .. } => {
-                self.activity.entry(event.pid).or_default().command =
-                    Some(comm.to_string_lossy());
+                self.activity.entry(event.pid).or_default().command = Some(comm.to_string_lossy());
             }
             EventKind::Fork { child, .. } => {
                 let command = self
@@ -258,7 +257,13 @@ impl TopModel {
             }
             let activity = self.activity.entry(pid).or_default();
             let resident = picture.kind_bytes();
-            let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+            let per_second = |n: u64| {
+                if seconds > 0.0 {
+                    n as f64 / seconds
+                } else {
+                    0.0
+                }
+            };
             let mut faults_per_second = [0.0; 5];
             for (i, rate) in faults_per_second.iter_mut().enumerate() {
                 *rate = per_second(activity.faults[i] - activity.faults_before[i]);
@@ -348,8 +353,17 @@ pub fn signed_size(bytes: i64) -> String {
 /// The header of the process table, and each row's cells, shared by the terminal view
 /// and the plain table.
 pub const PROCESS_COLUMNS: [&str; 11] = [
-    "PID", "COMMAND", "ANON", "FILE", "SHMEM", "GROWTH", "1ST-TOUCH/s", "FILE/s", "COW/s",
-    "OTHER/s", "SWAP-INS",
+    "PID",
+    "COMMAND",
+    "ANON",
+    "FILE",
+    "SHMEM",
+    "GROWTH",
+    "1ST-TOUCH/s",
+    "FILE/s",
+    "COW/s",
+    "OTHER/s",
+    "SWAP-INS",
 ];
 
 /// The cells of a process row, in [`PROCESS_COLUMNS`] order.
@@ -417,7 +431,11 @@ pub fn render_plain(sample: &TopSample, top: usize) -> String {
             }
             text.trim_end().to_owned()
         };
-        let _ = writeln!(out, "{}", line(header.iter().map(|h| h.to_string()).collect()));
+        let _ = writeln!(
+            out,
+            "{}",
+            line(header.iter().map(|h| h.to_string()).collect())
+        );
         for row in rows {
             let _ = writeln!(out, "{}", line(row));
         }

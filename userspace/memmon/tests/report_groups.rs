@@ -33,7 +33,10 @@ fn capture() -> std::path::PathBuf {
     path
 }
 
-fn groups(by: GroupBy) -> Vec<(String, Vec<u32>, u64, Vec<(String, u64)>)> {
+/// A group as compared: name, pids, anon bytes, (site, resident bytes).
+type Group = (String, Vec<u32>, u64, Vec<(String, u64)>);
+
+fn groups(by: GroupBy) -> Vec<Group> {
     let options = ReportOptions {
         group_by: Some(by),
         ..ReportOptions::default()
@@ -63,7 +66,10 @@ fn by_cgroup_the_child_is_in_its_parents() {
                 "cgroup /system.slice/a.service".to_owned(),
                 vec![213, 212],
                 20 * KIB,
-                vec![("a+0x100".to_owned(), 16 * KIB), ("a+0x180".to_owned(), 4 * KIB)]
+                vec![
+                    ("a+0x100".to_owned(), 16 * KIB),
+                    ("a+0x180".to_owned(), 4 * KIB)
+                ]
             ),
             (
                 "cgroup /system.slice/b.service".to_owned(),
@@ -85,7 +91,10 @@ fn by_process_and_the_groups_sum_to_the_end() {
                 "process 213".to_owned(),
                 vec![213],
                 12 * KIB,
-                vec![("a+0x100".to_owned(), 8 * KIB), ("a+0x180".to_owned(), 4 * KIB)]
+                vec![
+                    ("a+0x100".to_owned(), 8 * KIB),
+                    ("a+0x180".to_owned(), 4 * KIB)
+                ]
             ),
             (
                 "process 212".to_owned(),

@@ -98,7 +98,10 @@ pub fn tail_live(
     }
     if let Some(path) = &cgroup {
         if let Err(error) = proc.unwatch_cgroup(path) {
-            eprintln!("memmon: warning: cannot stop watching {}: {error}", path.display());
+            eprintln!(
+                "memmon: warning: cannot stop watching {}: {error}",
+                path.display()
+            );
         }
     }
     if interrupted() {

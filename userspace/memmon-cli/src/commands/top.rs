@@ -80,7 +80,7 @@ fn parse_speed(text: &str) -> Result<f64, String> {
 enum Source {
     /// A capture, paced.
     Capture {
-        reader: CaptureReader<BufReader<File>>,
+        reader: Box<CaptureReader<BufReader<File>>>,
         speed: f64,
         /// Stream time of the first event and the wall time it was replayed.
         origin: Option<(u128, Instant)>,
@@ -235,7 +235,7 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
                 File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             (
                 Source::Capture {
-                    reader: CaptureReader::new(BufReader::new(file)),
+                    reader: Box::new(CaptureReader::new(BufReader::new(file))),
                     speed: args.speed,
                     origin: None,
                     pending: None,
@@ -286,7 +286,9 @@ fn open_live(
         .map(memmon::capture::cgroup::validate)
         .transpose()?;
     if args.pids.is_empty() && cgroup.is_none() && args.command.is_empty() {
-        anyhow::bail!("memmon top needs what to watch: -p PID, --cgroup PATH, -- CMD or --input CAPTURE");
+        anyhow::bail!(
+            "memmon top needs what to watch: -p PID, --cgroup PATH, -- CMD or --input CAPTURE"
+        );
     }
     let events = LiveEvents::open(proc)?;
     catch_interrupts()?;

@@ -103,7 +103,8 @@ pub fn unified_cgroup(proc_pid_cgroup: &str) -> Option<&str> {
 
 /// The cgroup v2 path of process `pid`, read from `/proc/PID/cgroup`.
 pub fn process_cgroup(pid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(crate::capture::control::process_path(pid, "cgroup")).ok()?;
+    let text =
+        std::fs::read_to_string(crate::capture::control::process_path(pid, "cgroup")).ok()?;
     unified_cgroup(&text).map(str::to_owned)
 }
 
