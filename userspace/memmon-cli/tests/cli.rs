@@ -323,6 +323,10 @@ fn record_command_writes_a_readable_capture() {
     assert_eq!(code, 0, "{stderr}");
     let text = fs::read_to_string(&capture).unwrap();
     let headers = read_capture(&capture);
+    let has_cgroup2_path = memmon::capture::cgroup::unified_cgroup(
+        &fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+    )
+    .is_some();
     // `# buildid` lines name the mapped files (memmon itself, its libraries).
     assert!(headers
         .0
@@ -343,10 +347,14 @@ fn record_command_writes_a_readable_capture() {
             "start",
             "start-unix",
             "command",
+            // The command's cgroup (issue 27), from /proc/PID/cgroup at its start.
+            "cgroup",
             "end"
         ]
         .into_iter()
         .filter(|key| *key != "buflen")
+        // Only where processes have a cgroup v2 path (a `0::` line).
+        .filter(|key| *key != "cgroup" || has_cgroup2_path)
         .collect::<Vec<_>>(),
         "{text}"
     );

@@ -27,8 +27,11 @@ const CAPTURE: &str = "\
 
 const KIB: u64 = 1024;
 
+/// The capture in a file of its own (tests run in parallel).
 fn capture() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("memmon-groups-{}.txt", std::process::id()));
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = std::env::temp_dir().join(format!("memmon-groups-{}-{n}.txt", std::process::id()));
     std::fs::write(&path, CAPTURE).unwrap();
     path
 }
