@@ -4,6 +4,7 @@
 # --speed 10 it plays at its own pace: 2.2 s, keep_cache's 3 MiB in the first second).
 #   1. tmux new-session -x 120 -y 40 'memmon top --input X --speed 10': capture-pane shows
 #      keep_cache by name within 2 refreshes (2 s and a half);
+#      tab puts the sites table on top, s changes its order, p pauses and resumes;
 #   2. tmux resize-window -x 80 -y 24: the screen is redrawn to 80x24 (the help line on the
 #      24th row, the tables' borders end in column 80);
 #   3. q: memmon exits, the session is gone within 2 s;
@@ -57,6 +58,20 @@ tmux capture-pane -p -t "$session" > "$work/screen1"
 cat "$work/screen1"
 check "keep_cache on the screen after ${found:-more than 2.5} s (within 2 refreshes)" '[ -n "$found" ]'
 check "the screen is 40 rows, the help line last" '[ "$(wc -l < "$work/screen1")" -eq 40 ] && tail -1 "$work/screen1" | grep -q "q quit"'
+
+# keys: tab puts the sites on top, s sorts them by growth since the start, p pauses
+tmux send-keys -t "$session" Tab
+sleep 0.3
+check "tab: the sites table on top" 'tmux capture-pane -p -t "$session" | sed -n 2p | grep -q "sites by resident growth"'
+tmux send-keys -t "$session" s
+sleep 0.3
+check "s: sites sorted by growth since start" 'tmux capture-pane -p -t "$session" | sed -n 2p | grep -q "sorted by growth since start"'
+tmux send-keys -t "$session" p
+sleep 0.3
+check "p: paused" 'tmux capture-pane -p -t "$session" | sed -n 1p | grep -q "\[paused\]"'
+tmux send-keys -t "$session" p
+sleep 0.3
+check "p again: running" '! tmux capture-pane -p -t "$session" | sed -n 1p | grep -q "\[paused\]"'
 
 # 2. resize
 tmux resize-window -t "$session" -x 80 -y 24
