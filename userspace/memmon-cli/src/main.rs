@@ -223,7 +223,7 @@ enum Command {
     /// command (after `--`), or replays a capture (--input, at --speed times its pace).
     /// Refreshed every --interval seconds. On a terminal, keys: s sort, p or space pause,
     /// tab switch processes/sites, q quit. When stdout is not a terminal it prints a plain
-    /// table every interval (until the capture ends, or Ctrl-C).
+    /// table every interval (until the capture ends, the command exits, or Ctrl-C).
     #[command(
         after_help = "Example:\n  memmon top -- ./a.out\n  memmon top -p 212\n  memmon top --cgroup /sys/fs/cgroup/system.slice/foo.service\n  memmon top --input cap.txt --speed 10"
     )]

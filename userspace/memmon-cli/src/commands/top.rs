@@ -253,7 +253,11 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
         ratatui::restore();
         result
     } else {
-        plain_loop(&mut model, &mut source, interval, args.top)
+        let command_exited = || match &watched {
+            Watched::Command(child) => child.has_exited().unwrap_or(true),
+            _ => false,
+        };
+        plain_loop(&mut model, &mut source, interval, args.top, command_exited)
     };
     match watched {
         Watched::Nothing => {}
@@ -325,17 +329,20 @@ fn open_live(
     ))
 }
 
-/// stdout is not a terminal: a table every interval, until the capture ends (or Ctrl-C).
+/// stdout is not a terminal: a table every interval, until the capture ends, the command
+/// exits (its last events read, then one last table) or Ctrl-C.
 fn plain_loop(
     model: &mut TopModel,
     source: &mut Source,
     interval: Duration,
     top: usize,
+    command_exited: impl Fn() -> bool,
 ) -> Result<()> {
     let mut out = io::stdout().lock();
     let mut next = Instant::now() + interval;
     loop {
-        let more = source.feed(model, next)?;
+        let exited = command_exited();
+        let more = source.feed(model, next)? && !exited;
         if Instant::now() >= next || !more {
             let sample = model.sample(interval.as_secs_f64() * source.pace());
             if write!(out, "{}", render_plain(&sample, top))
