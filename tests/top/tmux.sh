@@ -30,6 +30,8 @@ session="memmon-top-$$"
 cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/sysroot/host"
+# The fixture binary is built, not checked in (tests/report/.gitignore).
+[ -x "$top/tests/report/alloc_sites" ] || "$top/tests/report/build.sh"
 cp "$top/tests/report/alloc_sites" "$work/sysroot/host/alloc_sites"
 # Times ×10: event lines (first field) and snapshot headers (their time field).
 awk '
