@@ -2,6 +2,7 @@
 
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use nix::fcntl::OFlag;
@@ -22,6 +23,19 @@ pub struct HeldChild {
 
 /// Exit code of the child when it cannot exec (like a shell's "command not found").
 const EXEC_FAILED: i32 = 127;
+
+/// How long a program may take from its exec to its entry point (the dynamic loader's
+/// work and the libraries' constructors) before memmon stops waiting for it there.
+pub const ENTRY_WAIT: Duration = Duration::from_secs(5);
+
+/// Where [`HeldChild::release_at_exec`] has stopped the new program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Right after exec: only the program and its dynamic loader are mapped.
+    Exec,
+    /// At the program's entry point: the libraries it needs are mapped too.
+    Entry,
+}
 
 impl HeldChild {
     /// Forks a child that will exec `command` once released.
@@ -84,18 +98,22 @@ impl HeldChild {
     }
 
     /// Lets the child exec the command; fails if exec failed (the child is then reaped).
-    /// Calls `at_exec` while the child is stopped right
-    /// after a successful exec, before the new program's first instruction (through
-    /// ptrace's exec event: memmon loads its unwind tables there). Where ptrace is not
-    /// allowed, `at_exec` runs once exec returned, while the program runs.
-    pub fn release_at_exec(&mut self, at_exec: impl FnOnce()) -> Result<()> {
+    /// Calls `at_stop` while the child is stopped right after a successful exec, before
+    /// the new program's first instruction ([`Stop::Exec`], through ptrace's exec event:
+    /// memmon loads its unwind tables there), and again at the program's entry point, once
+    /// the dynamic loader has mapped the libraries it needs and before the program's own
+    /// code runs ([`Stop::Entry`], through a hardware breakpoint: the program's memory is
+    /// not written). Where ptrace is not allowed, `at_stop(Stop::Exec)` runs once exec
+    /// returned, while the program runs; where the breakpoint cannot be set or is not hit
+    /// within [`ENTRY_WAIT`], there is no entry stop.
+    pub fn release_at_exec(&mut self, mut at_stop: impl FnMut(Stop)) -> Result<()> {
         let traced = ptrace::seize(self.pid, ptrace::Options::PTRACE_O_TRACEEXEC).is_ok();
         if let Some(fd) = self.release.take() {
             write(&fd, b"x").context("cannot release the child process")?;
         }
-        let mut at_exec = Some(at_exec);
+        let mut exec_seen = false;
         if traced {
-            self.wait_for_exec(&mut at_exec);
+            exec_seen = self.wait_for_exec(&mut at_stop);
         }
         let mut bytes = [0u8; 4];
         let mut filled = 0;
@@ -112,41 +130,61 @@ impl HeldChild {
             let _ = waitpid(self.pid, None);
             bail!("cannot run {}: {}", self.program, errno.desc());
         }
-        if traced && at_exec.is_some() && self.has_exited()? {
+        if traced && !exec_seen && self.has_exited()? {
             let _ = self.reap();
             bail!("{} ended before it could start", self.program);
         }
-        if let Some(at_exec) = at_exec.take() {
-            at_exec();
+        if !exec_seen {
+            at_stop(Stop::Exec);
         }
         Ok(())
     }
 
-    /// Waits, as the child's tracer, for its exec event and calls `at_exec` there, then
-    /// detaches; every other stop is resumed as it would have gone without a tracer (a
-    /// signal delivered, a group stop kept). Returns without consuming the child's exit,
-    /// so that [`HeldChild::has_exited`] and [`HeldChild::reap`] still see it.
-    fn wait_for_exec(&self, at_exec: &mut Option<impl FnOnce()>) {
+    /// Waits, as the child's tracer, for its exec event and calls `at_stop` there; then,
+    /// if a breakpoint can be set at the program's entry, for that and calls `at_stop`
+    /// again; then detaches. Every other stop is resumed as it would have gone without a
+    /// tracer (a signal delivered, a group stop kept). Returns whether the exec was seen,
+    /// without consuming the child's exit, so that [`HeldChild::has_exited`] and
+    /// [`HeldChild::reap`] still see it.
+    fn wait_for_exec(&self, at_stop: &mut impl FnMut(Stop)) -> bool {
         use nix::libc;
         let pid = self.pid.as_raw();
-        while at_exec.is_some() {
+        let mut exec_seen = false;
+        // The entry point's address while its breakpoint is set, and until when to wait.
+        let mut entry: Option<(u64, Instant)> = None;
+        // Whether the wait for the entry was given up on (the child interrupted).
+        let mut interrupted = false;
+        loop {
             // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let mut options = libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT;
+            if entry.is_some() && !interrupted {
+                // Not blocking: a breakpoint that is never hit must not hold memmon.
+                options |= libc::WNOHANG;
+            }
             // Look first (WNOWAIT), so that an exit stays for has_exited and reap.
             // SAFETY: `info` is valid for writes; `pid` is this process's child.
-            let looked = unsafe {
-                libc::waitid(
-                    libc::P_PID,
-                    pid as libc::id_t,
-                    &mut info,
-                    libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT,
-                )
-            };
+            let looked =
+                unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, options) };
             if looked < 0 {
                 if nix::errno::Errno::last() == nix::errno::Errno::EINTR {
                     continue;
                 }
                 break;
+            }
+            // SAFETY: waitid filled `info` for a child's state change, or left it zeroed.
+            if unsafe { info.si_pid() } == 0 {
+                // WNOHANG and no change yet: the program runs towards its entry.
+                if let Some((_, deadline)) = entry.filter(|_| !interrupted) {
+                    if Instant::now() >= deadline {
+                        // SAFETY: the child is this process's tracee (seized).
+                        unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, pid, 0, 0) };
+                        interrupted = true;
+                    } else {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+                continue;
             }
             if matches!(
                 info.si_code,
@@ -163,30 +201,55 @@ impl HeldChild {
                 continue;
             }
             let event = status >> 16;
-            let (request, signal) = if event == libc::PTRACE_EVENT_EXEC {
-                if let Some(at_exec) = at_exec.take() {
-                    at_exec();
+            let signal = libc::WSTOPSIG(status);
+            let mut request = libc::PTRACE_CONT;
+            let mut delivered = 0;
+            if interrupted {
+                // The entry breakpoint was given up on: this is the interrupt's stop, or a
+                // stop that came before it. Detach (a pending interrupt goes with it).
+                clear_entry_breakpoint(pid);
+                request = libc::PTRACE_DETACH;
+                if event == 0 && signal != libc::SIGTRAP {
+                    delivered = signal;
                 }
-                (libc::PTRACE_DETACH, 0)
+            } else if event == libc::PTRACE_EVENT_EXEC {
+                // The first exec, or another before the entry (a wrapper such as `env`
+                // or `sh -c` that execs the program): exec cleared the debug registers.
+                exec_seen = true;
+                at_stop(Stop::Exec);
+                match set_entry_breakpoint(pid) {
+                    Some(address) => entry = Some((address, Instant::now() + ENTRY_WAIT)),
+                    None => request = libc::PTRACE_DETACH,
+                }
+            } else if event == 0
+                && signal == libc::SIGTRAP
+                && entry.is_some_and(|(address, _)| at_breakpoint(pid, address))
+            {
+                clear_entry_breakpoint(pid);
+                entry = None;
+                at_stop(Stop::Entry);
+                request = libc::PTRACE_DETACH;
             } else if event == libc::PTRACE_EVENT_STOP {
                 // A group stop (SIGSTOP, SIGTSTP): the child stays stopped until SIGCONT.
-                (libc::PTRACE_LISTEN, 0)
-            } else if event != 0 {
-                (libc::PTRACE_CONT, 0)
-            } else {
+                request = libc::PTRACE_LISTEN;
+            } else if event == 0 {
                 // A signal for the child: delivered (any number, real-time ones too).
-                (libc::PTRACE_CONT, libc::WSTOPSIG(status))
-            };
+                delivered = signal;
+            }
             // SAFETY: the child is this process's tracee, in a ptrace stop.
             unsafe {
                 libc::ptrace(
                     request,
                     pid,
                     std::ptr::null_mut::<libc::c_void>(),
-                    signal as libc::c_long,
+                    delivered as libc::c_long,
                 )
             };
+            if request == libc::PTRACE_DETACH {
+                break;
+            }
         }
+        exec_seen
     }
 
     /// Kills and reaps a child that was never released.
@@ -224,4 +287,78 @@ impl HeldChild {
     pub fn signal(&self, signal: Signal) {
         let _ = kill(self.pid, signal);
     }
+}
+
+/// `AT_ENTRY` of the auxiliary vector: the program's entry point.
+const AT_ENTRY: u64 = 9;
+
+/// DR7's bit that enables breakpoint 0, with its condition bits (16-19) zero: break on
+/// executing the instruction at DR0.
+const DR7_ENABLE_0: u64 = 1;
+
+/// The offset of debug register `n` in the tracee's `struct user`.
+fn debug_register(n: usize) -> usize {
+    std::mem::offset_of!(nix::libc::user, u_debugreg) + n * 8
+}
+
+/// Writes `value` to the tracee's debug register `n`; whether it took it.
+fn set_debug_register(pid: i32, n: usize, value: u64) -> bool {
+    // SAFETY: PTRACE_POKEUSER writes one word of the stopped tracee's user area; the kernel
+    // checks the offset and the value.
+    unsafe {
+        nix::libc::ptrace(
+            nix::libc::PTRACE_POKEUSER,
+            pid,
+            debug_register(n) as *mut nix::libc::c_void,
+            value as *mut nix::libc::c_void,
+        ) == 0
+    }
+}
+
+/// Sets an execution breakpoint at the entry point of `pid` (stopped at its exec) in debug
+/// register 0; returns the address, or `None` if it cannot.
+fn set_entry_breakpoint(pid: i32) -> Option<u64> {
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    let entry = auxv
+        .chunks_exact(16)
+        .map(|pair| {
+            let word =
+                |at: usize| u64::from_ne_bytes(pair[at..at + 8].try_into().unwrap_or([0; 8]));
+            (word(0), word(8))
+        })
+        .find(|&(kind, _)| kind == AT_ENTRY)?
+        .1;
+    if entry == 0 || !set_debug_register(pid, 0, entry) {
+        return None;
+    }
+    if !set_debug_register(pid, 7, DR7_ENABLE_0) {
+        set_debug_register(pid, 0, 0);
+        return None;
+    }
+    Some(entry)
+}
+
+/// Disables the entry breakpoint of `pid` (in a ptrace stop).
+fn clear_entry_breakpoint(pid: i32) {
+    set_debug_register(pid, 7, 0);
+    set_debug_register(pid, 0, 0);
+}
+
+/// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
+/// before the instruction runs).
+fn at_breakpoint(pid: i32, address: u64) -> bool {
+    use nix::libc;
+    let offset =
+        std::mem::offset_of!(libc::user, regs) + std::mem::offset_of!(libc::user_regs_struct, rip);
+    nix::errno::Errno::clear();
+    // SAFETY: PTRACE_PEEKUSER reads one word of the stopped tracee's user area.
+    let rip = unsafe {
+        libc::ptrace(
+            libc::PTRACE_PEEKUSER,
+            pid,
+            offset as *mut libc::c_void,
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    nix::errno::Errno::last_raw() == 0 && rip as u64 == address
 }

@@ -24,7 +24,7 @@ use memmon::{
 };
 use nix::sys::signal::Signal;
 
-use crate::child::HeldChild;
+use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
 use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
@@ -107,10 +107,10 @@ struct Monitor {
     follow_any: bool,
     /// Processes whose cgroup is in the capture (`# cgroup PID PATH`).
     cgroup_noted: BTreeSet<u32>,
-    /// The started command's snapshot, taken while it was stopped at its exec, to go into
-    /// the capture after its `exec` event (instead of one taken then: late, or after it
-    /// exited).
-    exec_snapshot: Option<(u32, Vec<u8>)>,
+    /// The started command's snapshots, taken while it was stopped at each of its execs,
+    /// to go into the capture after its `exec` events, in order (instead of ones taken
+    /// then: late, or after it exited).
+    exec_snapshots: VecDeque<(u32, Vec<u8>)>,
 }
 
 impl Monitor {
@@ -141,7 +141,7 @@ impl Monitor {
             tables: UnwindTables::off(),
             follow_any: false,
             cgroup_noted: BTreeSet::new(),
-            exec_snapshot: None,
+            exec_snapshots: VecDeque::new(),
         }
     }
 
@@ -282,12 +282,12 @@ impl Monitor {
             }
             EventKind::Exec { .. }
                 if self
-                    .exec_snapshot
-                    .as_ref()
+                    .exec_snapshots
+                    .front()
                     .is_some_and(|(pid, _)| *pid == event.pid) =>
             {
                 if let (Some((_, bytes)), Sink::Capture(out)) =
-                    (self.exec_snapshot.take(), &mut self.sink)
+                    (self.exec_snapshots.pop_front(), &mut self.sink)
                 {
                     out.write_all(&bytes)
                         .context("cannot write the capture file")?;
@@ -423,15 +423,19 @@ fn follow_command(
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     // The program's maps are snapshotted and its tables loaded while it is stopped at its
     // exec, so that its first faults are unwound with them, and a short program's maps are
-    // not lost to its exit.
-    let released = child.release_at_exec(|| {
-        if matches!(monitor.sink, Sink::Capture(_)) {
-            let mut bytes = Vec::new();
-            if write_snapshots(&mut bytes, pid, "exec").is_ok() {
-                monitor.exec_snapshot = Some((pid, bytes));
+    // not lost to its exit; the ranges of the libraries it needs are given while it is
+    // stopped at its entry point, so that its own code is unwound from its first fault.
+    let released = child.release_at_exec(|stop| match stop {
+        Stop::Exec => {
+            if matches!(monitor.sink, Sink::Capture(_)) {
+                let mut bytes = Vec::new();
+                if write_snapshots(&mut bytes, pid, "exec").is_ok() {
+                    monitor.exec_snapshots.push_back((pid, bytes));
+                }
             }
+            monitor.tables.sync_at_exec(pid);
         }
-        monitor.tables.sync_at_exec(pid);
+        Stop::Entry => monitor.tables.sync(pid),
     });
     if let Err(error) = released {
         let _ = proc.unwatch(&[pid]);

@@ -27,7 +27,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Row, Table};
 use ratatui::DefaultTerminal;
 
-use crate::child::HeldChild;
+use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupted, monotonic_now, LiveEvents};
 
 /// Options of `memmon top`.
@@ -316,7 +316,11 @@ fn open_live(
             return Err(error.into());
         }
         seen.insert(pid);
-        child.release_at_exec(|| first_seen(model, pid))?;
+        child.release_at_exec(|stop| {
+            if stop == Stop::Exec {
+                first_seen(model, pid);
+            }
+        })?;
         Watched::Command(child)
     };
     Ok((
