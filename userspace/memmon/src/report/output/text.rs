@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::report::model::class::PageKind;
 use crate::report::view::memory::{SiteRow, View};
+use crate::report::view::reach::StackReach;
 
 /// Options of the text form.
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +130,40 @@ fn write_stack_ends(out: &mut String, ends: &[u64; 5]) -> std::fmt::Result {
     )
 }
 
+/// Says where the stacks of the resident bytes end, when the capture has stacks.
+fn write_stack_reach(out: &mut String, reach: &StackReach) -> std::fmt::Result {
+    let total = reach.total();
+    if total == 0 {
+        return Ok(());
+    }
+    let parts = [
+        ("main", reach.main),
+        ("a thread's start", reach.thread_start),
+        ("start-up before main", reach.start_up),
+        ("exit", reach.exit),
+        ("no stack", reach.no_stack),
+        ("short of these", reach.other),
+    ];
+    let shown: Vec<String> = parts
+        .iter()
+        .filter(|(_, bytes)| *bytes > 0)
+        .map(|(what, bytes)| {
+            let tenths = u128::from(*bytes) * 1000 / u128::from(total);
+            format!(
+                "{what} {} ({}.{} %)",
+                size(*bytes),
+                tenths / 10,
+                tenths % 10
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "resident bytes by where their stacks end: {}",
+        shown.join(", ")
+    )
+}
+
 /// Renders the view as text.
 pub fn render(view: &View, options: TextOptions) -> String {
     let mut out = String::new();
@@ -159,6 +194,9 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> std::fmt::R
         writeln!(out, "note: {warning}")?;
     }
     write_stack_ends(out, &view.stack_ends)?;
+    if view.stacks {
+        write_stack_reach(out, &view.stack_reach)?;
+    }
     if view.bad_lines > 0 {
         writeln!(
             out,

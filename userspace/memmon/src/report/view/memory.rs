@@ -11,6 +11,7 @@ use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
+use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
@@ -180,6 +181,9 @@ pub struct View {
     /// Events with a stack, by why it ends (whole, depth, unreadable, no_table,
     /// unsupported: `StackEnd` order).
     pub stack_ends: [u64; 5],
+    /// Resident bytes at the moment by where their stacks end (`main`, a thread's
+    /// start, start-up, exit, no stack, other).
+    pub stack_reach: StackReach,
     /// Whether `pages=` was present.
     pub pages_key: bool,
     /// Totals by kind at the moment.
@@ -294,7 +298,7 @@ pub fn build(
             (format!("mark {text:?}"), &mark.picture)
         }
     };
-    let sites = site_rows(analysis, symbols, picture);
+    let (sites, stack_reach) = site_rows(analysis, symbols, picture);
     let tree = tree_rows(analysis, picture);
     let groups = match options.group_by {
         Some(by) if options.at.is_none() => group_rows(analysis, symbols, by),
@@ -323,6 +327,7 @@ pub fn build(
         pids: analysis.pids.clone(),
         stacks: analysis.has_stacks,
         stack_ends: analysis.stack_ends,
+        stack_reach,
         pages_key: analysis.has_pages,
         totals: picture.kind_bytes(),
         mapped: crate::report::model::picture::saturating_sum(
@@ -391,6 +396,7 @@ fn group_rows(analysis: &Analysis, symbols: &Symbols, by: GroupBy) -> Vec<GroupR
             totals: picture.kind_bytes(),
             tree: tree_rows(analysis, &picture),
             sites: site_rows(analysis, symbols, &picture)
+                .0
                 .into_iter()
                 .filter(|row| row.resident > 0)
                 .collect(),
@@ -409,8 +415,14 @@ fn chain_key(frames: &[FrameInfo]) -> Vec<String> {
     frames.iter().map(|f| f.function.clone()).collect()
 }
 
-fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<SiteRow> {
+/// The site rows of a picture, and its resident bytes by where their stacks end.
+fn site_rows(
+    analysis: &Analysis,
+    symbols: &Symbols,
+    picture: &Picture,
+) -> (Vec<SiteRow>, StackReach) {
     let mut rows: HashMap<Vec<String>, (SiteRow, u64)> = HashMap::new();
+    let mut reach = StackReach::default();
     let empty = SiteStats::default();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
@@ -426,6 +438,10 @@ fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<S
             continue;
         }
         let frames = symbols.site(&analysis.sites, id);
+        if resident > 0 {
+            let ends = classify(&analysis.sites, analysis.sites.frames(id), &frames);
+            reach.add(ends, resident);
+        }
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
         let entry = rows.entry(chain_key(&frames)).or_insert_with(|| {
             (
@@ -485,7 +501,7 @@ fn site_rows(analysis: &Analysis, symbols: &Symbols, picture: &Picture) -> Vec<S
             .then(b.mapped.cmp(&a.mapped))
             .then_with(|| a.chain(64).cmp(&b.chain(64)))
     });
-    rows
+    (rows, reach)
 }
 
 fn timeline_rows(analysis: &Analysis, symbols: &Symbols, spike: Option<u64>) -> Vec<TimelineRow> {

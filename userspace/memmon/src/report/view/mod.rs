@@ -6,5 +6,6 @@ pub mod debuginfo;
 pub mod debuginfod;
 pub mod diff;
 pub mod memory;
+pub mod reach;
 pub mod reconcile;
 pub mod symbols;

@@ -1,0 +1,212 @@
+//! Where the stacks of resident memory end: at the program's `main`, at a thread's start,
+//! in the start-up before `main` or the exit after it, or short of any of them.
+
+use serde::Serialize;
+
+use crate::report::model::sites::{Frame, SiteTable};
+use crate::report::view::symbols::FrameInfo;
+
+/// Where one site's stack ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A frame is the program's `main` (C's `main`, Rust's `crate::main`).
+    Main,
+    /// The outermost frame is a thread's start (`start_thread`, `clone`, `clone3`).
+    ThreadStart,
+    /// Before `main`: the outermost frame is in the dynamic loader (relocation,
+    /// constructors run by `_dl_init`), or the chain goes through `_start` to the C
+    /// library's start-up without reaching `main`.
+    StartUp,
+    /// After `main`: through `exit`, its handlers or the loader's destructors.
+    Exit,
+    /// A pseudo-site: memory the capture cannot tie to code (mapped before watching,
+    /// mapped by the exec, taken by the kernel without a stack).
+    NoStack,
+    /// None of these: a stack that ended early (see `stack_end=`), or code no path
+    /// from `main` or a thread start leads to.
+    Other,
+}
+
+/// Functions of the exit path, after `main` returned or called `exit`.
+const EXIT_FUNCTIONS: &[&str] = &["exit", "__run_exit_handlers", "_dl_fini", "_exit"];
+/// Functions of the C library's start-up, before `main`.
+const START_FUNCTIONS: &[&str] = &[
+    "_start",
+    "__libc_start_main",
+    "__libc_start_main_impl",
+    "__libc_start_main_alias_2",
+    "call_init",
+    "__libc_csu_init",
+];
+/// Functions a thread's stack starts at.
+const THREAD_FUNCTIONS: &[&str] = &["start_thread", "clone", "__clone", "clone3", "__clone3"];
+
+/// Whether `path` names a dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`, `ld-musl-*`).
+fn is_dynamic_loader(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so")
+}
+
+/// Classifies a site by its frames (innermost first) and their symbolised names.
+pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[FrameInfo]) -> Reach {
+    if frames.iter().all(|f| matches!(f, Frame::Label(_))) {
+        return Reach::NoStack;
+    }
+    let named = |list: &[&str]| names.iter().any(|f| list.contains(&f.function.as_str()));
+    if names
+        .iter()
+        .any(|f| f.function == "main" || f.function.ends_with("::main"))
+    {
+        return Reach::Main;
+    }
+    if named(EXIT_FUNCTIONS) {
+        return Reach::Exit;
+    }
+    if names
+        .last()
+        .is_some_and(|f| THREAD_FUNCTIONS.contains(&f.function.as_str()))
+    {
+        return Reach::ThreadStart;
+    }
+    let outermost_in_loader = frames.iter().rev().find_map(|f| match f {
+        Frame::Code { object, .. } => Some(is_dynamic_loader(sites.object_path(*object))),
+        _ => None,
+    });
+    if outermost_in_loader == Some(true) || named(START_FUNCTIONS) {
+        return Reach::StartUp;
+    }
+    Reach::Other
+}
+
+/// Resident bytes by where their stacks end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StackReach {
+    /// Reaching `main`.
+    pub main: u64,
+    /// Reaching a thread's start function without `main`.
+    pub thread_start: u64,
+    /// Start-up before `main` (the dynamic loader, the C library's start-up).
+    pub start_up: u64,
+    /// The exit path after `main`.
+    pub exit: u64,
+    /// Memory without a stack (pseudo-sites).
+    pub no_stack: u64,
+    /// Stacks that reach none of these.
+    pub other: u64,
+}
+
+impl StackReach {
+    /// Adds `bytes` of a site that ends at `reach`.
+    pub fn add(&mut self, reach: Reach, bytes: u64) {
+        let slot = match reach {
+            Reach::Main => &mut self.main,
+            Reach::ThreadStart => &mut self.thread_start,
+            Reach::StartUp => &mut self.start_up,
+            Reach::Exit => &mut self.exit,
+            Reach::NoStack => &mut self.no_stack,
+            Reach::Other => &mut self.other,
+        };
+        *slot = slot.saturating_add(bytes);
+    }
+
+    /// All bytes counted.
+    pub fn total(&self) -> u64 {
+        [
+            self.main,
+            self.thread_start,
+            self.start_up,
+            self.exit,
+            self.no_stack,
+            self.other,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str) -> FrameInfo {
+        FrameInfo {
+            function: name.to_owned(),
+            file: None,
+            line: None,
+            inlined: false,
+        }
+    }
+
+    fn site(table: &mut SiteTable, objects: &[&str]) -> Vec<Frame> {
+        objects
+            .iter()
+            .enumerate()
+            .map(|(i, path)| Frame::Code {
+                object: table.object(path),
+                offset: i as u64 * 16,
+                ret: i > 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn classifies_each_end() {
+        let mut table = SiteTable::default();
+        let exe = "/usr/bin/prog";
+        let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+        let ld = "/lib64/ld-linux-x86-64.so.2";
+        let cases: &[(&[&str], &[&str], Reach)] = &[
+            (
+                &[libc, exe, exe, libc],
+                &["_int_malloc", "load_rows", "main", "__libc_start_call_main"],
+                Reach::Main,
+            ),
+            (
+                &[exe, exe],
+                &["rust_vec::grow_vec", "rust_vec::main"],
+                Reach::Main,
+            ),
+            (
+                &[exe, libc, libc],
+                &["thread_main", "start_thread", "__clone3"],
+                Reach::ThreadStart,
+            ),
+            (
+                &[ld, ld, ld],
+                &["_dl_relocate_object", "_dl_start_final", "_dl_start"],
+                Reach::StartUp,
+            ),
+            (
+                &[exe, libc, exe],
+                &["init_table", "__libc_start_main_impl", "_start"],
+                Reach::StartUp,
+            ),
+            (
+                &[exe, libc, libc, exe],
+                &["cleanup", "__run_exit_handlers", "exit", "_start"],
+                Reach::Exit,
+            ),
+            (&[libc], &["_int_malloc"], Reach::Other),
+            (&[libc, libc], &["memset", "start_thread_x"], Reach::Other),
+        ];
+        for (objects, names, want) in cases {
+            let frames = site(&mut table, objects);
+            let names: Vec<FrameInfo> = names.iter().map(|n| info(n)).collect();
+            assert_eq!(classify(&table, &frames, &names), *want, "{names:?}");
+        }
+        let label = [Frame::Label(crate::report::model::sites::LABEL_BEFORE)];
+        assert_eq!(classify(&table, &label, &[info("x")]), Reach::NoStack);
+    }
+
+    #[test]
+    fn sums_by_reach() {
+        let mut reach = StackReach::default();
+        reach.add(Reach::Main, 4096);
+        reach.add(Reach::Main, 8192);
+        reach.add(Reach::StartUp, 4096);
+        reach.add(Reach::Other, u64::MAX);
+        assert_eq!(reach.main, 12288);
+        assert_eq!(reach.start_up, 4096);
+        assert_eq!(reach.total(), u64::MAX);
+    }
+}
