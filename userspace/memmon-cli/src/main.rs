@@ -62,7 +62,7 @@ enum Command {
     /// (preceded by a few faults of memmon's own child before exec). memmon exits with
     /// the command's exit status (128+N when killed by signal N).
     #[command(
-        after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2"
+        after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2\n  memmon run --cgroup /sys/fs/cgroup/system.slice/foo.service"
     )]
     Run {
         /// Also watch the processes the command forks, and theirs.
@@ -83,8 +83,13 @@ enum Command {
         stacks: u32,
         #[command(flatten)]
         sample: SampleArgs,
+        /// Instead of a command, watch every process of this cgroup v2 directory and below
+        /// it (absolute path): those in it now and those that start in or move into it,
+        /// until Ctrl-C; the cgroup is unwatched at the end.
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow"])]
+        cgroup: Option<PathBuf>,
         /// The command and its arguments.
-        #[arg(required = true, last = true, value_name = "CMD")]
+        #[arg(required_unless_present = "cgroup", last = true, value_name = "CMD")]
         command: Vec<String>,
     },
     /// Start watching running processes.
@@ -292,15 +297,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             quiet,
             stacks,
             sample,
+            cgroup,
             command,
         } => {
+            let cgroup = cgroup
+                .as_deref()
+                .map(memmon::capture::cgroup::validate)
+                .transpose()?;
             let _stacks = params::stack_depth(&params, &proc, stacks, stacks > 0);
             let _sample = params::sample_period(&params, &proc, sample.sample)?;
             let printer = match output {
                 Some(path) => Printer::new(follow::create_file(&path)?, output::Format::Raw),
                 None => Printer::new(Box::new(io::stdout().lock()), format.format()),
             };
-            follow::run_command(&proc, &command, follow, printer, !quiet)
+            match cgroup {
+                Some(cgroup) => follow::run_cgroup(&proc, &cgroup, printer, !quiet),
+                None => follow::run_command(&proc, &command, follow, printer, !quiet),
+            }
         }
         Command::Attach {
             follow,

@@ -1,4 +1,4 @@
-//! `--cgroup PATH` of attach, detach, tail, record and top against a fake /proc root (plain
+//! `--cgroup PATH` of attach, detach, tail, run, record and top against a fake /proc root (plain
 //! files standing in for the module's, as in cli.rs): the path is checked before anything
 //! is written (one `memmon: error:` line), the module gets `c:PATH` / `-c:PATH`, and
 //! `record --cgroup` writes the cgroup of each recorded process into the capture.
@@ -77,8 +77,9 @@ fn bad_cgroup_paths_are_one_error_line_and_nothing_written() {
     ];
     let capture = root.parent().unwrap().join("capture.txt");
     for (path, expected) in &cases {
-        let commands: [Vec<String>; 4] = [
+        let commands: [Vec<String>; 5] = [
             vec!["attach".into(), "--cgroup".into(), path.clone()],
+            vec!["run".into(), "--cgroup".into(), path.clone()],
             vec!["tail".into(), "--cgroup".into(), path.clone()],
             vec![
                 "record".into(),
@@ -197,4 +198,48 @@ fn record_cgroup_writes_each_process_cgroup() {
         reasons,
         [(pid, "start"), (pid, "start"), (pid, "end"), (pid, "end")]
     );
+}
+
+#[test]
+fn run_cgroup_prints_the_cgroup_events_until_interrupted() {
+    let Some(mount) = cgroup2_mount() else { return };
+    let root = fake_proc_root("run");
+    fs::write(
+        root.join("events"),
+        "9999999.000000000 4242/4242 fault type=anon access=W addr=0x7f0000001000 ip=0x401000\n\
+         9999999.000000100 4242/4243 fault type=file access=R addr=0x7f0000002000 ip=0x401000\n",
+    )
+    .unwrap();
+    let path = mount.display().to_string();
+    let runner = memmon(&root)
+        .args(["--no-unwind-tables", "run", "--cgroup", &path])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let during = fs::read_to_string(root.join("watch-pids")).unwrap();
+    assert!(Command::new("kill")
+        .args(["-INT", &runner.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let output = runner.wait_with_output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(during, format!("c:{path}\n"));
+    assert_eq!(
+        fs::read_to_string(root.join("watch-pids")).unwrap(),
+        format!("-c:{path}\n")
+    );
+    assert_eq!(
+        stdout,
+        "4242: anon page @0x7f0000001000 (W)\n4242/4243: file page @0x7f0000002000 (R)\n"
+    );
+    assert!(stderr.contains("memmon: interrupted"), "{stderr}");
+    // A command and --cgroup together: one error line.
+    let (code, _, stderr) = run(memmon(&root).args(["run", "--cgroup", &path, "--", "true"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

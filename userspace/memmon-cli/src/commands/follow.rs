@@ -553,11 +553,35 @@ pub fn record_cgroup(
     let shown = cgroup.display().to_string();
     write_capture_header(&mut out, proc, params, ("cgroup-watched", &shown))
         .context("cannot write the capture file")?;
+    follow_cgroup(proc, cgroup, Sink::Capture(out), false)?;
+    eprintln!("memmon: interrupted, recording stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run --cgroup PATH`: print the events of every process of the cgroup (and below it)
+/// until Ctrl-C, then the summary; the cgroup is unwatched at the end.
+pub fn run_cgroup(
+    proc: &ProcInterface,
+    cgroup: &Path,
+    printer: Printer,
+    summary: bool,
+) -> Result<ExitCode> {
+    follow_cgroup(proc, cgroup, Sink::Print(printer), summary)?;
+    eprintln!("memmon: interrupted");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Follows every process of `cgroup` on the live stream into `sink` until Ctrl-C.
+fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool) -> Result<()> {
+    let shown = cgroup.display().to_string();
     let mut events = LiveEvents::open(proc)?;
     catch_interrupts()?;
     let since = monotonic_now();
     proc.watch_cgroup(cgroup)?;
-    let mut monitor = Monitor::new(Sink::Capture(out), since, false);
+    let mut monitor = Monitor::new(sink, since, summary);
+    if let Some(replay) = &mut monitor.summary {
+        replay.header("cgroup-watched", &shown);
+    }
     monitor.follow_any = true;
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     while !interrupted() {
@@ -576,9 +600,9 @@ pub fn record_cgroup(
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
-    eprintln!("memmon: interrupted, recording stopped");
     report_lost(proc, monitor.lost);
-    Ok(ExitCode::SUCCESS)
+    monitor.print_summary();
+    Ok(())
 }
 
 /// Creates an output file, buffered.
