@@ -605,6 +605,16 @@ fn stream_additions_json_and_human() {
         serde_json::json!(["0x401200", "0x401300", "0x7f0000001234"])
     );
     assert!(fault.get("dur").is_none());
+    assert!(
+        fault.get("stack_end").is_none(),
+        "a whole stack has no stack_end"
+    );
+    let early = json(
+        "5.000000000 10/10 fault type=anon access=W addr=0x1000 ip=0x401000 \
+         stack=0x401000,0x402000 stack_end=no_table",
+    );
+    assert_eq!(early["stack"], serde_json::json!(["0x401000", "0x402000"]));
+    assert_eq!(early["stack_end"], "no_table");
     let mmap = json(VALID[33]);
     assert_eq!(mmap["dur"], 1234);
     let rss = json(VALID[43]);

@@ -206,9 +206,19 @@ impl fmt::Display for Stack {
 }
 
 impl Serialize for Stack {
-    /// An array of hex strings, innermost first.
+    /// The fields of an event's stack (flattened into it): `stack`, an array of hex
+    /// strings, innermost first, and `stack_end` (its `stack_end=` name) when the stack
+    /// ends before its outermost frame.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|address| format!("{address:#x}")))
+        use serde::ser::SerializeMap;
+        let addresses: Vec<String> = self.0.iter().map(|a| format!("{a:#x}")).collect();
+        let whole = self.1 == StackEnd::Complete;
+        let mut map = serializer.serialize_map(Some(if whole { 1 } else { 2 }))?;
+        map.serialize_entry("stack", &addresses)?;
+        if !whole {
+            map.serialize_entry("stack_end", self.1.name())?;
+        }
+        map.end()
     }
 }
 
@@ -252,8 +262,9 @@ pub struct Event<'a> {
     /// `dur=`: nanoseconds spent in the call (system-call kinds only; `None` when absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dur: Option<u64>,
-    /// `stack=`: the user call stack (fault and system-call kinds only; `None` when absent).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `stack=`: the user call stack (fault and system-call kinds only; `None` when absent);
+    /// in JSON `stack` and, for a stack that ends early, `stack_end`.
+    #[serde(flatten)]
     pub stack: Option<Stack>,
 }
 
