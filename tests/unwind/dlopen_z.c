@@ -1,8 +1,11 @@
-// dlopen_z PAGES: opens Debian's libz with dlopen after the start, waits (for memmon record to
-// load its unwind table, which it does on the library's mmap line), then compresses PAGES
-// pages of text with it, between the markers fsync(1001) and fsync(1002): the pages zlib's
-// deflate state brings in are written by zlib and glibc code called from compress_pages.
+// dlopen_z PAGES [USECS | GO-FILE]: opens Debian's libz with dlopen after the start, waits, then
+// compresses PAGES pages of text with it, between the markers fsync(1001) and fsync(1002): the
+// pages zlib's deflate state brings in are written by zlib and glibc code called from
+// compress_pages. The wait is for memmon record to load libz's unwind table, which it does on
+// the library's mmap line: USECS microseconds (default 500000), or, given a path, until that
+// file exists (at most 120 s), after creating GO-FILE.ready to say the library is mapped.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +39,20 @@ int main(int argc, char **argv)
 	compress2 = (compress2_fn)dlsym(z, "compress2");
 	if (!compress2)
 		return 1;
-	usleep(argc > 2 ? strtoul(argv[2], NULL, 0) : 500000);
+	if (argc > 2 && argv[2][0] == '/') {
+		char ready[4096];
+		int fd, tries = 0;
+
+		snprintf(ready, sizeof(ready), "%s.ready", argv[2]);
+		fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			return perror(ready), 1;
+		close(fd);
+		while (access(argv[2], F_OK) != 0 && ++tries < 12000)
+			usleep(10000);
+	} else {
+		usleep(argc > 2 ? strtoul(argv[2], NULL, 0) : 500000);
+	}
 	fsync(1001);
 	compress_pages(compress2, pages);
 	fsync(1002);

@@ -45,7 +45,30 @@ for rows in 200000 600000; do
     fi
 done
 
-memmon record -q --stacks 64 -o /tmp/z -- /progs/dlopen_z 64 > /dev/null || fail "record dlopen_z"
+# dlopen_z maps libz, then waits until /tmp/z.go exists: made here once memmon record has
+# loaded libz's table for it (the process's tables in /proc/memmon/unwind reach the number of
+# code files it maps), so that its compress_pages faults come after, however slow the reader.
+rm -f /tmp/z.go /tmp/z.go.ready
+memmon record -q --stacks 64 -o /tmp/z -- /progs/dlopen_z 64 /tmp/z.go > /dev/null &
+recorder=$!
+i=0
+until [ -e /tmp/z.go.ready ]; do
+    [ $((i += 1)) -le 6000 ] || fail "dlopen_z did not open libz"
+    sleep 0.01
+done
+zpid=$(pidof dlopen_z)
+[ -n "$zpid" ] || fail "no dlopen_z process"
+files=$(awk '$2 ~ /x/ && $6 ~ /^\// { print $6 }' /proc/$zpid/maps | sort -u | wc -l)
+grep -q libz /proc/$zpid/maps || fail "libz is not mapped"
+i=0
+until awk -v pid=$zpid -v want=$files '$1 == "process" && $2 == pid { sub("tables=", "", $4); ok = $4 >= want }
+        END { exit !ok }' /proc/memmon/unwind; do
+    [ $((i += 1)) -le 1200 ] || { cat /proc/memmon/unwind; fail "libz's table was not loaded in 60 s"; }
+    sleep 0.05
+done
+echo "libz's table loaded for dlopen_z after $((i * 50)) ms or less ($files code files)"
+touch /tmp/z.go
+wait $recorder || fail "record dlopen_z"
 memmon report --format folded /tmp/z | grep compress_pages > /tmp/z.folded
 [ -s /tmp/z.folded ] || fail "no stack through compress_pages"
 grep -v ';main;compress_pages' /tmp/z.folded && fail "a compress_pages stack that does not reach main"
