@@ -117,6 +117,43 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     done
 done
 
+# The cost of a stack walk per entry: N first-touch faults at the bottom of a chain of 20
+# calls (bench deep), the workload watched and no reader while it runs (the rings hold every
+# event), so that only the recording side is timed:
+#   stacks-off     stack_depth=0
+#   stacks-fp      stack_depth=16, walked by frame pointers (the bench is built with them)
+#   stacks-tables  stack_depth=16, walked with the bench's unwind table, loaded by
+#                  `memmon unwind PID` before the faults (docs/unwind.md)
+# "stackwalk SETUP NS ENTRIES LOST": ns per fault, and the entries of most faults' stacks.
+stackwalk() {
+    setup=$1 depth=16
+    [ $setup = stacks-off ] && depth=0
+    unload
+    insmod /memmon/memmon.ko buflen=33554432 stack_depth=$depth
+    rm -f /tmp/go /tmp/go.ready
+    /progs/watchexec /progs/bench deep 20 "$N" /tmp/go > /tmp/deep.out &
+    job=$!
+    until [ -e /tmp/go.ready ]; do sleep 0.01; done
+    if [ $setup = stacks-tables ]; then
+        memmon unwind "$(pidof bench)" > /dev/null || echo "warning: memmon unwind failed" >&2
+    fi
+    touch /tmp/go
+    wait $job
+    # The entries of most stacks: the deep faults' (the program's start-up has a few more).
+    entries=$(/progs/drain | awk '/ fault / { n = 0; if (match($0, / stack=[^ ]*/)) n = split(substr($0, RSTART + 7, RLENGTH - 7), a, ",")
+        c[n]++ } END { for (n in c) if (c[n] > best) { best = c[n]; mode = n } printf "%.2f", mode }')
+    echo "stackwalk $setup $(sed -n 's/^ns=//p' /tmp/deep.out) $entries $(stat_of lost_reported)" >> $res
+}
+rep=0
+while [ $((rep += 1)) -le "$REPS" ]; do
+    case $((rep % 3)) in
+    0) order="stacks-off stacks-fp stacks-tables" ;;
+    1) order="stacks-fp stacks-tables stacks-off" ;;
+    2) order="stacks-tables stacks-off stacks-fp" ;;
+    esac
+    for setup in $order; do stackwalk $setup; done
+done
+
 # Reader throughput: a full buffer of READN fault events read and formatted at once.
 unload
 rep=0

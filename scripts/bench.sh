@@ -17,6 +17,9 @@
 #              by frame pointers
 #   record     the same with the unwind tables `memmon record` loads (docs/unwind.md); the
 #              entries per stack of both are printed, and the cost per entry
+# The stack walk alone (no reader while the workload runs; scripts/bench-guest.sh): faults at
+# the bottom of 20 calls with stack_depth 0, and 16 walked by frame pointers or with tables;
+# the cost per entry of each walk over stack_depth 0.
 # Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
 # throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
@@ -83,6 +86,7 @@ sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0}, $([ -n "$stock" ] && echo "Debian's stock kernel, fault source: kprobes" || echo "patched kernel, fault source: mm_fault"))"
 awk '
     $1 == "frames" { fr[$2 " " $3] = $4; next }
+    $1 == "stackwalk" { v["stackwalk " $2] = v["stackwalk " $2] " " $3; ent[$2] = ent[$2] " " $4; lost["stackwalk " $2] += $5; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
       if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
@@ -115,6 +119,18 @@ awk '
                 printf "%-16s entries per stack: %s by frame pointers, %s with tables; per entry over watched: %s fp, %s tables\n", "", ffp, ft2, \
                     (ffp > 0 ? sprintf("%d", (rfp - wat) / ffp) : "-"), (ft2 > 0 ? sprintf("%d", (rt - wat) / ft2) : "-")
             }
+        }
+        if (("stackwalk stacks-off") in v) {
+            printf "\n%-16s %-13s %8s %8s %8s %8s %8s %10s\n", "stack walk", "set-up", "median", "min", "max", "entries", "lost", "per entry"
+            stats("stackwalk stacks-off"); off = med
+            for (s = 1; s <= 3; s++) {
+                name = s == 1 ? "stacks-off" : s == 2 ? "stacks-fp" : "stacks-tables"
+                stats("stackwalk " name); mw[name] = med
+                n = split(substr(ent[name], 2), ea, " "); e = ea[1]
+                pe[name] = e > 0 ? (med - off) / e : 0
+                printf "%-16s %-13s %8d %8d %8d %8.2f %8d %10s\n", "", name, med, lo, hi, e, lost["stackwalk " name], e > 0 ? sprintf("%d", pe[name]) : "-"
+            }
+            printf "%-16s per entry: %d by frame pointers, %d with tables: %.2fx (the goal: at most 2x)\n", "", pe["stacks-fp"], pe["stacks-tables"], pe["stacks-fp"] > 0 ? pe["stacks-tables"] / pe["stacks-fp"] : 0
         }
         stats("reader memmon"); m = med; mlo = lo; mhi = hi
         stats("reader ftrace"); f = med

@@ -148,9 +148,16 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader" && $1 != "frames" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
     [ "$n" -eq 21 ] || { echo "want 21 results (7 set-ups x 3 workloads)"; return 1; }
+    # The stack walk: 20 calls deep, no entry by stack_depth 0, 16 both by frame pointers
+    # and with the unwind table.
+    local walk
+    walk=$(awk '$1 == "stackwalk" { printf "%s %s;", $2, $4 }' "$top/build/vm/bench.out.results")
+    echo "stack walk entries: $walk"
+    [ "$walk" = "stacks-fp 16.00;stacks-tables 16.00;stacks-off 0.00;" ] ||
+        { echo "want stacks-fp 16.00, stacks-tables 16.00, stacks-off 0.00 entries per stack"; return 1; }
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
     grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
     grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"
@@ -173,8 +180,9 @@ if [ -z "$vm_only" ]; then
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
     # host-side: a real debuginfod server (and a corrupt one) for `memmon report`
     [ -f "$top/userspace/Cargo.toml" ] && run_item report-debuginfod "$top/tests/report/debuginfod.sh"
-    # `make run`'s demo ends with the report of its workload (names, lines, the HTML page)
+    # `memmon top` under tmux on a replayed capture
     [ -f "$top/userspace/Cargo.toml" ] && run_item top-tmux "$top/tests/top/tmux.sh"
+    # `make run`'s demo ends with the report of its workload (names, lines, the HTML page)
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-demo-report "$top/tests/report/demo-check.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-perf-map "$top/tests/report/run-vm-perf-map.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-report-symbolize "$top/tests/report/run-vm-symbolize.sh"

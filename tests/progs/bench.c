@@ -10,6 +10,9 @@
 //                prints ns=<ns per page written> touched=<pages written in all>
 //   read FILE    reads FILE (O_NONBLOCK) 64 KiB at a time until end of file or EAGAIN;
 //                prints lines=<lines read> ns=<ns> lines_per_s=<lines per second>
+//   deep D N GO  maps N pages, creates GO.ready and waits until GO exists (for the caller to
+//                load unwind tables), then calls D functions deep and writes one byte to each
+//                page at the bottom; prints ns=<ns per fault>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -128,6 +131,49 @@ static int readfile(const char *path)
 	return 0;
 }
 
+static volatile char *deep_pages;
+static size_t deep_count;
+static long long deep_spent;
+static int descend(int depth);
+// Called through a volatile pointer: never inlined, and no call is turned into a jump or a
+// loop, so each level is a frame of its own.
+static int (*volatile descend_next)(int) = descend;
+
+__attribute__((noinline)) static int descend(int depth)
+{
+	long long t0;
+
+	if (depth > 0)
+		return descend_next(depth - 1) ^ depth;
+	t0 = now_ns();
+	for (size_t i = 0; i < deep_count; i++)
+		deep_pages[i * PAGE] = 1;
+	deep_spent = now_ns() - t0;
+	return 0;
+}
+
+static int deep(int depth, size_t n, const char *go)
+{
+	char ready[4096];
+	int fd, tries = 0;
+
+	deep_pages = map_pages(n);
+	deep_count = n;
+	snprintf(ready, sizeof(ready), "%s.ready", go);
+	fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return perror(ready), 1;
+	close(fd);
+	while (access(go, F_OK) != 0)
+		if (++tries > 60000)
+			return fprintf(stderr, "bench: no %s after 600 s\n", go), 1;
+		else
+			usleep(10000);
+	descend_next(depth);
+	printf("ns=%lld\n", n ? deep_spent / (long long)n : 0);
+	return 0;
+}
+
 // The "generations" counter of /proc/memmon/stats, -1 without it.
 static long generations(void)
 {
@@ -203,9 +249,11 @@ int main(int argc, char **argv)
 		return mapunmap(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "read"))
 		return readfile(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "deep"))
+		return deep(atoi(argv[2]), strtoul(argv[3], NULL, 0), argv[4]);
 	if (argc == 6 && !strcmp(argv[1], "sample"))
 		return sample(strtoul(argv[2], NULL, 0), atoi(argv[3]), atoi(argv[4]),
 			      !strcmp(argv[5], "sync"));
-	fprintf(stderr, "usage: bench faults THREADS N | mapunmap N | sample N PCT ROUNDS sync|sleep | read FILE\n");
+	fprintf(stderr, "usage: bench faults THREADS N | mapunmap N | sample N PCT ROUNDS sync|sleep | read FILE | deep D N GO\n");
 	return 2;
 }
