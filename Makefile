@@ -3,7 +3,8 @@
 #   make deps     install what a fresh Debian bookworm machine lacks (root)
 #   make          kernel (patched, configured, bzImage + modules), module, userspace
 #   make module   only the module (KDIR=/path/to/your/patched/tree to use your own kernel)
-#   make run      the demo: boot the VM, load memmon, watch a workload, show its events
+#   make run      the demo: boot the VM, load memmon, watch a workload, show its events,
+#                 then record a program and end with memmon report of it (and an HTML page)
 #   make check    userspace tests, module rustfmt + clippy, VM scenarios, a quick bench
 #   make bench    memmon against ftrace in one VM boot timed, then in one counting
 #                 instructions (scripts/bench.sh, --icount; 8 to 15 minutes)
