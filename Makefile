@@ -94,7 +94,7 @@ progs: $(PROGS) $(UNWIND_PROGS_STAMP)
 
 # The unwinding test programs: built with and without frame pointers, against Debian's shared
 # libraries, and in Rust (tests/unwind/build.sh).
-$(UNWIND_PROGS_STAMP): $(wildcard $(TOP)/tests/unwind/*)
+$(UNWIND_PROGS_STAMP): $(wildcard $(TOP)/tests/unwind/*) $(TOP)/tests/progs/gofile.h
 	@$(TOP)/tests/unwind/build.sh $(BUILD)/progs
 	@touch $@
 

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gofile.h"
+
 #define PAGE 4096UL
 
 static size_t pages;
@@ -154,21 +156,10 @@ __attribute__((noinline)) static int descend(int depth)
 
 static int deep(int depth, size_t n, const char *go)
 {
-	char ready[4096];
-	int fd, tries = 0;
-
 	deep_pages = map_pages(n);
 	deep_count = n;
-	snprintf(ready, sizeof(ready), "%s.ready", go);
-	fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		return perror(ready), 1;
-	close(fd);
-	while (access(go, F_OK) != 0)
-		if (++tries > 60000)
-			return fprintf(stderr, "bench: no %s after 600 s\n", go), 1;
-		else
-			usleep(10000);
+	if (wait_for_go(go))
+		return 1;
 	descend_next(depth);
 	printf("ns=%lld\n", n ? deep_spent / (long long)n : 0);
 	return 0;

@@ -5,11 +5,12 @@
 // the library's mmap line: USECS microseconds (default 500000), or, given a path, until that
 // file exists (at most 120 s), after creating GO-FILE.ready to say the library is mapped.
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../progs/gofile.h"
 
 typedef int (*compress2_fn)(unsigned char *, unsigned long *, const unsigned char *, unsigned long, int);
 
@@ -40,16 +41,8 @@ int main(int argc, char **argv)
 	if (!compress2)
 		return 1;
 	if (argc > 2 && argv[2][0] == '/') {
-		char ready[4096];
-		int fd, tries = 0;
-
-		snprintf(ready, sizeof(ready), "%s.ready", argv[2]);
-		fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0)
-			return perror(ready), 1;
-		close(fd);
-		while (access(argv[2], F_OK) != 0 && ++tries < 12000)
-			usleep(10000);
+		if (wait_for_go(argv[2]))
+			return 1;
 	} else {
 		usleep(argc > 2 ? strtoul(argv[2], NULL, 0) : 500000);
 	}
