@@ -4,7 +4,13 @@
 //! replay), sampled every `--interval`. On a terminal the sample is drawn with ratatui
 //! (keys: s sort, p/space pause, tab processes/sites, q quit); otherwise it is printed as
 //! a plain table every interval.
+//!
+//! With `-p` or `-- CMD`, top follows the processes it added and the children they fork
+//! (`fork ... watched=1`), and unwatches those still running at the end. Live lines that do
+//! not decode are warned about on stderr once per event kind (after the terminal view, while
+//! it is up; its status line counts them).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
@@ -19,7 +25,9 @@ use memmon::top::{
     process_cells, render_plain, site_cells, status_line, ProcessOrder, SiteOrder, TopModel,
     TopSample, PROCESS_COLUMNS, SITE_COLUMNS,
 };
-use memmon::{parse_line, CaptureReader, EventKind, ProcInterface, Snapshot, SnapshotSource};
+use memmon::{
+    parse_line, CaptureReader, EventKind, ParseError, ProcInterface, Snapshot, SnapshotSource,
+};
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
@@ -46,10 +54,11 @@ pub struct TopArgs {
           value_parser = parse_speed)]
     speed: f64,
     /// Watch these running processes, and their children (repeat or separate with commas).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',',
+          conflicts_with_all = ["cgroup", "command"])]
     pids: Vec<u32>,
     /// Watch every process of this cgroup v2 directory and below (absolute path).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "command")]
     cgroup: Option<PathBuf>,
     /// Sites listed in the plain table.
     #[arg(long, default_value_t = 10)]
@@ -93,8 +102,72 @@ enum Source {
         events: LiveEvents,
         since: memmon::Timestamp,
         /// Pids seen (snapshotted when first seen).
-        seen: std::collections::BTreeSet<u32>,
+        seen: BTreeSet<u32>,
+        /// With `-p` or `-- CMD`: the processes added and the children they forked (their
+        /// `fork ... watched=1`), less those that exited: unwatched at the end. None with
+        /// `--cgroup`, where the cgroup is.
+        followed: Option<BTreeSet<u32>>,
+        undecodable: Undecodable,
     },
+}
+
+/// Most event kinds whose undecodable lines are counted apart (and warned about).
+const UNDECODABLE_KINDS: usize = 16;
+
+/// Live lines that do not decode: each kind's first one is warned about on stderr (as
+/// `record` warns), the rest counted; while the terminal view is up, the warnings are held
+/// until it is gone.
+#[derive(Debug, Default)]
+struct Undecodable {
+    total: u64,
+    /// Lines per event kind (the line's third word).
+    kinds: BTreeMap<String, u64>,
+    /// Warnings held back while the terminal view owns the screen.
+    held: Option<Vec<String>>,
+}
+
+impl Undecodable {
+    fn note(&mut self, line: &str, error: &ParseError) {
+        self.total += 1;
+        let kind = line.split_ascii_whitespace().nth(2).unwrap_or("");
+        if let Some(count) = self.kinds.get_mut(kind) {
+            *count += 1;
+            return;
+        }
+        if self.kinds.len() == UNDECODABLE_KINDS {
+            return;
+        }
+        self.kinds.insert(kind.to_owned(), 1);
+        let warning = format!(
+            "memmon: warning: skipping undecodable event ({error}): {line} (further ones of \
+             this kind are counted, not shown)"
+        );
+        match &mut self.held {
+            Some(held) => held.push(warning),
+            None => eprintln!("{warning}"),
+        }
+    }
+
+    /// Holds the warnings back (the terminal view is up).
+    fn hold(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Prints the held warnings, and how many lines were skipped in all when some were not
+    /// shown.
+    fn finish(&mut self) {
+        for warning in self.held.take().unwrap_or_default() {
+            eprintln!("{warning}");
+        }
+        let shown = self.kinds.len() as u64;
+        if self.total > shown {
+            eprintln!(
+                "memmon: warning: {} undecodable events skipped in all ({} not shown)",
+                self.total,
+                self.total - shown
+            );
+        }
+    }
 }
 
 /// How far ahead of its time a replayed event may be applied (no sleep for less).
@@ -163,6 +236,8 @@ impl Source {
                 events,
                 since,
                 seen,
+                followed,
+                undecodable,
             } => {
                 let timeout = deadline
                     .saturating_duration_since(Instant::now())
@@ -172,10 +247,27 @@ impl Source {
                 events.poll_lines(timeout, |line| {
                     let event = match parse_line(line) {
                         Ok(event) => event,
-                        Err(_) => return Ok(()),
+                        Err(error) => {
+                            undecodable.note(line, &error);
+                            return Ok(());
+                        }
                     };
                     if event.time < since && !matches!(event.kind, EventKind::Lost { .. }) {
                         return Ok(());
+                    }
+                    if let Some(followed) = followed.as_mut() {
+                        match event.kind {
+                            EventKind::Fork {
+                                child,
+                                watched: true,
+                            } if followed.contains(&event.pid) => {
+                                followed.insert(child);
+                            }
+                            EventKind::Exit { .. } => {
+                                followed.remove(&event.pid);
+                            }
+                            _ => {}
+                        }
                     }
                     if event.pid != 0 && seen.insert(event.pid) {
                         first_seen(model, event.pid);
@@ -185,6 +277,39 @@ impl Source {
                 })?;
                 Ok(true)
             }
+        }
+    }
+
+    /// Undecodable live lines so far.
+    fn undecodable(&self) -> u64 {
+        match self {
+            Source::Capture { .. } => 0,
+            Source::Live { undecodable, .. } => undecodable.total,
+        }
+    }
+
+    /// Holds the warnings about undecodable lines back while the terminal view is up.
+    fn hold_warnings(&mut self) {
+        if let Source::Live { undecodable, .. } = self {
+            undecodable.hold();
+        }
+    }
+
+    /// Prints the warnings held back, and the total.
+    fn finish_warnings(&mut self) {
+        if let Source::Live { undecodable, .. } = self {
+            undecodable.finish();
+        }
+    }
+
+    /// The processes followed and still running (none with `--cgroup` or a capture).
+    fn followed(&self) -> Vec<u32> {
+        match self {
+            Source::Live {
+                followed: Some(followed),
+                ..
+            } => followed.iter().copied().collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -214,10 +339,11 @@ fn first_seen(model: &mut TopModel, pid: u32) {
     }
 }
 
-/// What was added to the watch set, to take away at the end.
+/// What was added to the watch set, to take away at the end (with the pids and the
+/// command: the processes followed, [`Source::followed`]).
 enum Watched {
     Nothing,
-    Pids(Vec<u32>),
+    Pids,
     Cgroup(PathBuf),
     Command(HeldChild),
 }
@@ -248,6 +374,7 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
     };
     let interval = Duration::from_secs_f64(args.interval);
     let result = if io::stdout().is_terminal() {
+        source.hold_warnings();
         let mut terminal = ratatui::init();
         let result = terminal_loop(&mut terminal, &mut model, &mut source, interval);
         ratatui::restore();
@@ -259,21 +386,26 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
         };
         plain_loop(&mut model, &mut source, interval, args.top, command_exited)
     };
-    match watched {
-        Watched::Nothing => {}
-        Watched::Pids(pids) => {
-            for pid in pids {
-                let _ = proc.unwatch(&[pid]);
-            }
-        }
+    source.finish_warnings();
+    let root = match watched {
+        Watched::Nothing | Watched::Pids => None,
         Watched::Cgroup(path) => {
             let _ = proc.unwatch_cgroup(&path);
+            None
         }
         Watched::Command(child) => {
             if !child.has_exited().unwrap_or(true) {
                 child.signal(nix::sys::signal::Signal::SIGTERM);
             }
             let _ = child.reap();
+            Some(child.pid_u32())
+        }
+    };
+    // The command, reaped, has left the watch set; the other followed processes are still
+    // in it. One at a time: one that exited meanwhile (ESRCH) must not keep the rest.
+    for pid in source.followed() {
+        if Some(pid) != root {
+            let _ = proc.unwatch(&[pid]);
         }
     }
     result.map(|()| ExitCode::SUCCESS)
@@ -297,7 +429,8 @@ fn open_live(
     let events = LiveEvents::open(proc)?;
     catch_interrupts()?;
     let since = monotonic_now();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut followed = BTreeSet::new();
     let watched = if let Some(path) = cgroup {
         proc.watch_cgroup(&path)?;
         Watched::Cgroup(path)
@@ -305,9 +438,10 @@ fn open_live(
         proc.watch_following(&args.pids)?;
         for &pid in &args.pids {
             seen.insert(pid);
+            followed.insert(pid);
             first_seen(model, pid);
         }
-        Watched::Pids(args.pids.clone())
+        Watched::Pids
     } else {
         let mut child = HeldChild::spawn(&args.command)?;
         let pid = child.pid_u32();
@@ -316,6 +450,7 @@ fn open_live(
             return Err(error.into());
         }
         seen.insert(pid);
+        followed.insert(pid);
         child.release_at_exec(|stop| {
             if stop == Stop::Exec {
                 first_seen(model, pid);
@@ -323,11 +458,14 @@ fn open_live(
         })?;
         Watched::Command(child)
     };
+    let followed = (!matches!(watched, Watched::Cgroup(_))).then_some(followed);
     Ok((
         Source::Live {
             events,
             since,
             seen,
+            followed,
+            undecodable: Undecodable::default(),
         },
         watched,
     ))
@@ -376,6 +514,8 @@ struct Screen {
     site_order: SiteOrder,
     paused: bool,
     ended: bool,
+    /// Undecodable live lines so far (shown in the status line).
+    undecodable: u64,
 }
 
 /// How often keys are looked at while events are fed.
@@ -393,6 +533,7 @@ fn terminal_loop(
         site_order: SiteOrder::default(),
         paused: false,
         ended: false,
+        undecodable: 0,
     };
     let mut shown = model.sample(0.0);
     let mut next = Instant::now() + interval;
@@ -413,6 +554,7 @@ fn terminal_loop(
             if !screen.paused {
                 shown = sample;
             }
+            screen.undecodable = source.undecodable();
             next = Instant::now() + interval;
             redraw = true;
         }
@@ -466,6 +608,9 @@ fn draw(terminal: &mut DefaultTerminal, sample: &TopSample, screen: &Screen) -> 
             }
             if screen.ended {
                 state.push_str("  [end of capture]");
+            }
+            if screen.undecodable > 0 {
+                state.push_str(&format!("  undecodable {} (skipped)", screen.undecodable));
             }
             frame.render_widget(Paragraph::new(format!("memmon top: {state}")), status);
             let bold = Style::default().add_modifier(Modifier::BOLD);
