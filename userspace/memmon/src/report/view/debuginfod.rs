@@ -1,38 +1,71 @@
 //! Debug files from debuginfod servers, by build ID, with the client of the `debuginfod`
 //! crate (blazesym's author's) over reqwest, cached as elfutils caches them
-//! (`CACHE/BUILDID/debuginfo`). A download is checked: a file whose build ID is not the
-//! one asked for is refused and not cached. A server that cannot be reached or fails
-//! gives one warning on stderr, and no more requests in that report: the objects it
-//! would have named show as offsets.
+//! (`CACHE/BUILDID/debuginfo`, `CACHE/BUILDID/executable`). A download is checked: a file
+//! whose build ID is not the one asked for is refused and not cached. A server that
+//! cannot be reached or fails gives one warning on stderr, and no more requests in that
+//! report: the objects it would have named show as offsets.
+//!
+//! The time limits are elfutils's (debuginfod-client, which gdb and perf use):
+//! `DEBUGINFOD_TIMEOUT` is how long a server may take to start sending, and then to send
+//! more (a transfer that makes no progress for that long ends), not a cap on the whole
+//! transfer; `DEBUGINFOD_MAXTIME` caps a whole download and is unset by default. A
+//! download runs on a thread of its own that passes the body on in chunks, so that the
+//! overall cap holds even while a read waits.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::symbols::build_id;
 
-/// Which servers, where the cache is, how long a request may take.
+/// Which servers, where the cache is, how long a download may take.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DebuginfodOptions {
     /// Server URLs, tried in order.
     pub urls: Vec<String>,
     /// The cache directory.
     pub cache: PathBuf,
-    /// Time for one request (connection and transfer).
-    pub timeout: Duration,
+    /// How long a server may take to start sending, and then to send more
+    /// (`DEBUGINFOD_TIMEOUT`): the connection, the response's headers and each read of
+    /// its body must come within it. `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// How long one download may take as a whole, from its request to its last byte
+    /// (`DEBUGINFOD_MAXTIME`). `None` (the default): no limit.
+    pub maxtime: Option<Duration>,
 }
 
-/// The default request timeout in seconds (`DEBUGINFOD_TIMEOUT` sets another).
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+/// The default of `DEBUGINFOD_TIMEOUT` in seconds, elfutils's.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 90;
+
+/// A number of seconds as elfutils reads its variables: more than 0 is a limit, 0 or less
+/// is none; unset or not a number, `default`.
+fn seconds(value: Option<String>, default: Option<u64>) -> Option<Duration> {
+    match value.and_then(|v| v.trim().parse::<i64>().ok()) {
+        Some(secs) if secs > 0 => Some(Duration::from_secs(secs.unsigned_abs())),
+        Some(_) => None,
+        None => default.map(Duration::from_secs),
+    }
+}
 
 impl DebuginfodOptions {
     /// The options as elfutils takes them from the environment: `url` (`--debuginfod
     /// URL`) or else `DEBUGINFOD_URLS` (URLs separated by spaces); the cache in
     /// `DEBUGINFOD_CACHE_PATH`, else `$XDG_CACHE_HOME/debuginfod_client`, else
-    /// `~/.cache/debuginfod_client`; the timeout in `DEBUGINFOD_TIMEOUT` (seconds).
-    /// `None` without any URL.
+    /// `~/.cache/debuginfod_client`; the time limits in `DEBUGINFOD_TIMEOUT` (seconds,
+    /// default [`DEFAULT_TIMEOUT_SECS`]) and `DEBUGINFOD_MAXTIME` (seconds, default none),
+    /// 0 or less meaning no limit. `None` without any URL.
     pub fn from_env(url: Option<&str>) -> Option<DebuginfodOptions> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        DebuginfodOptions::from_vars(url, |name| std::env::var(name).ok())
+    }
+
+    /// [`DebuginfodOptions::from_env`] with the variables from `var`.
+    pub fn from_vars(
+        url: Option<&str>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Option<DebuginfodOptions> {
+        let env = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let urls: Vec<String> = match url {
             Some(url) => vec![url.to_owned()],
             None => env("DEBUGINFOD_URLS")?
@@ -48,30 +81,31 @@ impl DebuginfodOptions {
             .or_else(|| env("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("debuginfod_client")))
             .or_else(|| env("HOME").map(|d| PathBuf::from(d).join(".cache/debuginfod_client")))
             .unwrap_or_else(|| PathBuf::from(".cache/debuginfod_client"));
-        let timeout = env("DEBUGINFOD_TIMEOUT")
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .filter(|&t| t > 0)
-            .unwrap_or(DEFAULT_TIMEOUT_SECS);
         Some(DebuginfodOptions {
             urls,
             cache,
-            timeout: Duration::from_secs(timeout),
+            timeout: seconds(env("DEBUGINFOD_TIMEOUT"), Some(DEFAULT_TIMEOUT_SECS)),
+            maxtime: seconds(env("DEBUGINFOD_MAXTIME"), None),
         })
     }
+}
+
+/// The HTTP client and the debuginfod client over it, shared with the download threads.
+struct Clients {
+    debuginfod: debuginfod::Client,
+    /// The same HTTP client, for executables (the crate asks for debug info only).
+    http: debuginfod::reqwest::blocking::Client,
+    urls: Vec<String>,
 }
 
 /// A debuginfod client for one report.
 pub struct Debuginfod {
     options: DebuginfodOptions,
-    client: Option<debuginfod::Client>,
-    /// The same HTTP client, for executables (the crate asks for debug info only).
-    http: Option<debuginfod::reqwest::blocking::Client>,
+    clients: Option<Arc<Clients>>,
     /// Set by the first failure: no more requests.
     failed: bool,
-}
-
-fn warn(line: &str) {
-    let _ = writeln!(std::io::stderr(), "memmon: warning: {line}");
+    /// The lines for stderr are kept here instead (tests).
+    captured: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 /// What is asked for: `/buildid/ID/debuginfo` or `/buildid/ID/executable`.
@@ -99,43 +133,195 @@ impl Kind {
     }
 }
 
-/// A response body and the server that sent it.
-type Body = (Box<dyn std::io::Read>, String);
+/// What a download thread tells the report.
+enum Message {
+    /// A server answered with the file: its URL as given (for the progress line) and as
+    /// the warnings name it.
+    Start { url: String, server: String },
+    /// The next bytes of the file.
+    Data(Vec<u8>),
+    /// The whole file was sent.
+    Done,
+    /// No server has the file.
+    NotFound,
+    /// The request or the transfer failed.
+    Failed(String),
+}
+
+/// The innermost cause of an error, for the warnings.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// The URL of `urls` that the crate's `server` (the URL parsed, a `/` added) is, as given.
+fn given_url(urls: &[String], server: &str) -> String {
+    urls.iter()
+        .find(|url| {
+            url.as_str() == server
+                || debuginfod::reqwest::Url::parse(url.trim())
+                    .is_ok_and(|parsed| parsed.as_str() == server)
+        })
+        .cloned()
+        .unwrap_or_else(|| server.to_owned())
+}
+
+/// A response body, the server's URL as given and as the warnings name it.
+type Body<'c> = (Box<dyn Read + 'c>, String, String);
+
+/// One request: `Ok(None)` when no server has the file.
+fn request<'c>(clients: &'c Clients, id: &str, kind: Kind) -> Result<Option<Body<'c>>, String> {
+    match kind {
+        Kind::DebugInfo => {
+            let wanted = debuginfod::BuildId::Formatted(id.to_owned().into());
+            match clients.debuginfod.fetch_debug_info(&wanted) {
+                Ok(Some(response)) => {
+                    let server = response.server_url.to_owned();
+                    let url = given_url(&clients.urls, &server);
+                    Ok(Some((Box::new(response.data), url, server)))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.root_cause().to_string()),
+            }
+        }
+        Kind::Executable => {
+            let mut error = None;
+            for url in &clients.urls {
+                let target = format!("{}/buildid/{id}/executable", url.trim_end_matches('/'));
+                match clients.http.get(&target).send() {
+                    Ok(response) if response.status().is_success() => {
+                        return Ok(Some((Box::new(response), url.clone(), url.clone())));
+                    }
+                    Ok(response) if response.status().as_u16() == 404 => {}
+                    Ok(response) => {
+                        error.get_or_insert(format!("HTTP status {}", response.status()));
+                    }
+                    Err(e) => {
+                        error.get_or_insert(root_cause(&e));
+                    }
+                }
+            }
+            error.map_or(Ok(None), Err)
+        }
+    }
+}
+
+/// A download thread: asks the servers, then passes the body on in chunks until it ends,
+/// fails or the report stops listening.
+fn download(clients: &Clients, id: &str, kind: Kind, to: &SyncSender<Message>) {
+    let (mut body, url, server) = match request(clients, id, kind) {
+        Ok(Some(body)) => body,
+        Ok(None) => {
+            let _ = to.send(Message::NotFound);
+            return;
+        }
+        Err(e) => {
+            let _ = to.send(Message::Failed(e));
+            return;
+        }
+    };
+    if to.send(Message::Start { url, server }).is_err() {
+        return;
+    }
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let message = match body.read(&mut buffer) {
+            Ok(0) => Message::Done,
+            Ok(n) => Message::Data(buffer[..n].to_vec()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Message::Failed(root_cause(&e)),
+        };
+        let last = !matches!(message, Message::Data(_));
+        if to.send(message).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The next message of a download thread, unless the download's time is up
+/// (`deadline`: when, and `DEBUGINFOD_MAXTIME`).
+fn receive(from: &Receiver<Message>, deadline: Option<(Instant, Duration)>) -> Message {
+    let stopped = || Message::Failed("the download thread stopped".to_owned());
+    let Some((at, maxtime)) = deadline else {
+        return from.recv().unwrap_or_else(|_| stopped());
+    };
+    let over = || {
+        Message::Failed(format!(
+            "not done within DEBUGINFOD_MAXTIME ({} s)",
+            maxtime.as_secs()
+        ))
+    };
+    let left = at.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return over();
+    }
+    match from.recv_timeout(left) {
+        Ok(message) => message,
+        Err(RecvTimeoutError::Timeout) => over(),
+        Err(RecvTimeoutError::Disconnected) => stopped(),
+    }
+}
 
 impl Debuginfod {
     /// A client for `options` (no request is made yet).
     pub fn new(options: &DebuginfodOptions) -> Debuginfod {
-        let client = debuginfod::reqwest::blocking::Client::builder()
-            .timeout(options.timeout)
-            .connect_timeout(options.timeout)
-            .build()
-            .map_err(|e| e.to_string())
-            .and_then(|http| {
-                debuginfod::Client::builder()
-                    .http_client(http.clone())
-                    .build(options.urls.iter().map(String::as_str))
-                    .map(|client| (client, http))
-                    .map_err(|e| format!("{e:#}"))
-            });
-        let (client, http, failed) = match client {
-            Ok((client, http)) => (client, Some(http), false),
+        // reqwest's blocking `timeout` bounds the wait for the response's headers
+        // (connecting included) and then each read of the body, each from its own start:
+        // elfutils's DEBUGINFOD_TIMEOUT. `None` turns off reqwest's default of 30 s.
+        let mut builder = debuginfod::reqwest::blocking::Client::builder().timeout(options.timeout);
+        if let Some(timeout) = options.timeout {
+            builder = builder.connect_timeout(timeout);
+        }
+        let clients = builder.build().map_err(|e| e.to_string()).and_then(|http| {
+            debuginfod::Client::builder()
+                .http_client(http.clone())
+                .build(options.urls.iter().map(String::as_str))
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|client| client.ok_or_else(|| "no server URL".to_owned()))
+                .map(|debuginfod| Clients {
+                    debuginfod,
+                    http,
+                    urls: options.urls.clone(),
+                })
+        });
+        let mut this = Debuginfod {
+            options: options.clone(),
+            clients: None,
+            failed: false,
+            captured: None,
+        };
+        match clients {
+            Ok(clients) => this.clients = Some(Arc::new(clients)),
             Err(e) => {
-                warn(&format!(
+                this.failed = true;
+                this.warn(&format!(
                     "debuginfod: {e}; objects without symbols show as offsets"
                 ));
-                (None, None, true)
             }
-        };
-        Debuginfod {
-            options: options.clone(),
-            client,
-            http,
-            failed,
+        }
+        this
+    }
+
+    /// One line for stderr.
+    fn say(&self, line: String) {
+        match &self.captured {
+            Some(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),
+            None => {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
         }
     }
 
+    fn warn(&self, line: &str) {
+        self.say(format!("memmon: warning: {line}"));
+    }
+
     /// The debug file of build ID `id` (of the object at `path`, for the messages):
-    /// from the cache, else downloaded (one progress line on stderr) and cached.
+    /// from the cache, else downloaded (one progress line on stderr once a server sends
+    /// it) and cached.
     pub fn debug_file(&mut self, id: &str, path: &str) -> Option<PathBuf> {
         self.fetch(id, path, Kind::DebugInfo)
     }
@@ -147,46 +333,14 @@ impl Debuginfod {
         self.fetch(id, path, Kind::Executable)
     }
 
-    /// One request: `Ok(None)` when no server has the file.
-    fn request(&self, id: &str, kind: Kind) -> Result<Option<Body>, String> {
-        match kind {
-            Kind::DebugInfo => {
-                let client = self.client.as_ref().ok_or("no client")?;
-                let wanted = debuginfod::BuildId::Formatted(id.to_owned().into());
-                match client.fetch_debug_info(&wanted) {
-                    Ok(Some(response)) => {
-                        let server = response.server_url.to_owned();
-                        Ok(Some((Box::new(response.data), server)))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(e) => Err(e.root_cause().to_string()),
-                }
-            }
-            Kind::Executable => {
-                let http = self.http.as_ref().ok_or("no client")?;
-                let mut error = None;
-                for url in &self.options.urls {
-                    let target = format!("{}/buildid/{id}/executable", url.trim_end_matches('/'));
-                    match http.get(&target).send() {
-                        Ok(response) if response.status().is_success() => {
-                            return Ok(Some((Box::new(response), url.clone())));
-                        }
-                        Ok(response) if response.status().as_u16() == 404 => {}
-                        Ok(response) => {
-                            error.get_or_insert(format!("HTTP status {}", response.status()));
-                        }
-                        Err(e) => {
-                            let mut cause: &dyn std::error::Error = &e;
-                            while let Some(next) = cause.source() {
-                                cause = next;
-                            }
-                            error.get_or_insert(cause.to_string());
-                        }
-                    }
-                }
-                error.map_or(Ok(None), Err)
-            }
-        }
+    /// A request failed: one warning, no more requests.
+    fn request_failed(&mut self, error: &str) {
+        self.failed = true;
+        self.warn(&format!(
+            "debuginfod: {}: {}; objects without symbols show as offsets",
+            self.options.urls.join(" "),
+            error.replace('\n', " ")
+        ));
     }
 
     fn fetch(&mut self, id: &str, path: &str, kind: Kind) -> Option<PathBuf> {
@@ -200,22 +354,35 @@ impl Debuginfod {
         if self.failed {
             return None;
         }
-        let _ = writeln!(
-            std::io::stderr(),
-            "memmon: debuginfod: downloading {} of {path} (build ID {id}) from {}",
-            kind.what(),
-            self.options.urls.join(" ")
-        );
-        let (mut data, server) = match self.request(id, kind) {
-            Ok(Some(body)) => body,
-            Ok(None) => return None,
-            Err(e) => {
-                self.failed = true;
-                warn(&format!(
-                    "debuginfod: {}: {}; objects without symbols show as offsets",
-                    self.options.urls.join(" "),
-                    e.replace('\n', " ")
+        let clients = Arc::clone(self.clients.as_ref()?);
+        let deadline = self
+            .options
+            .maxtime
+            .map(|maxtime| (Instant::now() + maxtime, maxtime));
+        let (to, from) = mpsc::sync_channel(16);
+        let wanted = id.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name("memmon-debuginfod".to_owned())
+            .spawn(move || download(&clients, &wanted, kind, &to));
+        if let Err(e) = spawned {
+            self.request_failed(&e.to_string());
+            return None;
+        }
+        let server = match receive(&from, deadline) {
+            Message::Start { url, server } => {
+                self.say(format!(
+                    "memmon: debuginfod: downloading {} of {path} (build ID {id}) from {url}",
+                    kind.what()
                 ));
+                server
+            }
+            Message::NotFound => return None,
+            Message::Failed(e) => {
+                self.request_failed(&e);
+                return None;
+            }
+            Message::Data(_) | Message::Done => {
+                self.request_failed("an answer out of order");
                 return None;
             }
         };
@@ -223,11 +390,24 @@ impl Debuginfod {
         let partial = dir.join(format!(".{}.partial-{}", kind.name(), std::process::id()));
         let written = std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::File::create(&partial))
-            .and_then(|mut file| std::io::copy(&mut data, &mut file));
+            .map_err(|e| e.to_string())
+            .and_then(|mut file| loop {
+                match receive(&from, deadline) {
+                    Message::Data(bytes) => file.write_all(&bytes).map_err(|e| e.to_string())?,
+                    Message::Done => break Ok(()),
+                    Message::Failed(e) => break Err(e),
+                    Message::Start { .. } | Message::NotFound => {
+                        break Err("an answer out of order".to_owned())
+                    }
+                }
+            });
+        // The thread stops at its next chunk.
+        drop(from);
         if let Err(e) = written {
             let _ = std::fs::remove_file(&partial);
+            let _ = std::fs::remove_dir(&dir);
             self.failed = true;
-            warn(&format!(
+            self.warn(&format!(
                 "debuginfod: {server}: the download for {path} failed ({e}); objects without symbols show as offsets"
             ));
             return None;
@@ -237,7 +417,7 @@ impl Debuginfod {
             let _ = std::fs::remove_file(&partial);
             // Leave no empty directory behind: the cache holds checked files only.
             let _ = std::fs::remove_dir(&dir);
-            warn(&format!(
+            self.warn(&format!(
                 "debuginfod: {server} sent a file of build ID {} for {path} (build ID {id}): refused",
                 got.as_deref().unwrap_or("none")
             ));
@@ -245,5 +425,287 @@ impl Debuginfod {
         }
         std::fs::rename(&partial, &cached).ok()?;
         Some(cached)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+
+    /// An ELF file with a build ID (the alloc_sites fixture) and its build ID.
+    fn elf() -> &'static (Vec<u8>, String) {
+        static ELF: OnceLock<(Vec<u8>, String)> = OnceLock::new();
+        ELF.get_or_init(|| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/alloc_sites.gz");
+            let mut bytes = Vec::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+                .read_to_end(&mut bytes)
+                .unwrap();
+            let file =
+                std::env::temp_dir().join(format!("memmon-debuginfod-{}-elf", std::process::id()));
+            std::fs::write(&file, &bytes).unwrap();
+            let id = build_id(&file).unwrap();
+            let _ = std::fs::remove_file(&file);
+            (bytes, id)
+        })
+    }
+
+    /// A fresh cache directory.
+    fn cache(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("memmon-debuginfod-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// A server on 127.0.0.1 that hands each request (its path and connection) to
+    /// `answer` on a thread of its own: its URL and how many connections it accepted.
+    fn serve(
+        answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static,
+    ) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let (answer, counted) = (Arc::new(answer), Arc::clone(&count));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let answer = Arc::clone(&answer);
+                std::thread::spawn(move || {
+                    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                    let mut first = String::new();
+                    if reader.read_line(&mut first).is_err() {
+                        return;
+                    }
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    let path = first.split(' ').nth(1).unwrap_or("").to_owned();
+                    answer(&path, &mut stream);
+                });
+            }
+        });
+        (url, count)
+    }
+
+    fn headers(stream: &mut TcpStream, status: &str, length: usize) {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    fn not_found(stream: &mut TcpStream) {
+        headers(stream, "404 Not Found", 0);
+    }
+
+    /// Sends the ELF file in `parts` parts, `pause` apart.
+    fn send_slowly(stream: &mut TcpStream, parts: usize, pause: Duration) {
+        let bytes = &elf().0;
+        headers(stream, "200 OK", bytes.len());
+        for part in bytes.chunks(bytes.len().div_ceil(parts)) {
+            std::thread::sleep(pause);
+            if stream
+                .write_all(part)
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    fn client(options: DebuginfodOptions) -> (Debuginfod, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut client = Debuginfod::new(&options);
+        client.captured = Some(Arc::clone(&lines));
+        (client, lines)
+    }
+
+    fn options(urls: &[&str], cache: PathBuf, timeout: u64, maxtime: u64) -> DebuginfodOptions {
+        DebuginfodOptions {
+            urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+            cache,
+            timeout: Some(Duration::from_secs(timeout)),
+            maxtime: (maxtime > 0).then(|| Duration::from_secs(maxtime)),
+        }
+    }
+
+    fn lines(captured: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+        captured.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn options_follow_elfutils() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(DebuginfodOptions::from_vars(None, vars(&[])), None);
+        let base = DebuginfodOptions::from_vars(
+            None,
+            vars(&[("DEBUGINFOD_URLS", "http://a http://b/"), ("HOME", "/h")]),
+        )
+        .unwrap();
+        assert_eq!(base.urls, ["http://a", "http://b/"]);
+        assert_eq!(base.cache, PathBuf::from("/h/.cache/debuginfod_client"));
+        assert_eq!(base.timeout, Some(Duration::from_secs(90)));
+        assert_eq!(base.maxtime, None);
+        let limits = |timeout: &'static str, maxtime: &'static str| {
+            let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([
+                ("DEBUGINFOD_TIMEOUT", timeout),
+                ("DEBUGINFOD_MAXTIME", maxtime),
+            ]));
+            let o = DebuginfodOptions::from_vars(Some("http://c"), vars(pairs)).unwrap();
+            (
+                o.timeout.map(|d| d.as_secs()),
+                o.maxtime.map(|d| d.as_secs()),
+            )
+        };
+        assert_eq!(limits("2", "30"), (Some(2), Some(30)));
+        assert_eq!(limits("0", "0"), (None, None));
+        assert_eq!(limits("-1", "-5"), (None, None));
+        assert_eq!(limits("soon", ""), (Some(90), None));
+    }
+
+    #[test]
+    fn progress_line_only_for_a_file_being_sent() {
+        let (bytes, id) = elf();
+        let (missing, _) = serve(|_, stream| not_found(stream));
+        let (has, _) = serve(|path, stream| {
+            if path.ends_with("/debuginfo") {
+                send_slowly(stream, 1, Duration::ZERO);
+            } else {
+                not_found(stream);
+            }
+        });
+        let dir = cache("progress");
+        let (mut client, captured) = client(options(&[&missing, &has], dir.clone(), 10, 0));
+        // 404 from both: no line, no warning, and the report goes on asking.
+        assert_eq!(client.executable(id, "/bin/x"), None);
+        assert_eq!(lines(&captured), Vec::<String>::new());
+        // The first server 404s, the second sends: one line, naming the second as given.
+        let got = client.debug_file(id, "/bin/x").unwrap();
+        assert_eq!(got, dir.join(id).join("debuginfo"));
+        assert_eq!(&std::fs::read(&got).unwrap(), bytes);
+        assert_eq!(
+            lines(&captured),
+            [format!(
+                "memmon: debuginfod: downloading the debug info of /bin/x (build ID {id}) from {has}"
+            )]
+        );
+        // From the cache: no line.
+        assert_eq!(client.debug_file(id, "/bin/x"), Some(got));
+        assert_eq!(lines(&captured).len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn timeout_bounds_the_waits_not_the_whole_transfer() {
+        let (bytes, id) = elf();
+        // Four parts 700 ms apart: 2.8 s in all, with DEBUGINFOD_TIMEOUT=2.
+        let (url, _) = serve(|_, stream| send_slowly(stream, 4, Duration::from_millis(700)));
+        let dir = cache("slow");
+        let (mut client, captured) = client(options(&[&url], dir.clone(), 2, 0));
+        let start = Instant::now();
+        let got = client.executable(id, "/bin/x");
+        let took = start.elapsed();
+        assert_eq!(
+            got,
+            Some(dir.join(id).join("executable")),
+            "{:?}",
+            lines(&captured)
+        );
+        assert_eq!(&std::fs::read(got.unwrap()).unwrap(), bytes);
+        assert!(took >= Duration::from_millis(2800), "{took:?}");
+        assert!(!lines(&captured).iter().any(|l| l.contains("warning")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_transfer_without_progress_ends_after_the_timeout() {
+        let (bytes, id) = elf();
+        let (url, _) = serve(|_, stream| {
+            headers(stream, "200 OK", bytes.len());
+            let _ = stream.write_all(&bytes[..bytes.len() / 2]);
+            std::thread::sleep(Duration::from_secs(60));
+        });
+        let dir = cache("stall");
+        let (mut client, captured) = client(options(&[&url], dir.clone(), 1, 0));
+        let start = Instant::now();
+        assert_eq!(client.debug_file(id, "/bin/x"), None);
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        let lines = lines(&captured);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("memmon: debuginfod: downloading the debug info of /bin/x"));
+        assert!(
+            lines[1].starts_with(&format!(
+                "memmon: warning: debuginfod: {url}/: the download for /bin/x failed ("
+            )) && lines[1].ends_with("; objects without symbols show as offsets"),
+            "{lines:?}"
+        );
+        assert!(!dir.join(id).exists(), "something cached");
+    }
+
+    #[test]
+    fn a_server_that_never_answers_gives_one_warning_after_the_timeout() {
+        let (_, id) = elf();
+        let (url, count) = serve(|_, _| std::thread::sleep(Duration::from_secs(60)));
+        let dir = cache("silent");
+        let (mut client, captured) = client(options(&[&url], dir.clone(), 1, 0));
+        let start = Instant::now();
+        assert_eq!(client.debug_file(id, "/bin/x"), None);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        // No more requests after a failure.
+        assert_eq!(client.executable(id, "/bin/x"), None);
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        let lines = lines(&captured);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("memmon: warning: debuginfod: {url}: "))
+                && lines[0].ends_with("objects without symbols show as offsets"),
+            "{lines:?}"
+        );
+        assert!(!dir.join(id).exists());
+    }
+
+    #[test]
+    fn maxtime_caps_a_download_that_keeps_progressing() {
+        let (_, id) = elf();
+        // A part every 200 ms, 100 parts: always within DEBUGINFOD_TIMEOUT=5, never
+        // within DEBUGINFOD_MAXTIME=1.
+        let (url, _) = serve(|_, stream| send_slowly(stream, 100, Duration::from_millis(200)));
+        let dir = cache("maxtime");
+        let (mut client, captured) = client(options(&[&url], dir.clone(), 5, 1));
+        let start = Instant::now();
+        assert_eq!(client.executable(id, "/bin/x"), None);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+        let lines = lines(&captured);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[1],
+            format!("memmon: warning: debuginfod: {url}: the download for /bin/x failed (not done within DEBUGINFOD_MAXTIME (1 s)); objects without symbols show as offsets")
+        );
+        assert!(!dir.join(id).exists(), "something cached");
     }
 }
