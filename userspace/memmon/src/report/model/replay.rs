@@ -11,7 +11,7 @@ use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::picture::{ClassId, KindBytes, Picture, PAGE};
 use crate::report::model::sites::{
-    Frame, SiteId, SiteTable, LABEL_BEFORE, LABEL_EXEC, LABEL_KERNEL, LABEL_NO_STACK,
+    Frame, SiteId, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC, LABEL_KERNEL, LABEL_NO_STACK,
 };
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::{FaultClass, StatsTable};
@@ -151,6 +151,10 @@ pub struct Replay {
     stats: StatsTable,
     timeline: TimelineBuilder,
     processes: HashMap<ProcessKey, Process>,
+    /// Each process's current address space in the site table (frames outside files
+    /// and the perf map belong to it): made on first use, a fork's linked to its
+    /// parent's, a new one after exec.
+    spaces: HashMap<ProcessKey, SpaceId>,
     order: Vec<ProcessKey>,
     finished: Picture,
     marks: Vec<MarkState>,
@@ -186,6 +190,7 @@ impl Replay {
             stats: StatsTable::default(),
             timeline: TimelineBuilder::new(options.slicing),
             processes: HashMap::new(),
+            spaces: HashMap::new(),
             order: Vec::new(),
             finished: Picture::default(),
             marks: Vec::new(),
@@ -369,8 +374,10 @@ impl Replay {
                 }
             }
             SnapshotSource::PerfMap => {
+                // `/tmp/perf-PID.map` names the code of that process only.
+                let space = self.space_of(key);
                 self.sites
-                    .add_perf_map(snapshot.lines.iter().map(String::as_str));
+                    .add_perf_map(space, snapshot.lines.iter().map(String::as_str));
             }
             SnapshotSource::Status => {
                 let Some(counters) =
@@ -597,6 +604,8 @@ impl Replay {
             }
             EventKind::Exec { .. } => {
                 self.access.exec(key);
+                // A new image: its generated code is not the old one's.
+                self.spaces.remove(&key);
                 self.release(key, RssAt::Exec);
                 if let Some(process) = self.processes.get_mut(&key) {
                     process.exited = false;
@@ -614,9 +623,14 @@ impl Replay {
                 child,
                 watched: true,
             } => {
+                let child_key = (self.capture, *child);
+                if self.processes.contains_key(&key) && !self.spaces.contains_key(&child_key) {
+                    let parent = self.space_of(key);
+                    let space = self.sites.new_space(Some(parent));
+                    self.spaces.insert(child_key, space);
+                }
                 if let Some(parent) = self.processes.get(&key) {
                     let space = parent.space.clone();
-                    let child_key = (self.capture, *child);
                     let process = self.processes.entry(child_key).or_default();
                     if process.space.is_empty() {
                         process.space = space;
@@ -716,6 +730,14 @@ impl Replay {
         process.space.release(&mut ctx);
     }
 
+    /// The id of the process's current address space, made on first use.
+    fn space_of(&mut self, key: ProcessKey) -> SpaceId {
+        *self
+            .spaces
+            .entry(key)
+            .or_insert_with(|| self.sites.new_space(None))
+    }
+
     /// The site of an event: its stack (with the ip first), else its ip, else `label`.
     fn site(
         &mut self,
@@ -738,6 +760,7 @@ impl Replay {
             _ if ip != 0 => std::slice::from_ref(&ip),
             _ => return self.sites.label(label),
         };
+        let space = self.space_of(key);
         let process = self.processes.entry(key).or_default();
         if process.raw_epoch != process.space.code_epoch {
             process.raw_sites.clear();
@@ -759,7 +782,7 @@ impl Replay {
                         None => !known,
                     }
             })
-            .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first))
+            .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first, space))
             .collect();
         let site = self.sites.intern(frames);
         let process = self.processes.entry(key).or_default();

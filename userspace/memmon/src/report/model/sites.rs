@@ -8,6 +8,9 @@ use rustc_hash::FxHashMap;
 pub type ObjectId = u32;
 /// Index of a site in [`SiteTable`].
 pub type SiteId = u32;
+/// Index of an address space in [`SiteTable`]: a process's image from its start, fork or
+/// exec to its next exec. Addresses outside files mean something only in their own.
+pub type SpaceId = u32;
 
 /// One frame of a site, innermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,8 +25,14 @@ pub enum Frame {
         /// A return address rather than the faulting instruction.
         ret: bool,
     },
-    /// An address in no file mapping the capture knows (JIT code, unknown regions).
-    Address(u64),
+    /// An address in no file mapping the capture knows (JIT code, unknown regions), in
+    /// the address space it was seen in (whose perf map names it).
+    Address {
+        /// The address.
+        addr: u64,
+        /// The address space.
+        space: SpaceId,
+    },
     /// A pseudo-frame: memory the capture cannot tie to code.
     Label(&'static str),
 }
@@ -37,28 +46,16 @@ pub const LABEL_EXEC: &str = "[exec]";
 /// Label of system calls without a stack.
 pub const LABEL_NO_STACK: &str = "[system call, no stack]";
 
-/// Interned objects and sites, shared by all processes and captures of a report.
+/// A perf map (`/tmp/perf-PID.map`): generated code's (start, end, line number, name), by
+/// start; and the longest entry, which bounds a lookup's scan.
 #[derive(Debug, Default, Clone)]
-pub struct SiteTable {
-    objects: Vec<String>,
-    build_ids: Vec<Option<String>>,
-    object_ids: HashMap<String, ObjectId>,
-    sites: Vec<Vec<Frame>>,
-    site_ids: FxHashMap<Vec<Frame>, SiteId>,
-    /// Generated code named by the captures' perf maps: (start, end, line number, name),
-    /// by start; and the longest entry, which bounds a lookup's scan.
-    perf_map: Vec<(u64, u64, usize, String)>,
-    perf_map_longest: u64,
-    /// Names resolved on the record machine (`record --symbolize`): the JSON array of
-    /// a frame's symbolised frames, by frame.
-    recorded: HashMap<Frame, String>,
+struct PerfMap {
+    entries: Vec<(u64, u64, usize, String)>,
+    longest: u64,
 }
 
-impl SiteTable {
-    /// Adds the lines of a perf map (`START SIZE NAME`, hex with or without `0x`; bad
-    /// lines are skipped). A later line wins over an earlier one for the same
-    /// addresses (a JIT reusing memory appends the new code's line).
-    pub fn add_perf_map<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
+impl PerfMap {
+    fn add<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
         for line in lines {
             let mut parts = line.trim().splitn(3, char::is_whitespace);
             let (Some(start), Some(size), Some(name)) = (parts.next(), parts.next(), parts.next())
@@ -73,26 +70,87 @@ impl SiteTable {
             if size == 0 || name.is_empty() {
                 continue;
             }
-            let seq = self.perf_map.len();
-            self.perf_map
+            let seq = self.entries.len();
+            self.entries
                 .push((start, start.saturating_add(size), seq, name.to_owned()));
-            self.perf_map_longest = self.perf_map_longest.max(size);
+            self.longest = self.longest.max(size);
         }
-        self.perf_map.sort();
+        self.entries.sort();
     }
 
-    /// The perf maps' name of the generated code at `addr`: of the entries that cover
-    /// it, the one added last.
-    pub fn perf_symbol(&self, addr: u64) -> Option<&str> {
-        let end = self.perf_map.partition_point(|(start, ..)| *start <= addr);
-        let lowest = addr.saturating_sub(self.perf_map_longest);
-        self.perf_map[..end]
+    fn symbol(&self, addr: u64) -> Option<&str> {
+        let end = self.entries.partition_point(|(start, ..)| *start <= addr);
+        let lowest = addr.saturating_sub(self.longest);
+        self.entries[..end]
             .iter()
             .rev()
             .take_while(|(start, ..)| *start >= lowest)
             .filter(|(_, stop, ..)| addr < *stop)
             .max_by_key(|(_, _, seq, _)| *seq)
             .map(|(.., name)| name.as_str())
+    }
+}
+
+/// An address space that frames outside files were seen in.
+#[derive(Debug, Clone)]
+struct AddressSpace {
+    /// The space a fork copied this one from.
+    parent: Option<SpaceId>,
+    perf_map: PerfMap,
+}
+
+/// Interned objects and sites, shared by all processes and captures of a report.
+#[derive(Debug, Default, Clone)]
+pub struct SiteTable {
+    objects: Vec<String>,
+    build_ids: Vec<Option<String>>,
+    object_ids: HashMap<String, ObjectId>,
+    sites: Vec<Vec<Frame>>,
+    site_ids: FxHashMap<Vec<Frame>, SiteId>,
+    /// The address spaces of [`Frame::Address`] frames, by id: each with its perf map.
+    spaces: Vec<AddressSpace>,
+    /// Names resolved on the record machine (`record --symbolize`): the JSON array of
+    /// a frame's symbolised frames, by frame.
+    recorded: HashMap<Frame, String>,
+}
+
+impl SiteTable {
+    /// A new address space; `parent`, the space a fork copied it from (its generated code
+    /// was copied too: the parent's perf map names what the child's own does not, as
+    /// perf does).
+    pub fn new_space(&mut self, parent: Option<SpaceId>) -> SpaceId {
+        let id = SpaceId::try_from(self.spaces.len()).unwrap_or(SpaceId::MAX);
+        self.spaces.push(AddressSpace {
+            parent: parent.filter(|&p| p < id),
+            perf_map: PerfMap::default(),
+        });
+        id
+    }
+
+    /// Adds the lines of a perf map to the map of address space `space` (`START SIZE
+    /// NAME`, hex with or without `0x`; bad lines are skipped). A later line wins over an
+    /// earlier one for the same addresses (a JIT reusing memory appends the new code's
+    /// line).
+    pub fn add_perf_map<'l>(&mut self, space: SpaceId, lines: impl IntoIterator<Item = &'l str>) {
+        if let Some(space) = self.spaces.get_mut(space as usize) {
+            space.perf_map.add(lines);
+        }
+    }
+
+    /// The name the perf maps give the generated code at `addr` in address space
+    /// `space`: its own map's (of the entries that cover it, the one added last), else
+    /// that of the space it was forked from, and so on. Another process's map is never
+    /// used.
+    pub fn perf_symbol(&self, space: SpaceId, addr: u64) -> Option<&str> {
+        let mut next = Some(space);
+        while let Some(id) = next {
+            let space = self.spaces.get(id as usize)?;
+            if let Some(name) = space.perf_map.symbol(addr) {
+                return Some(name);
+            }
+            next = space.parent;
+        }
+        None
     }
 
     /// Keeps the frames the record machine resolved for a code frame (a JSON array of
@@ -182,22 +240,50 @@ mod tests {
     #[test]
     fn perf_map_lookup() {
         let mut sites = SiteTable::default();
-        sites.add_perf_map([
-            "1000 100 first",
-            "not a line",
-            "0x2000 0x10 second with spaces",
-            "3000 0 empty",
-            "1080 10 reused",
-        ]);
-        assert_eq!(sites.perf_symbol(0x1000), Some("first"));
-        assert_eq!(sites.perf_symbol(0x10ff), Some("first"));
-        assert_eq!(sites.perf_symbol(0x1100), None);
+        let space = sites.new_space(None);
+        sites.add_perf_map(
+            space,
+            [
+                "1000 100 first",
+                "not a line",
+                "0x2000 0x10 second with spaces",
+                "3000 0 empty",
+                "1080 10 reused",
+            ],
+        );
+        let symbol = |addr| sites.perf_symbol(space, addr);
+        assert_eq!(symbol(0x1000), Some("first"));
+        assert_eq!(symbol(0x10ff), Some("first"));
+        assert_eq!(symbol(0x1100), None);
         // The later line wins where both cover the address.
-        assert_eq!(sites.perf_symbol(0x1085), Some("reused"));
-        assert_eq!(sites.perf_symbol(0x1090), Some("first"));
-        assert_eq!(sites.perf_symbol(0x200f), Some("second with spaces"));
-        assert_eq!(sites.perf_symbol(0x2010), None);
-        assert_eq!(sites.perf_symbol(0x3000), None);
-        assert_eq!(sites.perf_symbol(0xfff), None);
+        assert_eq!(symbol(0x1085), Some("reused"));
+        assert_eq!(symbol(0x1090), Some("first"));
+        assert_eq!(symbol(0x200f), Some("second with spaces"));
+        assert_eq!(symbol(0x2010), None);
+        assert_eq!(symbol(0x3000), None);
+        assert_eq!(symbol(0xfff), None);
+    }
+
+    #[test]
+    fn perf_maps_are_per_address_space() {
+        let mut sites = SiteTable::default();
+        let (a, b) = (sites.new_space(None), sites.new_space(None));
+        sites.add_perf_map(a, ["1000 100 in_a", "5000 10 only_a"]);
+        sites.add_perf_map(b, ["1000 100 in_b"]);
+        assert_eq!(sites.perf_symbol(a, 0x1010), Some("in_a"));
+        assert_eq!(sites.perf_symbol(b, 0x1010), Some("in_b"));
+        // Another process's map never names an address.
+        assert_eq!(sites.perf_symbol(b, 0x5000), None);
+        let without = sites.new_space(None);
+        assert_eq!(sites.perf_symbol(without, 0x1010), None);
+        // A forked child: its own map first, else its parent's.
+        let child = sites.new_space(Some(a));
+        sites.add_perf_map(child, ["1000 10 in_child"]);
+        assert_eq!(sites.perf_symbol(child, 0x1000), Some("in_child"));
+        assert_eq!(sites.perf_symbol(child, 0x1050), Some("in_a"));
+        assert_eq!(sites.perf_symbol(child, 0x5000), Some("only_a"));
+        assert_eq!(sites.perf_symbol(a, 0x1000), Some("in_a"));
+        // An unknown space names nothing.
+        assert_eq!(sites.perf_symbol(99, 0x1000), None);
     }
 }

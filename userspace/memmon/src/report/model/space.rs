@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::report::model::class::PageKind;
 use crate::report::model::picture::{ClassId, Picture, PAGE};
-use crate::report::model::sites::{Frame, ObjectId, SiteId};
+use crate::report::model::sites::{Frame, ObjectId, SiteId, SpaceId};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::TimelineBuilder;
 
@@ -112,8 +112,11 @@ impl Space {
         self.vmas.is_empty()
     }
 
-    /// The frame of a code address: (object, file offset) when a file maps it.
-    pub fn frame(&self, addr: u64, ret: bool) -> Frame {
+    /// The frame of a code address: (object, file offset) when a file maps it, else the
+    /// address in address space `space` (this one's id in the [`SiteTable`]).
+    ///
+    /// [`SiteTable`]: super::sites::SiteTable
+    pub fn frame(&self, addr: u64, ret: bool, space: SpaceId) -> Frame {
         match self.find(addr) {
             Some((start, vma)) => match vma.object {
                 Some(object) => Frame::Code {
@@ -121,9 +124,9 @@ impl Space {
                     offset: (addr - start).wrapping_add(vma.offset),
                     ret,
                 },
-                None => Frame::Address(addr),
+                None => Frame::Address { addr, space },
             },
-            None => Frame::Address(addr),
+            None => Frame::Address { addr, space },
         }
     }
 

@@ -188,7 +188,7 @@ impl ProfileBuilder {
                         );
                         (mapping, (mapping << OBJECT_SHIFT).wrapping_add(offset))
                     }
-                    Frame::Address(addr) => (0, addr),
+                    Frame::Address { addr, .. } => (0, addr),
                     Frame::Label(_) => (0, 0),
                 };
                 let infos = symbols.frame_infos(&analysis.sites, frame);

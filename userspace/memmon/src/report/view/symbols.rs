@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::debuginfo;
 use super::debuginfod::{Debuginfod, DebuginfodOptions};
 
-use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable};
+use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable, SpaceId};
 
 /// One symbolised frame (a function, or a function inlined into it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -386,7 +386,7 @@ impl Symbols {
                 .get(frame)
                 .cloned()
                 .unwrap_or_else(|| vec![FrameInfo::named("?".to_owned())]),
-            Frame::Address(addr) => vec![address_frame(sites, *addr)],
+            Frame::Address { addr, space } => vec![address_frame(sites, *space, *addr)],
             Frame::Label(label) => vec![FrameInfo::named((*label).to_owned())],
         }
     }
@@ -400,7 +400,7 @@ impl Symbols {
                     Some(infos) => out.extend(infos.iter().cloned()),
                     None => out.push(FrameInfo::named("?".to_owned())),
                 },
-                Frame::Address(addr) => out.push(address_frame(sites, *addr)),
+                Frame::Address { addr, space } => out.push(address_frame(sites, *space, *addr)),
                 Frame::Label(label) => out.push(FrameInfo::named((*label).to_owned())),
             }
         }
@@ -408,12 +408,13 @@ impl Symbols {
     }
 }
 
-/// A frame outside any mapped file: the name the perf maps give its generated code
-/// (also one byte back, for a return address just past the code), else `[0x...]`.
-fn address_frame(sites: &SiteTable, addr: u64) -> FrameInfo {
+/// A frame outside any mapped file: the name its own process's perf map gives its
+/// generated code (also one byte back, for a return address just past the code), else
+/// `[0x...]`.
+fn address_frame(sites: &SiteTable, space: SpaceId, addr: u64) -> FrameInfo {
     match sites
-        .perf_symbol(addr)
-        .or_else(|| sites.perf_symbol(addr.wrapping_sub(1)))
+        .perf_symbol(space, addr)
+        .or_else(|| sites.perf_symbol(space, addr.wrapping_sub(1)))
     {
         Some(name) => FrameInfo::named(name.to_owned()),
         None => FrameInfo::named(format!("[{addr:#x}]")),
