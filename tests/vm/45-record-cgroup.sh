@@ -144,5 +144,26 @@ for by in cgroup process; do
     within "$by: $na anon" "$(printf '%s\n' "$g" | sed -n "s|^anon $na;||p")" $((300 * 4096)) $ea
     within "$by: $nb anon" "$(printf '%s\n' "$g" | sed -n "s|^anon $nb;||p")" $((700 * 4096)) $eb
 done
+
+# Stopped while a process of the cgroup still makes events (memtest churn in rec/a): record
+# unwatches the cgroup, then reads what the module still holds before it ends. It is the
+# only reader, so every event made since the load was delivered to it or reported lost.
+unload
+load buflen=4194304
+memmon record --cgroup $cg/rec -o /tmp/cap2 2>/tmp/rec2.err &
+rp=$!
+wait_until "record watching $cg/rec again" grep -qx "c:$cg/rec" $w
+sh -c "echo \$\$ > $cg/rec/a/cgroup.procs || exit 99; exec /progs/memtest churn 1000000 8" > /dev/null &
+pc=$!
+wait_until "record writing churn's faults" sh -c "grep -q '^[0-9.]* $pc/$pc fault ' /tmp/cap2"
+sleep 0.5
+kill -INT $rp
+wait $rp || fail "record exited with $?: $(cat /tmp/rec2.err)"
+kill $pc
+wait $pc
+expect_eq "record unwatched the cgroup" "$(cat $w)" ""
+produced=$(stat_of produced) delivered=$(stat_of delivered) lost=$(stat_of lost_reported)
+echo "stopped during churn: produced $produced, delivered $delivered, reported lost $lost"
+expect_eq "events delivered or reported lost" $((delivered + lost)) $produced
 unload
 rmdir $cg/rec/a $cg/rec/b $cg/rec $cg/other || fail "rmdir"

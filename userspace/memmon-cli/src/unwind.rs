@@ -164,9 +164,9 @@ impl UnwindTables {
         }
     }
 
-    /// Forgets the ranges of the processes still running, at the end.
+    /// Forgets the ranges of the processes still running, at the end; loads nothing after.
     pub fn finish(&mut self) {
-        if let Some(loader) = &mut self.loader {
+        if let Some(mut loader) = self.loader.take() {
             for pid in std::mem::take(&mut self.synced) {
                 let _ = loader.forget_process(pid);
             }

@@ -34,6 +34,8 @@ use crate::unwind::UnwindTables;
 pub const POLL_MS: u16 = 100;
 /// How long to wait for the command's `exit` event after reaping it.
 const EXIT_EVENT_GRACE: Duration = Duration::from_secs(1);
+/// How long the last reads after Ctrl-C wait for more events.
+const DRAIN_POLL_MS: u16 = 20;
 /// Events of not-yet-known pids kept in case a `fork ... watched=1` names them later
 /// (a forked child can run, and fault, before its parent's fork event is recorded).
 const ORPHAN_LIMIT: usize = 4096;
@@ -195,6 +197,26 @@ impl Monitor {
     fn pump(&mut self, events: &mut LiveEvents) -> Result<()> {
         events.poll_lines(POLL_MS, |line| self.handle(line))?;
         self.tables.flush();
+        if !self.sink.flush()? {
+            self.output_gone = true;
+        }
+        Ok(())
+    }
+
+    /// After the watch ended (Ctrl-C): reads what the module still holds of the events
+    /// produced before, until a poll finds nothing more, so that none is left behind.
+    fn drain(&mut self, events: &mut LiveEvents) -> Result<()> {
+        loop {
+            let mut lines = 0usize;
+            // A lone event reaches readers a wake-up delay (about 1 ms) after it was made.
+            events.poll_lines(DRAIN_POLL_MS, |line| {
+                lines += 1;
+                self.handle(line)
+            })?;
+            if lines == 0 {
+                break;
+            }
+        }
         if !self.sink.flush()? {
             self.output_gone = true;
         }
@@ -521,12 +543,14 @@ pub fn record_pids(
     while !interrupted() && !monitor.followed.is_empty() {
         monitor.pump(&mut events)?;
     }
+    monitor.tables.finish();
+    monitor.unwatch_remaining(proc);
+    // Interrupted: the events made before the processes were unwatched.
+    monitor.drain(&mut events)?;
     let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
     for pid in still_running {
         monitor.snapshot(pid, "end")?;
     }
-    monitor.tables.finish();
-    monitor.unwatch_remaining(proc);
     // Processes recorded by pid may have written their maps before the recording.
     monitor.perf_maps(None)?;
     if let Sink::Capture(out) = &mut monitor.sink {
@@ -587,13 +611,15 @@ fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool)
     while !interrupted() {
         monitor.pump(&mut events)?;
     }
-    let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
-    for pid in still_running {
-        monitor.snapshot(pid, "end")?;
-    }
     monitor.tables.finish();
     if let Err(error) = proc.unwatch_cgroup(cgroup) {
         eprintln!("memmon: warning: cannot stop watching {shown}: {error}");
+    }
+    // The events made before the cgroup was unwatched.
+    monitor.drain(&mut events)?;
+    let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
+    for pid in still_running {
+        monitor.snapshot(pid, "end")?;
     }
     monitor.perf_maps(None)?;
     if let Sink::Capture(out) = &mut monitor.sink {
