@@ -9,7 +9,8 @@
 #   2. the same, the server stopped: the names come from the cache, no download;
 #   3. a server that is down (fresh cache): one warning, offsets, exit 0;
 #   4. a server (python3's http.server) sending the other build's debug file under the
-#      right build ID: refused, not cached, offsets, exit 0;
+#      right build ID: refused, not cached, offsets, exit 0; and one sending a truncated file
+#      (4b): the same;
 #   5. a server that accepts and never answers: DEBUGINFOD_TIMEOUT=2 ends the request,
 #      one warning, offsets, exit 0;
 #   6. the binary missing here (a capture moved to another machine): debuginfod -F over
@@ -153,6 +154,25 @@ top_sites "$tmp/4.out" > "$tmp/4.top"
 diff "$tmp/stripped.top" "$tmp/4.top" || fail "4: want offsets"
 grep -q "GET /buildid/$id/debuginfo" "$tmp/http.log" || fail "4: the server was not asked"
 echo "ok 4: a file of another build ID refused and not cached"
+
+# 4b. A corrupt download: the first 1000 bytes of the right debug file (an ELF header, no
+#     build ID note), from the same kind of server: refused, not cached.
+mkdir -p "$tmp/bad2/buildid/$id"
+head -c 1000 "$tmp/served/alloc_sites.debug" > "$tmp/bad2/buildid/$id/debuginfo"
+p=$(port)
+python3 -m http.server --bind 127.0.0.1 --directory "$tmp/bad2" "$p" > "$tmp/http2.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 1 100); do
+    fetch "http://127.0.0.1:$p/buildid/$id/debuginfo" && break
+    sleep 0.2
+done
+DEBUGINFOD_URLS="http://127.0.0.1:$p" report "$tmp/cache4b" "$tmp/4b.out" "$tmp/4b.err"
+grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p/ sent a file of build ID none for /host/alloc_sites (build ID $id): refused\$" "$tmp/4b.err" \
+    || fail "4b: no refusal: $(cat "$tmp/4b.err")"
+[ ! -e "$tmp/cache4b/$id" ] || fail "4b: the corrupt file was cached: $(ls -R "$tmp/cache4b")"
+top_sites "$tmp/4b.out" > "$tmp/4b.top"
+diff "$tmp/stripped.top" "$tmp/4b.top" || fail "4b: want offsets"
+echo "ok 4b: a truncated file refused and not cached"
 
 # 5. A server that never answers.
 p=$(port)
