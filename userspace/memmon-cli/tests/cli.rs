@@ -820,3 +820,45 @@ fn record_symbolize_appends_to_the_capture() {
     let (headers, _) = read_capture(&capture);
     assert_eq!(headers.last().unwrap().0, "end");
 }
+
+/// Calls and faults the module's probes missed while recording (`probe_missed` grew) are in
+/// no event and no `lost` line: record says how many, once, at the end; nothing when none.
+#[test]
+fn record_says_what_the_probes_missed() {
+    for (name, missed_after, want) in [
+        (
+            "missed",
+            12,
+            Some("memmon: 7 calls or faults were not recorded meanwhile"),
+        ),
+        ("missed-none", 5, None),
+    ] {
+        let root = fake_proc_root(name);
+        let stats = root.join("stats");
+        fs::write(&stats, "produced 123\ndelivered 120\nprobe_missed 5\n").unwrap();
+        let capture = root.parent().unwrap().join("capture.txt");
+        // The command stands for the workload during which the module missed some.
+        let script = format!(
+            "printf 'produced 130\\ndelivered 127\\nprobe_missed {missed_after}\\n' > '{}'",
+            stats.display()
+        );
+        let (code, _, stderr) = run(memmon()
+            .arg("--proc-root")
+            .arg(&root)
+            .args(["record", "-o"])
+            .arg(&capture)
+            .args(["--", "sh", "-c", &script]));
+        assert_eq!(code, 0, "{stderr}");
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains("not recorded"))
+            .collect();
+        match want {
+            Some(start) => {
+                assert_eq!(lines.len(), 1, "{stderr}");
+                assert!(lines[0].starts_with(start), "{stderr}");
+            }
+            None => assert!(lines.is_empty(), "{stderr}"),
+        }
+    }
+}

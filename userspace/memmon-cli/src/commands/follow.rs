@@ -370,6 +370,28 @@ impl Monitor {
 }
 
 /// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
+/// The module's count of calls and faults its probes missed (`probe_missed`), if it has one.
+pub fn probe_missed(proc: &ProcInterface) -> Option<u64> {
+    proc.stats()
+        .ok()
+        .and_then(|stats| stats.get_u64("probe_missed"))
+}
+
+/// Says how many calls and faults the module's probes missed since `before` (a count of
+/// `probe_missed`): they are in no event and in no `lost` line, so they are said here.
+pub fn report_missed(proc: &ProcInterface, before: Option<u64>) {
+    let (Some(before), Some(now)) = (before, probe_missed(proc)) else {
+        return;
+    };
+    let missed = now.saturating_sub(before);
+    if missed > 0 {
+        eprintln!(
+            "memmon: {missed} calls or faults were not recorded meanwhile: the module's probes \
+             missed them (probe_missed in /proc/memmon/stats; docs/events.md)"
+        );
+    }
+}
+
 pub fn report_lost(proc: &ProcInterface, lost: u64) {
     if lost == 0 {
         return;
@@ -417,6 +439,7 @@ fn follow_command(
 ) -> Result<ExitCode> {
     // Open the stream before the command can run, so none of its events are missed.
     let mut events = LiveEvents::open(proc)?;
+    let missed_before = probe_missed(proc);
     catch_interrupts()?;
     // A second early: file times come from the coarse clock.
     let started = SystemTime::now() - Duration::from_secs(1);
@@ -508,6 +531,7 @@ fn follow_command(
     }
     monitor.sink.flush()?;
     report_lost(proc, monitor.lost);
+    report_missed(proc, missed_before);
     monitor.print_summary();
     let code = exit_code.unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
@@ -525,6 +549,7 @@ pub fn record_pids(
     write_capture_header(&mut out, proc, params, ("pids", &pid_list.join(" ")))
         .context("cannot write the capture file")?;
     let mut events = LiveEvents::open(proc)?;
+    let missed_before = probe_missed(proc);
     catch_interrupts()?;
     let since = monotonic_now();
     if follow {
@@ -561,6 +586,7 @@ pub fn record_pids(
         eprintln!("memmon: interrupted, recording stopped");
     }
     report_lost(proc, monitor.lost);
+    report_missed(proc, missed_before);
     monitor.print_summary();
     Ok(ExitCode::SUCCESS)
 }
@@ -599,6 +625,7 @@ pub fn run_cgroup(
 fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool) -> Result<()> {
     let shown = cgroup.display().to_string();
     let mut events = LiveEvents::open(proc)?;
+    let missed_before = probe_missed(proc);
     catch_interrupts()?;
     let since = monotonic_now();
     proc.watch_cgroup(cgroup)?;
@@ -627,6 +654,7 @@ fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool)
     }
     monitor.sink.flush()?;
     report_lost(proc, monitor.lost);
+    report_missed(proc, missed_before);
     monitor.print_summary();
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use memmon::{parse_line, CaptureReader, EventKind, ProcInterface};
 
-use crate::commands::follow::{report_lost, POLL_MS};
+use crate::commands::follow::{probe_missed, report_lost, report_missed, POLL_MS};
 use crate::live::{catch_interrupts, interrupted, LiveEvents};
 use crate::output::{self, Filter, Printer};
 
@@ -66,6 +66,7 @@ pub fn tail_live(
 ) -> Result<ExitCode> {
     let cgroup = cgroup.map(memmon::capture::cgroup::validate).transpose()?;
     let mut events = LiveEvents::open(proc)?;
+    let missed_before = probe_missed(proc);
     catch_interrupts()?;
     if let Some(path) = &cgroup {
         proc.watch_cgroup(path)?;
@@ -108,5 +109,6 @@ pub fn tail_live(
         eprintln!("memmon: interrupted");
     }
     report_lost(proc, lost);
+    report_missed(proc, missed_before);
     Ok(ExitCode::SUCCESS)
 }
