@@ -369,7 +369,6 @@ impl Monitor {
     }
 }
 
-/// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
 /// The module's count of calls and faults its probes missed (`probe_missed`), if it has one.
 pub fn probe_missed(proc: &ProcInterface) -> Option<u64> {
     proc.stats()
@@ -392,6 +391,7 @@ pub fn report_missed(proc: &ProcInterface, before: Option<u64>) {
     }
 }
 
+/// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
 pub fn report_lost(proc: &ProcInterface, lost: u64) {
     if lost == 0 {
         return;
