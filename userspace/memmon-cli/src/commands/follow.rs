@@ -32,7 +32,7 @@ use crate::unwind::UnwindTables;
 
 /// Poll timeout: how often the loops look at the child and at Ctrl-C.
 pub const POLL_MS: u16 = 100;
-/// How long to wait for the command's `exit` event after reaping it.
+/// How long to wait for the command's `exit` event after reaping it, with nothing read.
 const EXIT_EVENT_GRACE: Duration = Duration::from_secs(1);
 /// How long the last reads after Ctrl-C wait for more events.
 const DRAIN_POLL_MS: u16 = 20;
@@ -193,14 +193,19 @@ impl Monitor {
         }
     }
 
-    /// Reads what is available (waiting up to the poll timeout) and handles it.
-    fn pump(&mut self, events: &mut LiveEvents) -> Result<()> {
-        events.poll_lines(POLL_MS, |line| self.handle(line))?;
+    /// Reads what is available (waiting up to the poll timeout) and handles it; returns
+    /// how many lines were read.
+    fn pump(&mut self, events: &mut LiveEvents) -> Result<usize> {
+        let mut lines = 0usize;
+        events.poll_lines(POLL_MS, |line| {
+            lines += 1;
+            self.handle(line)
+        })?;
         self.tables.flush();
         if !self.sink.flush()? {
             self.output_gone = true;
         }
-        Ok(())
+        Ok(lines)
     }
 
     /// After the watch ended (Ctrl-C): reads what the module still holds of the events
@@ -488,10 +493,16 @@ fn follow_command(
     }
 
     let mut exit_code = None;
+    // Since the command was reaped, or since the last lines read after that.
     let mut reaped_at = None;
     let mut interrupts_forwarded = 0;
     loop {
-        monitor.pump(&mut events)?;
+        let lines = monitor.pump(&mut events)?;
+        if lines > 0 && reaped_at.is_some() {
+            // Still reading what the command did before it exited: the exit event is
+            // behind it, however long a slow machine takes to get there.
+            reaped_at = Some(Instant::now());
+        }
         let interrupts = interrupt_count();
         if interrupts > interrupts_forwarded && exit_code.is_none() {
             // The terminal's Ctrl-C usually reached the command too; forward it in case
