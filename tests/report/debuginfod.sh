@@ -135,43 +135,37 @@ diff "$tmp/stripped.top" "$tmp/3.top" || fail "3: want offsets as without debugi
 [ ! -e "$tmp/cache3/$id" ] || fail "3: something cached"
 echo "ok 3: server down: one warning ($(cat "$tmp/3.err")), offsets"
 
-# 4. A server sending the other build's debug file for $id: refused, not cached. Given
-#    by DEBUGINFOD_URLS, as gdb and perf take it.
-mkdir -p "$tmp/bad/buildid/$id"
-cp "$tmp/other.debug" "$tmp/bad/buildid/$id/debuginfo"
-p=$(port)
-python3 -m http.server --bind 127.0.0.1 --directory "$tmp/bad" "$p" > "$tmp/http.log" 2>&1 &
-pids+=("$!")
-for _ in $(seq 1 100); do
-    fetch "http://127.0.0.1:$p/buildid/$id/debuginfo" && break
-    sleep 0.2
-done
-DEBUGINFOD_URLS="http://127.0.0.1:$p" report "$tmp/cache4" "$tmp/4.out" "$tmp/4.err"
-grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p/ sent a file of build ID $other for /host/alloc_sites (build ID $id): refused\$" "$tmp/4.err" \
-    || fail "4: no refusal: $(cat "$tmp/4.err")"
-[ ! -e "$tmp/cache4/$id" ] || fail "4: the refused file was cached: $(ls -R "$tmp/cache4")"
-top_sites "$tmp/4.out" > "$tmp/4.top"
-diff "$tmp/stripped.top" "$tmp/4.top" || fail "4: want offsets"
-grep -q "GET /buildid/$id/debuginfo" "$tmp/http.log" || fail "4: the server was not asked"
+# bad_server CASE FILE GOT: python3's http.server sending FILE as the debug file of $id;
+#   the report refuses it (the build ID it finds: GOT), caches nothing, shows offsets.
+#   Given by DEBUGINFOD_URLS, as gdb and perf take it.
+bad_server() {
+    local case=$1 file=$2 got=$3 dir="$tmp/bad$1" p
+    mkdir -p "$dir/buildid/$id"
+    cp "$file" "$dir/buildid/$id/debuginfo"
+    p=$(port)
+    python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$p" > "$tmp/http$case.log" 2>&1 &
+    pids+=("$!")
+    for _ in $(seq 1 100); do
+        fetch "http://127.0.0.1:$p/buildid/$id/debuginfo" && break
+        sleep 0.2
+    done
+    DEBUGINFOD_URLS="http://127.0.0.1:$p" report "$tmp/cache$case" "$tmp/$case.out" "$tmp/$case.err"
+    grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p/ sent a file of build ID $got for /host/alloc_sites (build ID $id): refused\$" "$tmp/$case.err" \
+        || fail "$case: no refusal: $(cat "$tmp/$case.err")"
+    [ ! -e "$tmp/cache$case/$id" ] || fail "$case: the refused file was cached: $(ls -R "$tmp/cache$case")"
+    top_sites "$tmp/$case.out" > "$tmp/$case.top"
+    diff "$tmp/stripped.top" "$tmp/$case.top" || fail "$case: want offsets"
+    grep -q "GET /buildid/$id/debuginfo" "$tmp/http$case.log" || fail "$case: the server was not asked"
+}
+
+# 4. A server sending the other build's debug file for $id.
+bad_server 4 "$tmp/other.debug" "$other"
 echo "ok 4: a file of another build ID refused and not cached"
 
 # 4b. A corrupt download: the first 1000 bytes of the right debug file (an ELF header, no
-#     build ID note), from the same kind of server: refused, not cached.
-mkdir -p "$tmp/bad2/buildid/$id"
-head -c 1000 "$tmp/served/alloc_sites.debug" > "$tmp/bad2/buildid/$id/debuginfo"
-p=$(port)
-python3 -m http.server --bind 127.0.0.1 --directory "$tmp/bad2" "$p" > "$tmp/http2.log" 2>&1 &
-pids+=("$!")
-for _ in $(seq 1 100); do
-    fetch "http://127.0.0.1:$p/buildid/$id/debuginfo" && break
-    sleep 0.2
-done
-DEBUGINFOD_URLS="http://127.0.0.1:$p" report "$tmp/cache4b" "$tmp/4b.out" "$tmp/4b.err"
-grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p/ sent a file of build ID none for /host/alloc_sites (build ID $id): refused\$" "$tmp/4b.err" \
-    || fail "4b: no refusal: $(cat "$tmp/4b.err")"
-[ ! -e "$tmp/cache4b/$id" ] || fail "4b: the corrupt file was cached: $(ls -R "$tmp/cache4b")"
-top_sites "$tmp/4b.out" > "$tmp/4b.top"
-diff "$tmp/stripped.top" "$tmp/4b.top" || fail "4b: want offsets"
+#     build ID note).
+head -c 1000 "$tmp/served/alloc_sites.debug" > "$tmp/truncated.debug"
+bad_server 4b "$tmp/truncated.debug" none
 echo "ok 4b: a truncated file refused and not cached"
 
 # 5. A server that never answers.
