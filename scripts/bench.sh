@@ -128,9 +128,9 @@ awk '
                 stats("stackwalk " name); mw[name] = med
                 n = split(substr(ent[name], 2), ea, " "); e = ea[1]
                 pe[name] = e > 0 ? (med - off) / e : 0
-                printf "%-16s %-13s %8d %8d %8d %8.2f %8d %10s\n", "", name, med, lo, hi, e, lost["stackwalk " name], e > 0 ? sprintf("%d", pe[name]) : "-"
+                printf "%-16s %-13s %8d %8d %8d %8.2f %8d %10s\n", "", name, med, lo, hi, e, lost["stackwalk " name], (e > 0 ? sprintf("%d", pe[name]) : "-")
             }
-            printf "%-16s per entry: %d by frame pointers, %d with tables: %.2fx (the goal: at most 2x)\n", "", pe["stacks-fp"], pe["stacks-tables"], pe["stacks-fp"] > 0 ? pe["stacks-tables"] / pe["stacks-fp"] : 0
+            printf "%-16s per entry: %d by frame pointers, %d with tables: %.2fx (the goal: at most 2x)\n", "", pe["stacks-fp"], pe["stacks-tables"], (pe["stacks-fp"] > 0 ? pe["stacks-tables"] / pe["stacks-fp"] : 0)
         }
         stats("reader memmon"); m = med; mlo = lo; mhi = hi
         stats("reader ftrace"); f = med

@@ -11,8 +11,8 @@
 //   read FILE    reads FILE (O_NONBLOCK) 64 KiB at a time until end of file or EAGAIN;
 //                prints lines=<lines read> ns=<ns> lines_per_s=<lines per second>
 //   deep D N GO  maps N pages, creates GO.ready and waits until GO exists (for the caller to
-//                load unwind tables), then calls D functions deep and writes one byte to each
-//                page at the bottom; prints ns=<ns per fault>
+//                load unwind tables), then calls a chain of D distinct functions (at most 24)
+//                and writes one byte to each page at the bottom; prints ns=<ns per fault>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -136,23 +136,39 @@ static int readfile(const char *path)
 static volatile char *deep_pages;
 static size_t deep_count;
 static long long deep_spent;
-static int descend(int depth);
-// Called through a volatile pointer: never inlined, and no call is turned into a jump or a
-// loop, so each level is a frame of its own.
-static int (*volatile descend_next)(int) = descend;
 
-__attribute__((noinline)) static int descend(int depth)
+// The bottom of bench deep's chain: the timed faults.
+__attribute__((noinline)) static int deep_bottom(int depth)
 {
-	long long t0;
+	long long t0 = now_ns();
 
-	if (depth > 0)
-		return descend_next(depth - 1) ^ depth;
-	t0 = now_ns();
 	for (size_t i = 0; i < deep_count; i++)
 		deep_pages[i * PAGE] = 1;
 	deep_spent = now_ns() - t0;
-	return 0;
+	return depth;
 }
+
+// A chain of distinct functions, each calling the next through a volatile pointer (never
+// inlined, no call turned into a jump), so that each level is a frame of its own in its own
+// function, as a real call chain is, and a stack walk looks each one up afresh.
+#define DEEP_LEVELS 24
+static int (*volatile deep_next[DEEP_LEVELS + 1])(int);
+#define DEEP_LEVEL(n)                                                   \
+	__attribute__((noinline)) static int deep_##n(int depth)         \
+	{                                                               \
+		if (depth > 0)                                          \
+			return deep_next[n + 1](depth - 1) ^ (n);       \
+		return deep_bottom(depth);                              \
+	}
+DEEP_LEVEL(0) DEEP_LEVEL(1) DEEP_LEVEL(2) DEEP_LEVEL(3) DEEP_LEVEL(4) DEEP_LEVEL(5)
+DEEP_LEVEL(6) DEEP_LEVEL(7) DEEP_LEVEL(8) DEEP_LEVEL(9) DEEP_LEVEL(10) DEEP_LEVEL(11)
+DEEP_LEVEL(12) DEEP_LEVEL(13) DEEP_LEVEL(14) DEEP_LEVEL(15) DEEP_LEVEL(16) DEEP_LEVEL(17)
+DEEP_LEVEL(18) DEEP_LEVEL(19) DEEP_LEVEL(20) DEEP_LEVEL(21) DEEP_LEVEL(22) DEEP_LEVEL(23)
+static int (*volatile deep_next[DEEP_LEVELS + 1])(int) = {
+	deep_0, deep_1, deep_2, deep_3, deep_4, deep_5, deep_6, deep_7, deep_8, deep_9,
+	deep_10, deep_11, deep_12, deep_13, deep_14, deep_15, deep_16, deep_17, deep_18,
+	deep_19, deep_20, deep_21, deep_22, deep_23, deep_bottom,
+};
 
 static int deep(int depth, size_t n, const char *go)
 {
@@ -160,7 +176,9 @@ static int deep(int depth, size_t n, const char *go)
 	deep_count = n;
 	if (wait_for_go(go))
 		return 1;
-	descend_next(depth);
+	if (depth < 0 || depth > DEEP_LEVELS)
+		return fprintf(stderr, "bench: deep takes 0 to %d levels\n", DEEP_LEVELS), 2;
+	deep_next[0](depth);
 	printf("ns=%lld\n", n ? deep_spent / (long long)n : 0);
 	return 0;
 }
