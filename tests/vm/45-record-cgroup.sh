@@ -165,5 +165,26 @@ expect_eq "record unwatched the cgroup" "$(cat $w)" ""
 produced=$(stat_of produced) delivered=$(stat_of delivered) lost=$(stat_of lost_reported)
 echo "stopped during churn: produced $produced, delivered $delivered, reported lost $lost"
 expect_eq "events delivered or reported lost" $((delivered + lost)) $produced
+
+# Stopped while another process, outside the cgroup and watched by hand, keeps the stream
+# busy: record reads only what was made before it unwatched the cgroup, and ends.
+/progs/memtest churn 1000000 8 > /dev/null &
+po=$!
+echo $po > $w || fail "watch $po by hand"
+memmon record --cgroup $cg/rec -o /tmp/cap3 2>/tmp/rec3.err &
+rp=$!
+wait_until "record watching $cg/rec a third time" grep -qx "c:$cg/rec" $w
+sleep 0.5
+kill -INT $rp
+i=0
+while kill -0 $rp 2>/dev/null; do
+    [ $((i += 1)) -le 100 ] || { kill $po; fail "record did not end within 10 s of Ctrl-C with another process watched"; }
+    sleep 0.1
+done
+wait $rp || fail "record exited with $?: $(cat /tmp/rec3.err)"
+echo "record ended $((i * 100)) ms or less after Ctrl-C, $po still watched: $(cat $w | tr '\n' ' ')"
+expect_eq "only the process watched by hand is left" "$(cat $w)" "$po"
+kill $po
+wait $po
 unload
 rmdir $cg/rec/a $cg/rec/b $cg/rec $cg/other || fail "rmdir"

@@ -829,7 +829,7 @@ fn record_says_what_the_probes_missed() {
         (
             "missed",
             12,
-            Some("memmon: 7 calls or faults were not recorded meanwhile"),
+            Some("memmon: 7 calls or faults of watched or other processes were not recorded meanwhile"),
         ),
         ("missed-none", 5, None),
     ] {

@@ -32,7 +32,8 @@ use crate::unwind::UnwindTables;
 
 /// Poll timeout: how often the loops look at the child and at Ctrl-C.
 pub const POLL_MS: u16 = 100;
-/// How long to wait for the command's `exit` event after reaping it, with nothing read.
+/// How long to wait for the command's `exit` event after reaping it, with nothing made
+/// before the reap left to read.
 const EXIT_EVENT_GRACE: Duration = Duration::from_secs(1);
 /// How long the last reads after Ctrl-C wait for more events.
 const DRAIN_POLL_MS: u16 = 20;
@@ -193,12 +194,19 @@ impl Monitor {
         }
     }
 
-    /// Reads what is available (waiting up to the poll timeout) and handles it; returns
-    /// how many lines were read.
-    fn pump(&mut self, events: &mut LiveEvents) -> Result<usize> {
+    /// Reads what is available (waiting up to `timeout_ms`) and handles it; returns how
+    /// many of the lines read were stamped before `before` (all of them without it).
+    fn pump(
+        &mut self,
+        events: &mut LiveEvents,
+        timeout_ms: u16,
+        before: Option<Timestamp>,
+    ) -> Result<usize> {
         let mut lines = 0usize;
-        events.poll_lines(POLL_MS, |line| {
-            lines += 1;
+        events.poll_lines(timeout_ms, |line| {
+            if before.is_none_or(|before| line_time(line).is_some_and(|time| time < before)) {
+                lines += 1;
+            }
             self.handle(line)
         })?;
         self.tables.flush();
@@ -208,22 +216,25 @@ impl Monitor {
         Ok(lines)
     }
 
-    /// After the watch ended (Ctrl-C): reads what the module still holds of the events
-    /// produced before, until a poll finds nothing more, so that none is left behind.
-    fn drain(&mut self, events: &mut LiveEvents) -> Result<()> {
-        loop {
-            let mut lines = 0usize;
-            // A lone event reaches readers a wake-up delay (about 1 ms) after it was made.
-            events.poll_lines(DRAIN_POLL_MS, |line| {
-                lines += 1;
-                self.handle(line)
-            })?;
-            if lines == 0 {
-                break;
+    /// After the watch ended (Ctrl-C): reads what the module still holds of the events made
+    /// before `until` (when the processes were unwatched), until a poll brings none of them,
+    /// or another Ctrl-C; the stream may go on with other watchers' events. A child whose
+    /// fork was still unread is followed here and unwatched.
+    fn drain(
+        &mut self,
+        events: &mut LiveEvents,
+        proc: &ProcInterface,
+        until: Timestamp,
+    ) -> Result<()> {
+        let interrupts = interrupt_count();
+        let mut known = self.followed.clone();
+        // A lone event reaches readers a wake-up delay (about 1 ms) after it was made.
+        while self.pump(events, DRAIN_POLL_MS, Some(until))? > 0 && interrupt_count() == interrupts
+        {
+            for &pid in self.followed.difference(&known) {
+                let _ = proc.unwatch(&[pid]);
             }
-        }
-        if !self.sink.flush()? {
-            self.output_gone = true;
+            known = self.followed.clone();
         }
         Ok(())
     }
@@ -374,6 +385,11 @@ impl Monitor {
     }
 }
 
+/// The time stamp a line of the stream starts with.
+fn line_time(line: &str) -> Option<Timestamp> {
+    Timestamp::parse(line.trim_start_matches(' ').split(' ').next()?)
+}
+
 /// The module's count of calls and faults its probes missed (`probe_missed`), if it has one.
 pub fn probe_missed(proc: &ProcInterface) -> Option<u64> {
     proc.stats()
@@ -390,8 +406,9 @@ pub fn report_missed(proc: &ProcInterface, before: Option<u64>) {
     let missed = now.saturating_sub(before);
     if missed > 0 {
         eprintln!(
-            "memmon: {missed} calls or faults were not recorded meanwhile: the module's probes \
-             missed them (probe_missed in /proc/memmon/stats; docs/events.md)"
+            "memmon: {missed} calls or faults of watched or other processes were not recorded \
+             meanwhile: the module's probes missed them (probe_missed in /proc/memmon/stats; \
+             docs/events.md)"
         );
     }
 }
@@ -493,15 +510,22 @@ fn follow_command(
     }
 
     let mut exit_code = None;
-    // Since the command was reaped, or since the last lines read after that.
-    let mut reaped_at = None;
+    // When the command was reaped (the stream's clock), and since when nothing made before
+    // that was read.
+    let mut reaped: Option<(Timestamp, Instant)> = None;
     let mut interrupts_forwarded = 0;
     loop {
-        let lines = monitor.pump(&mut events)?;
-        if lines > 0 && reaped_at.is_some() {
-            // Still reading what the command did before it exited: the exit event is
-            // behind it, however long a slow machine takes to get there.
-            reaped_at = Some(Instant::now());
+        let behind = monitor.pump(&mut events, POLL_MS, reaped.map(|(time, _)| time))?;
+        if let Some((_, idle_since)) = &mut reaped {
+            if behind > 0 {
+                // Still reading what was made before the command exited: its exit event is
+                // behind that, however long a slow machine takes to get there.
+                *idle_since = Instant::now();
+            }
+            if interrupt_count() > interrupts_forwarded {
+                // A Ctrl-C after the command ended: stop waiting.
+                break;
+            }
         }
         let interrupts = interrupt_count();
         if interrupts > interrupts_forwarded && exit_code.is_none() {
@@ -520,10 +544,10 @@ fn follow_command(
             // Before reaping: the pid cannot be reused while memmon reads /proc/PID.
             monitor.sink.snapshot(pid, "end")?;
             exit_code = Some(child.reap()?);
-            reaped_at = Some(Instant::now());
+            reaped = Some((monotonic_now(), Instant::now()));
         }
-        if let Some(reaped_at) = reaped_at {
-            if monitor.root_exit_seen || reaped_at.elapsed() > EXIT_EVENT_GRACE {
+        if let Some((_, idle_since)) = reaped {
+            if monitor.root_exit_seen || idle_since.elapsed() > EXIT_EVENT_GRACE {
                 break;
             }
         }
@@ -577,12 +601,12 @@ pub fn record_pids(
         monitor.tables.sync(pid);
     }
     while !interrupted() && !monitor.followed.is_empty() {
-        monitor.pump(&mut events)?;
+        monitor.pump(&mut events, POLL_MS, None)?;
     }
     monitor.tables.finish();
     monitor.unwatch_remaining(proc);
     // Interrupted: the events made before the processes were unwatched.
-    monitor.drain(&mut events)?;
+    monitor.drain(&mut events, proc, monotonic_now())?;
     let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
     for pid in still_running {
         monitor.snapshot(pid, "end")?;
@@ -647,14 +671,14 @@ fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool)
     monitor.follow_any = true;
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     while !interrupted() {
-        monitor.pump(&mut events)?;
+        monitor.pump(&mut events, POLL_MS, None)?;
     }
     monitor.tables.finish();
     if let Err(error) = proc.unwatch_cgroup(cgroup) {
         eprintln!("memmon: warning: cannot stop watching {shown}: {error}");
     }
     // The events made before the cgroup was unwatched.
-    monitor.drain(&mut events)?;
+    monitor.drain(&mut events, proc, monotonic_now())?;
     let still_running: Vec<u32> = monitor.followed.iter().copied().collect();
     for pid in still_running {
         monitor.snapshot(pid, "end")?;
