@@ -5,7 +5,8 @@
 //! cannot be reached or fails gives one warning on stderr, and no more requests in that
 //! report: the objects it would have named show as offsets.
 //!
-//! The time limits are elfutils's (debuginfod-client, which gdb and perf use):
+//! The time limits take the variables of elfutils's debuginfod-client (which gdb and perf
+//! use), with close meanings (docs/report.md says where they differ):
 //! `DEBUGINFOD_TIMEOUT` is how long a server may take to start sending, and then to send
 //! more (a transfer that makes no progress for that long ends), not a cap on the whole
 //! transfer; `DEBUGINFOD_MAXTIME` caps a whole download and is unset by default. A
