@@ -172,6 +172,10 @@ impl Undecodable {
 
 /// How far ahead of its time a replayed event may be applied (no sleep for less).
 const PACE_SLACK: Duration = Duration::from_millis(2);
+/// At the end, at most this many rounds of unwatching the followed processes and reading
+/// the stream for forks not read yet, each reading for [`UNWATCH_READ`].
+const UNWATCH_ROUNDS: usize = 8;
+const UNWATCH_READ: Duration = Duration::from_millis(20);
 
 fn sleep_until(when: Instant) {
     let now = Instant::now();
@@ -402,10 +406,28 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
         }
     };
     // The command, reaped, has left the watch set; the other followed processes are still
-    // in it. One at a time: one that exited meanwhile (ESRCH) must not keep the rest.
-    for pid in source.followed() {
-        if Some(pid) != root {
+    // in it. One at a time: one that exited meanwhile (ESRCH) must not keep the rest. A
+    // fork not read yet names a child that is watched too: what is left of the stream is
+    // read (briefly) for such forks, and their children are unwatched in turn.
+    let mut unwatched = BTreeSet::new();
+    for _ in 0..UNWATCH_ROUNDS {
+        let pending: Vec<u32> = source
+            .followed()
+            .into_iter()
+            .filter(|pid| Some(*pid) != root && !unwatched.contains(pid))
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        for pid in pending {
             let _ = proc.unwatch(&[pid]);
+            unwatched.insert(pid);
+        }
+        if source
+            .feed(&mut model, Instant::now() + UNWATCH_READ)
+            .is_err()
+        {
+            break;
         }
     }
     result.map(|()| ExitCode::SUCCESS)
