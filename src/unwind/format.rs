@@ -22,6 +22,29 @@ pub(crate) const RANGES_MAX: usize = 4096;
 /// Largest write: a header, a table's key and counts, and its rows.
 pub(crate) const WRITE_MAX: usize = HEADER_BYTES + KEY_BYTES + 8 + ROWS_MAX * ROW_BYTES;
 
+/// Rows of a table per entry of its index, at least ([`index_shape`]).
+pub(crate) const INDEX_ROWS: usize = 4;
+/// Bytes of one entry of a table's index.
+pub(crate) const INDEX_ENTRY_BYTES: usize = 4;
+
+/// The shape of the index the module keeps over a table of `rows` rows whose pcs go from
+/// `first` to `last`, so that a lookup searches a few rows instead of all: entry `b` is the
+/// first row whose pc is at least `first + (b << shift)`. Returns `shift` and the number of
+/// entries: buckets of code as small as 16 bytes, as long as there is at most one entry per
+/// [`INDEX_ROWS`] rows, plus one.
+pub(crate) fn index_shape(first: u32, last: u32, rows: usize) -> (u32, usize) {
+    let span = u64::from(last.saturating_sub(first));
+    // CAST: usize to u64 is lossless on 64-bit.
+    let most = (rows / INDEX_ROWS) as u64 + 1;
+    let mut shift = 4;
+    // Ends by shift 32 at the latest: `span` is below 2^32, and `most` at least 1.
+    while (span >> shift) + 1 > most {
+        shift += 1;
+    }
+    // CAST: at most `most`, a usize.
+    (shift, ((span >> shift) + 1) as usize)
+}
+
 const COMMAND_ADD_TABLE: u16 = 1;
 const COMMAND_SET_MAPS: u16 = 2;
 const COMMAND_DROP_TABLE: u16 = 3;

@@ -7,7 +7,7 @@
 //! read lock, so it takes no lock and never sleeps. The old snapshot is freed after a grace
 //! period. Tables are immutable once loaded and held by reference count.
 
-use super::format::{Key, Ranges, Row, Rows, Rule};
+use super::format::{index_shape, Key, Ranges, Row, Rows, Rule, INDEX_ENTRY_BYTES};
 use crate::bindings;
 use crate::watch::WatchSet;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -27,13 +27,56 @@ const PROCESS_OVERHEAD: usize = 64;
 pub(crate) struct Table {
     key: Key,
     rows: KVVec<Row>,
+    /// `index[b]` is the first row whose pc is at least the first row's plus `b << shift`
+    /// ([`index_shape`]): the rows a lookup searches lie between two entries.
+    index: KVVec<u32>,
+    shift: u32,
 }
 
 impl Table {
+    /// A table of `rows` (validated: at least one, sorted by `pc`), with its index.
+    fn new(key: Key, rows: Rows<'_>) -> Result<Table> {
+        let mut stored = KVVec::with_capacity(rows.len(), GFP_KERNEL)?;
+        for row in rows.iter() {
+            stored.push(row, GFP_KERNEL)?;
+        }
+        let (first, last) = match (stored.first(), stored.last()) {
+            (Some(first), Some(last)) => (first.pc, last.pc),
+            _ => return Err(EINVAL),
+        };
+        let (shift, len) = index_shape(first, last, stored.len());
+        let mut index = KVVec::with_capacity(len, GFP_KERNEL)?;
+        let mut at = 0;
+        for bucket in 0..len {
+            // CAST: usize to u64 is lossless on 64-bit; `bucket << shift` is at most the span
+            // of the pcs, below 2^32.
+            let start = u64::from(first) + ((bucket as u64) << shift);
+            while stored.get(at).is_some_and(|row| u64::from(row.pc) < start) {
+                at += 1;
+            }
+            index.push(u32::try_from(at)?, GFP_KERNEL)?;
+        }
+        Ok(Table {
+            key,
+            rows: stored,
+            index,
+            shift,
+        })
+    }
+
     /// The row that covers object address `pc`, if any.
     pub(crate) fn row(&self, pc: u64) -> Option<Row> {
         let pc = u32::try_from(pc).ok()?;
-        let after = self.rows.partition_point(|row| row.pc <= pc);
+        let first = self.rows.first()?.pc;
+        // The rows at or below `pc`: all those before its bucket's first row, and those of
+        // the bucket at or below it (the rows from the next bucket's first on are above).
+        let bucket = pc.checked_sub(first)?.checked_shr(self.shift).unwrap_or(0);
+        // CAST: u32 to usize is lossless on 64-bit.
+        let entry = |b: usize| self.index.get(b).map_or(self.rows.len(), |&at| at as usize);
+        // CAST: u32 to usize is lossless on 64-bit.
+        let bucket = bucket as usize;
+        let (from, to) = (entry(bucket), entry(bucket + 1));
+        let after = from + self.rows.get(from..to)?.partition_point(|row| row.pc <= pc);
         let row = *self.rows.get(after.checked_sub(1)?)?;
         // Past the last row (the end marker) nothing is covered.
         (row.rule != Rule::NoInfo || after < self.rows.len()).then_some(row)
@@ -41,8 +84,13 @@ impl Table {
 
     /// Memory it takes.
     fn bytes(&self) -> usize {
-        TABLE_OVERHEAD + self.rows.len() * core::mem::size_of::<Row>()
+        table_bytes(self.rows.len(), self.index.len())
     }
+}
+
+/// Memory a table of `rows` rows and `index` index entries takes.
+fn table_bytes(rows: usize, index: usize) -> usize {
+    TABLE_OVERHEAD + rows * core::mem::size_of::<Row>() + index * INDEX_ENTRY_BYTES
 }
 
 /// One executable mapping and the table of the object mapped there.
@@ -190,14 +238,15 @@ impl UnwindStore {
         let Err(at) = inner.find(&key) else {
             return Ok(());
         };
-        let bytes = TABLE_OVERHEAD + rows.len() * core::mem::size_of::<Row>();
+        let (first, last) = (rows.iter().next(), rows.iter().last());
+        let index = match (first, last) {
+            (Some(first), Some(last)) => index_shape(first.pc, last.pc, rows.len()).1,
+            _ => 0,
+        };
+        let bytes = table_bytes(rows.len(), index);
         self.reserve(&inner, bytes)?;
         let added = (|| -> Result {
-            let mut stored = KVVec::with_capacity(rows.len(), GFP_KERNEL)?;
-            for row in rows.iter() {
-                stored.push(row, GFP_KERNEL)?;
-            }
-            let table = Arc::new(Table { key, rows: stored }, GFP_KERNEL)?;
+            let table = Arc::new(Table::new(key, rows)?, GFP_KERNEL)?;
             inner.tables.reserve(1, GFP_KERNEL)?;
             inner
                 .tables

@@ -506,8 +506,35 @@ fn decode_set_maps(body: &[u8]) -> Result<Command, Invalid> {
     Ok(Command::SetMaps { pid, ranges })
 }
 
-/// Memory the module counts for a table beyond its rows (src/unwind/store.rs).
+/// Memory the module counts for a table beyond its rows and index (src/unwind/store.rs).
 pub const TABLE_OVERHEAD: usize = 64;
+/// Memory the module counts for one entry of a table's index.
+pub const INDEX_ENTRY_BYTES: usize = 4;
+/// Rows of a table per entry of its index, at least.
+pub const INDEX_ROWS: usize = 4;
+
+/// The index the module keeps over a table (src/unwind/format.rs `index_shape`): entry `b`
+/// is the first row whose pc is at least the first row's plus `b << shift`; buckets of code
+/// as small as 16 bytes, at most one entry per [`INDEX_ROWS`] rows, plus one. Returns
+/// `shift` and the number of entries.
+pub fn index_shape(first: u32, last: u32, rows: usize) -> (u32, usize) {
+    let span = u64::from(last.saturating_sub(first));
+    let most = (rows / INDEX_ROWS) as u64 + 1;
+    let mut shift = 4;
+    while (span >> shift) + 1 > most {
+        shift += 1;
+    }
+    (shift, ((span >> shift) + 1) as usize)
+}
+
+/// Memory the module counts for a table of `rows` (sorted by pc, as a valid write has them).
+pub fn table_bytes(rows: &[Row]) -> usize {
+    let index = match (rows.first(), rows.last()) {
+        (Some(first), Some(last)) => index_shape(first.pc, last.pc, rows.len()).1,
+        _ => 0,
+    };
+    TABLE_OVERHEAD + rows.len() * ROW_BYTES + index * INDEX_ENTRY_BYTES
+}
 /// Memory the module counts for a process's ranges beyond the ranges themselves.
 pub const PROCESS_OVERHEAD: usize = 64;
 /// Memory the module counts for one range (three u64 and a pointer to the table).
@@ -551,11 +578,7 @@ impl KernelModel {
 
     /// Memory in use, as the module counts it.
     pub fn bytes(&self) -> usize {
-        let tables: usize = self
-            .tables
-            .values()
-            .map(|rows| TABLE_OVERHEAD + rows.len() * ROW_BYTES)
-            .sum();
+        let tables: usize = self.tables.values().map(|rows| table_bytes(rows)).sum();
         let processes: usize = self
             .processes
             .values()
@@ -573,7 +596,7 @@ impl KernelModel {
                 if self.tables.contains_key(key) {
                     return Ok(command);
                 }
-                let needed = TABLE_OVERHEAD + rows.len() * ROW_BYTES;
+                let needed = table_bytes(rows);
                 if self.bytes().saturating_add(needed) > self.max_bytes {
                     return Err(Reject::NoSpace);
                 }

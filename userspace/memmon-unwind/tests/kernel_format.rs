@@ -41,3 +41,40 @@ fn the_module_parser_agrees_with_the_crate_on_every_fuzz_case() {
     }
     assert!(format_errors > 5_000, "only {format_errors} format cases");
 }
+
+/// The index the module keeps over a table has the shape, and so the memory, the crate's
+/// model counts (`memory_unwind` in stats is checked against the model in the VM).
+#[test]
+fn the_module_index_shape_is_the_crates() {
+    let spans = [
+        0u32,
+        1,
+        15,
+        16,
+        17,
+        255,
+        4096,
+        65_535,
+        1 << 20,
+        3 << 24,
+        u32::MAX,
+    ];
+    for rows in [1usize, 2, 3, 4, 5, 17, 100, 1000, 28_274, 4 << 20] {
+        for &span in &spans {
+            for first in [0u32, 0x1000, u32::MAX - span] {
+                let Some(last) = first.checked_add(span) else {
+                    continue;
+                };
+                let module = format::index_shape(first, last, rows);
+                assert_eq!(
+                    module,
+                    memmon_unwind::protocol::index_shape(first, last, rows),
+                    "rows {rows} first {first:#x} last {last:#x}"
+                );
+                // At most one entry per 4 rows, plus one; every pc falls in a bucket.
+                assert!(module.1 <= rows / 4 + 1);
+                assert_eq!(u64::from(span) >> module.0, module.1 as u64 - 1);
+            }
+        }
+    }
+}
