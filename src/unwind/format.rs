@@ -126,6 +126,14 @@ impl Rows<'_> {
         // `parse` checked every row.
         self.0.chunks_exact(ROW_BYTES).filter_map(row)
     }
+
+    /// The shape of the index over these rows ([`index_shape`]), from the first and the last
+    /// row's pc without decoding the others; `None` for no rows.
+    pub(crate) fn index_shape(&self) -> Option<(u32, usize)> {
+        let first = row(self.0.get(..ROW_BYTES)?)?;
+        let last = row(self.0.get(self.0.len().checked_sub(ROW_BYTES)?..)?)?;
+        Some(index_shape(first.pc, last.pc, self.len()))
+    }
 }
 
 /// The ranges of a validated `SET_MAPS`.

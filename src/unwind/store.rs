@@ -7,7 +7,7 @@
 //! read lock, so it takes no lock and never sleeps. The old snapshot is freed after a grace
 //! period. Tables are immutable once loaded and held by reference count.
 
-use super::format::{index_shape, Key, Ranges, Row, Rows, Rule, INDEX_ENTRY_BYTES};
+use super::format::{Key, Ranges, Row, Rows, Rule, INDEX_ENTRY_BYTES};
 use crate::bindings;
 use crate::watch::WatchSet;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -28,23 +28,20 @@ pub(crate) struct Table {
     key: Key,
     rows: KVVec<Row>,
     /// `index[b]` is the first row whose pc is at least the first row's plus `b << shift`
-    /// ([`index_shape`]): the rows a lookup searches lie between two entries.
+    /// ([`super::format::index_shape`]): the rows a lookup searches lie between two entries.
     index: KVVec<u32>,
     shift: u32,
 }
 
 impl Table {
-    /// A table of `rows` (validated: at least one, sorted by `pc`), with its index.
-    fn new(key: Key, rows: Rows<'_>) -> Result<Table> {
+    /// A table of `rows` (validated: at least one, sorted by `pc`), with its index of the
+    /// shape `rows.index_shape()` gives (`shift`, `len`).
+    fn new(key: Key, rows: Rows<'_>, (shift, len): (u32, usize)) -> Result<Table> {
         let mut stored = KVVec::with_capacity(rows.len(), GFP_KERNEL)?;
         for row in rows.iter() {
             stored.push(row, GFP_KERNEL)?;
         }
-        let (first, last) = match (stored.first(), stored.last()) {
-            (Some(first), Some(last)) => (first.pc, last.pc),
-            _ => return Err(EINVAL),
-        };
-        let (shift, len) = index_shape(first, last, stored.len());
+        let first = stored.first().ok_or(EINVAL)?.pc;
         let mut index = KVVec::with_capacity(len, GFP_KERNEL)?;
         let mut at = 0;
         for bucket in 0..len {
@@ -238,15 +235,14 @@ impl UnwindStore {
         let Err(at) = inner.find(&key) else {
             return Ok(());
         };
-        let (first, last) = (rows.iter().next(), rows.iter().last());
-        let index = match (first, last) {
-            (Some(first), Some(last)) => index_shape(first.pc, last.pc, rows.len()).1,
-            _ => 0,
-        };
-        let bytes = table_bytes(rows.len(), index);
+        // `parse` refuses a table of no rows.
+        let shape = rows
+            .index_shape()
+            .ok_or_else(|| refused(EINVAL, "an ADD_TABLE of no rows"))?;
+        let bytes = table_bytes(rows.len(), shape.1);
         self.reserve(&inner, bytes)?;
         let added = (|| -> Result {
-            let table = Arc::new(Table::new(key, rows)?, GFP_KERNEL)?;
+            let table = Arc::new(Table::new(key, rows, shape)?, GFP_KERNEL)?;
             inner.tables.reserve(1, GFP_KERNEL)?;
             inner
                 .tables

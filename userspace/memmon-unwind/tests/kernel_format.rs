@@ -42,6 +42,24 @@ fn the_module_parser_agrees_with_the_crate_on_every_fuzz_case() {
     assert!(format_errors > 5_000, "only {format_errors} format cases");
 }
 
+/// The module reads the index shape of a write's rows from its first and last row alone:
+/// the same as from all of them.
+#[test]
+fn the_module_reads_the_index_shape_of_a_write() {
+    let context = FuzzContext::new(100, 200);
+    for write in context.setup_writes() {
+        let Ok(format::Command::AddTable { rows, .. }) = format::parse(&write) else {
+            panic!("the setup write is not an ADD_TABLE");
+        };
+        let all: Vec<format::Row> = rows.iter().collect();
+        let (first, last) = (all[0].pc, all[all.len() - 1].pc);
+        assert_eq!(
+            rows.index_shape(),
+            Some(memmon_unwind::protocol::index_shape(first, last, all.len()))
+        );
+    }
+}
+
 /// The index the module keeps over a table has the shape, and so the memory, the crate's
 /// model counts (`memory_unwind` in stats is checked against the model in the VM).
 #[test]
