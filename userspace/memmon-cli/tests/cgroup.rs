@@ -4,19 +4,15 @@
 //! `record --cgroup` writes the cgroup of each recorded process into the capture.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use memmon::capture::cgroup::{cgroup2_mounts, unified_cgroup};
 use memmon::{CaptureReader, Record};
 
-fn memmon(root: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memmon"));
-    command.env_remove("MEMMON_PROC_ROOT");
-    command.arg("--proc-root").arg(root);
-    command
-}
+mod common;
+use common::memmon;
 
 fn run(command: &mut Command) -> (i32, String, String) {
     let output = command.stdin(Stdio::null()).output().unwrap();
@@ -28,14 +24,7 @@ fn run(command: &mut Command) -> (i32, String, String) {
 }
 
 fn fake_proc_root(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memmon-cgroup-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    let root = dir.join("memmon");
-    fs::create_dir_all(&root).unwrap();
-    fs::write(root.join("events"), "").unwrap();
-    fs::write(root.join("watch-pids"), "\n").unwrap();
-    fs::write(root.join("stats"), "produced 0\n").unwrap();
-    root
+    common::fake_proc_root("cgroup", name)
 }
 
 /// A cgroup2 mount of this machine (none: the tests that need one say so and pass).

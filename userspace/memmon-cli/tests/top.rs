@@ -11,25 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+mod common;
+
 fn fake_proc_root(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memmon-cli-top-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    let root = dir.join("memmon");
-    fs::create_dir_all(&root).unwrap();
-    fs::write(root.join("events"), "").unwrap();
-    fs::write(root.join("watch-pids"), "\n").unwrap();
-    fs::write(root.join("stats"), "produced 0\n").unwrap();
-    root
+    common::fake_proc_root("top", name)
 }
 
+/// memmon on `root`, without unwind tables (no module to load them into), no stdin.
 fn memmon(root: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memmon"));
-    command
-        .env_remove("MEMMON_PROC_ROOT")
-        .arg("--proc-root")
-        .arg(root)
-        .arg("--no-unwind-tables")
-        .stdin(Stdio::null());
+    let mut command = common::memmon(root);
+    command.arg("--no-unwind-tables").stdin(Stdio::null());
     command
 }
 
@@ -39,20 +30,10 @@ fn sleeper() -> Child {
 
 #[test]
 fn top_command_plain_tables_until_it_exits() {
-    let dir = std::env::temp_dir().join(format!("memmon-cli-top-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    let root = dir.join("memmon");
-    fs::create_dir_all(&root).unwrap();
-    fs::write(root.join("events"), "").unwrap();
-    fs::write(root.join("watch-pids"), "").unwrap();
-    fs::write(root.join("stats"), "produced 0\n").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_memmon"))
-        .env_remove("MEMMON_PROC_ROOT")
-        .arg("--proc-root")
-        .arg(&root)
-        .args(["--no-unwind-tables", "top", "--interval", "0.2", "--"])
+    let root = fake_proc_root("command");
+    let output = memmon(&root)
+        .args(["top", "--interval", "0.2", "--"])
         .args(["sh", "-c", "sleep 0.5"])
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -85,7 +66,7 @@ fn top_command_plain_tables_until_it_exits() {
         assert_eq!(lines[3], "INTERVAL  SINCE START  RESIDENT  SITE", "{table}");
         assert_eq!(lines.len(), 4, "{table}");
     }
-    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(root.parent().unwrap()).unwrap();
 }
 
 #[test]
