@@ -115,6 +115,8 @@ fn walk_user(
     out[0].write(frame.ip);
     let stack_start = frame.sp;
     let mut count = 1;
+    // The range the previous frame's pc was found in: tried first for the next.
+    let mut near = 0;
     loop {
         // Above the innermost frame the pc is a return address, which may lie past the end of
         // the calling function (a call to a function that does not return): look up the call.
@@ -123,7 +125,7 @@ fn walk_user(
         } else {
             frame.ip.wrapping_sub(1)
         };
-        let caller = match step(&frame, pc, ranges, stack_start) {
+        let caller = match step(&frame, pc, ranges, &mut near, stack_start) {
             Ok(Some(caller)) => caller,
             Ok(None) => return (count, StackEnd::Complete),
             Err(end) => return (count, end),
@@ -138,14 +140,16 @@ fn walk_user(
 }
 
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.
-/// `stack_start` is the innermost frame's RSP.
+/// `near` is the range to look `pc` up in first ([`ProcessRanges::row`]); `stack_start` is
+/// the innermost frame's RSP.
 fn step(
     frame: &Frame,
     pc: u64,
     ranges: Option<&ProcessRanges>,
+    near: &mut usize,
     stack_start: u64,
 ) -> Result<Option<Frame>, StackEnd> {
-    let row = ranges.and_then(|ranges| ranges.row(pc));
+    let row = ranges.and_then(|ranges| ranges.row(pc, near));
     match row {
         Some(
             row @ Row {
@@ -165,12 +169,9 @@ fn step(
     }
 }
 
-/// Reads `N` words of user memory at `addr`, with page faults disabled.
+/// Reads `N` words of user memory at `addr`, with page faults disabled; `None` where they are
+/// not all user memory that is mapped and readable.
 fn read_user<const N: usize>(addr: u64) -> Option<[u64; N]> {
-    // CAST: N is at most 2.
-    if addr >= USER_LIMIT - 8 * N as u64 {
-        return None;
-    }
     let mut words = [0u64; N];
     // SAFETY: `words` is valid for `8 * N` bytes of writes; `copy_from_user_nofault` checks the
     // user range and reads it with page faults disabled, failing instead of faulting.

@@ -23,7 +23,7 @@ pub(crate) const RANGES_MAX: usize = 4096;
 pub(crate) const WRITE_MAX: usize = HEADER_BYTES + KEY_BYTES + 8 + ROWS_MAX * ROW_BYTES;
 
 /// Rows of a table per entry of its index, at least ([`index_shape`]).
-pub(crate) const INDEX_ROWS: usize = 4;
+pub(crate) const INDEX_ROWS: usize = 1;
 /// Bytes of one entry of a table's index.
 pub(crate) const INDEX_ENTRY_BYTES: usize = 4;
 

@@ -7,7 +7,7 @@
 //! read lock, so it takes no lock and never sleeps. The old snapshot is freed after a grace
 //! period. Tables are immutable once loaded and held by reference count.
 
-use super::format::{Key, Ranges, Row, Rows, Rule, INDEX_ENTRY_BYTES};
+use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES};
 use crate::bindings;
 use crate::watch::WatchSet;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -27,9 +27,12 @@ const PROCESS_OVERHEAD: usize = 64;
 pub(crate) struct Table {
     key: Key,
     rows: KVVec<Row>,
-    /// `index[b]` is the first row whose pc is at least the first row's plus `b << shift`
+    /// The first row's pc.
+    first: u32,
+    /// `index[b]` is the first row whose pc is at least `first + (b << shift)`
     /// ([`super::format::index_shape`]): the rows a lookup searches lie between two entries.
     index: KVVec<u32>,
+    /// At most 32.
     shift: u32,
 }
 
@@ -56,27 +59,33 @@ impl Table {
         Ok(Table {
             key,
             rows: stored,
+            first,
             index,
             shift,
         })
     }
 
-    /// The row that covers object address `pc`, if any.
+    /// The row that covers object address `pc`, if any. Past the last row (the end marker,
+    /// [`super::format::Rule::NoInfo`]) nothing is covered; the end marker itself may be returned for an
+    /// address in its bucket, and says the same.
     pub(crate) fn row(&self, pc: u64) -> Option<Row> {
         let pc = u32::try_from(pc).ok()?;
-        let first = self.rows.first()?.pc;
-        // The rows at or below `pc`: all those before its bucket's first row, and those of
-        // the bucket at or below it (the rows from the next bucket's first on are above).
-        let bucket = pc.checked_sub(first)?.checked_shr(self.shift).unwrap_or(0);
-        // CAST: u32 to usize is lossless on 64-bit.
-        let entry = |b: usize| self.index.get(b).map_or(self.rows.len(), |&at| at as usize);
-        // CAST: u32 to usize is lossless on 64-bit.
+        // The bucket `pc` lies in; past the last entry's, `pc` is past the last row.
+        // `shift` is at most 32: the wrapping shift is the plain one, without a check.
+        let bucket = u64::from(pc.checked_sub(self.first)?).wrapping_shr(self.shift);
+        // CAST: below 2^32, lossless in a usize on 64-bit.
         let bucket = bucket as usize;
-        let (from, to) = (entry(bucket), entry(bucket + 1));
+        // CAST: u32 to usize is lossless on 64-bit.
+        let from = *self.index.get(bucket)? as usize;
+        // CAST: u32 to usize is lossless on 64-bit.
+        let to = self
+            .index
+            .get(bucket + 1)
+            .map_or(self.rows.len(), |&at| at as usize);
+        // The rows at or below `pc`: all those before the bucket's first row, and those of the
+        // bucket at or below it (the rows from the next bucket's first on are above).
         let after = from + self.rows.get(from..to)?.partition_point(|row| row.pc <= pc);
-        let row = *self.rows.get(after.checked_sub(1)?)?;
-        // Past the last row (the end marker) nothing is covered.
-        (row.rule != Rule::NoInfo || after < self.rows.len()).then_some(row)
+        self.rows.get(after.checked_sub(1)?).copied()
     }
 
     /// Memory it takes.
@@ -113,12 +122,21 @@ pub(crate) struct ProcessRanges {
 
 impl ProcessRanges {
     /// The row that covers run-time address `pc`, if a range and its table cover it.
-    pub(crate) fn row(&self, pc: u64) -> Option<Row> {
-        let after = self.ranges.partition_point(|range| range.start <= pc);
-        let range = self.ranges.get(after.checked_sub(1)?)?;
-        if pc >= range.end {
-            return None;
-        }
+    /// `near` is the index of the range to try first (a walk's previous frame's, which is
+    /// most often the same object's); it is set to the range found.
+    pub(crate) fn row(&self, pc: u64, near: &mut usize) -> Option<Row> {
+        let range = match self.ranges.get(*near) {
+            Some(range) if range.start <= pc && pc < range.end => range,
+            _ => {
+                let after = self.ranges.partition_point(|range| range.start <= pc);
+                *near = after.checked_sub(1)?;
+                let range = self.ranges.get(*near)?;
+                if pc >= range.end {
+                    return None;
+                }
+                range
+            }
+        };
         range.table.row(pc.wrapping_sub(range.bias))
     }
 

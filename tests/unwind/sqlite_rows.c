@@ -1,10 +1,12 @@
-// sqlite_rows N: loads N rows into an in-memory SQLite database (Debian's libsqlite3, built
-// without frame pointers, with glibc, both dynamic) and builds an index on them, between the
-// markers fsync(1001) and fsync(1002). Nearly all the pages it brings in are written by
-// sqlite3 and glibc code called from load_rows and build_index.
+// sqlite_rows N [keep]: loads N rows into an in-memory SQLite database (Debian's libsqlite3,
+// built without frame pointers, with glibc, both dynamic) and builds an index on them, between
+// the markers fsync(1001) and fsync(1002), then closes the database, or with `keep` holds it
+// until exit, as a program that keeps its data does. Nearly all the pages it brings in are
+// written by sqlite3 and glibc code called from load_rows and build_index.
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void check(int rc, sqlite3 *db, const char *what)
@@ -53,6 +55,7 @@ int main(int argc, char **argv)
 	load_rows(db, n);
 	build_index(db);
 	fsync(1002);
-	sqlite3_close(db);
+	if (argc < 3 || strcmp(argv[2], "keep") != 0)
+		sqlite3_close(db);
 	return 0;
 }

@@ -4,18 +4,23 @@
 # vm-add: /usr/lib/x86_64-linux-gnu/libsqlite3.so.0:/usr/lib/x86_64-linux-gnu/libsqlite3.so.0
 # vm-add: /lib/x86_64-linux-gnu/libz.so.1:/lib/x86_64-linux-gnu/libz.so.1
 # Debian's libsqlite3 and glibc, shared and built without frame pointers, ASLR on: with the
-# stack depth at its most (64: sqlite's own calls go 20 deep) and
-# tables memmon record loads (the libraries' compiled while the program is stopped at its
-# exec), sqlite_rows's stacks go from main through load_rows and build_index into sqlite3.
-# At 200 000 rows at least 85 % of its resident bytes reach main (87.5 % measured, 1 % by
-# frame pointers) and at least 97 % have a whole stack (98.1 % measured: main, plus 10.3 %
-# that is ld.so's start-up before main, 1.6 MiB of the libraries' pages read and run while
-# relocating, whose stacks end at ld.so's _start, and 0.3 % exit). What is left (1.7 %) is
-# one-frame stacks in the libraries' _init (no CFI) and constructors run by ld.so before
-# the entry-point stop loads their tables. At 600 000 rows, where start-up is a smaller
-# part, at least 92 % reach main (93.0 % measured). Of the bytes brought in after start-up
-# (from main on), at least 95 % reach main at both sizes (98.4 % and 98.9 % measured). The report's "where their stacks end"
-# line gives these figures; they are checked here from its JSON. A
+# stack depth at its most (64: sqlite's own calls go 20 deep) and tables memmon record loads
+# (the libraries' compiled while the program is stopped at its exec), sqlite_rows's stacks go
+# from main through load_rows and build_index into sqlite3.
+# - 200 000 rows, the database closed before exit: at least 85 % of its resident bytes reach
+#   main (87.9 to 88.3 % measured) and at least 97 % have a whole stack (98.1 to 98.7 %:
+#   main, plus 9.9 to 10.2 % that is ld.so's start-up before main, 1.5 MiB of the
+#   libraries' pages read and run while relocating, whose stacks end at ld.so's _start, and
+#   up to 0.4 % exit). What is left (0.8 to 1.7 %) is one-frame stacks in the libraries'
+#   _init (no CFI) and constructors run by ld.so before the entry-point stop loads their
+#   tables.
+# - 1 000 000 rows, the database held until exit (64 MiB resident, where ld.so's fixed
+#   1.6 MiB is a small part): at least 95 % of the resident bytes reach main (97.2 %
+#   measured, twice).
+# - Of the bytes brought in after start-up (from main on), at least 95 % reach main at both
+#   sizes (98.4 % and 99.7 % measured).
+# The report's "where their stacks end" line gives these figures; they are checked here from
+# its JSON.
 . /host/lib.sh
 [ "$(cat /proc/sys/kernel/randomize_va_space)" = 2 ] || fail "ASLR is off"
 load buflen=16777216
@@ -23,8 +28,10 @@ load buflen=16777216
 reach() {
     awk -v key="\"$1\":" '/"stack_reach"/ { on = 1 } on && $1 == key { sub(",", "", $2); print $2; exit }' /tmp/sql.json
 }
-for rows in 200000 600000; do
-    memmon record -q --stacks 64 -o /tmp/sql -- /progs/sqlite_rows $rows > /dev/null ||
+for run in 200000 "1000000 keep"; do
+    rows=${run%% *}
+    # shellcheck disable=SC2086 # the row count, and "keep" if given
+    memmon record -q --stacks 64 -o /tmp/sql -- /progs/sqlite_rows $run > /dev/null ||
         fail "record sqlite_rows $rows"
     memmon report --format folded /tmp/sql > /tmp/sql.folded
     memmon report --format json /tmp/sql > /tmp/sql.json
@@ -47,7 +54,7 @@ for rows in 200000 600000; do
         [ $((main * 100)) -ge $((total * 85)) ] || fail "only $main of $total resident bytes reach main"
         [ $((whole * 100)) -ge $((total * 97)) ] || fail "only $whole of $total resident bytes have a whole stack"
     else
-        [ $((main * 100)) -ge $((total * 92)) ] || fail "only $main of $total resident bytes reach main"
+        [ $((main * 100)) -ge $((total * 95)) ] || fail "only $main of $total resident bytes reach main"
     fi
 done
 

@@ -1,6 +1,6 @@
 //! Prints, for each ELF object named on the command line, the size of its compiled unwind
-//! table: rows, bytes (as the module counts them: 8 a row plus a fixed cost per table), and
-//! the fraction of rows of each rule.
+//! table: rows, bytes (8 a row in the format; as the module counts them, with its index and
+//! a fixed cost per table), and the fraction of rows of each rule.
 //!
 //! ```text
 //! cargo run -p memmon-unwind --example table-size -- /lib/x86_64-linux-gnu/libc.so.6
@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use memmon_unwind::protocol::TABLE_OVERHEAD;
+use memmon_unwind::protocol::table_bytes;
 use memmon_unwind::{compile, Rule};
 
 fn main() -> ExitCode {
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
             "{path}: rows={} bytes={} (module: {}) fdes={}+{} skipped={} hdr={} {}",
             table.len(),
             table.bytes(),
-            table.bytes() + TABLE_OVERHEAD,
+            table_bytes(&table.rows),
             s.eh_frame_fdes,
             s.debug_frame_fdes,
             s.fdes_skipped,

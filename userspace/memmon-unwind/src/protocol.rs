@@ -511,7 +511,7 @@ pub const TABLE_OVERHEAD: usize = 64;
 /// Memory the module counts for one entry of a table's index.
 pub const INDEX_ENTRY_BYTES: usize = 4;
 /// Rows of a table per entry of its index, at least.
-pub const INDEX_ROWS: usize = 4;
+pub const INDEX_ROWS: usize = 1;
 
 /// The index the module keeps over a table (src/unwind/format.rs `index_shape`): entry `b`
 /// is the first row whose pc is at least the first row's plus `b << shift`; buckets of code

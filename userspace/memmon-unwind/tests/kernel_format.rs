@@ -89,8 +89,8 @@ fn the_module_index_shape_is_the_crates() {
                     memmon_unwind::protocol::index_shape(first, last, rows),
                     "rows {rows} first {first:#x} last {last:#x}"
                 );
-                // At most one entry per 4 rows, plus one; every pc falls in a bucket.
-                assert!(module.1 <= rows / 4 + 1);
+                // At most one entry per INDEX_ROWS rows, plus one; every pc falls in a bucket.
+                assert!(module.1 <= rows / memmon_unwind::protocol::INDEX_ROWS + 1);
                 assert_eq!(u64::from(span) >> module.0, module.1 as u64 - 1);
             }
         }
