@@ -95,7 +95,7 @@ struct Frame {
 /// [`STACK_MAX`]). Never goes past a frame it cannot read or trust. Returns the number of
 /// entries, which it initialised at the start of `out`, and why the stack ends there.
 /// Callable in atomic context: it takes no lock and reads user memory with page faults
-/// disabled; it takes at most `depth` steps, each two binary searches and two reads at most.
+/// disabled; it takes at most `depth` steps, each at most two binary searches and two reads.
 fn walk_user(
     regs: &bindings::pt_regs,
     depth: usize,
