@@ -133,7 +133,11 @@ stackwalk() {
     rm -f /tmp/go /tmp/go.ready
     /progs/watchexec /progs/bench deep 20 "$N" /tmp/go > /tmp/deep.out &
     job=$!
-    until [ -e /tmp/go.ready ]; do sleep 0.01; done
+    i=0
+    until [ -e /tmp/go.ready ]; do
+        [ $((i += 1)) -le 6000 ] || { echo "error: bench deep did not start in 60 s" >&2; exit 1; }
+        sleep 0.01
+    done
     if [ $setup = stacks-tables ]; then
         memmon unwind "$(pidof bench)" > /dev/null || echo "warning: memmon unwind failed" >&2
     fi
