@@ -242,6 +242,39 @@ fn download(clients: &Clients, id: &str, kind: Kind, to: &SyncSender<Message>) {
     }
 }
 
+/// How long a partial download of a process that is gone must have been left unchanged
+/// before another memmon removes it (the process may live in another pid namespace).
+const STALE_PARTIAL: Duration = Duration::from_secs(600);
+
+/// Removes from cache directory `dir` the partial downloads (`.KIND.partial-PID`) that a
+/// memmon left when it was interrupted: those whose process is gone and that have not
+/// changed for [`STALE_PARTIAL`] before `now`.
+fn remove_stale_partials(dir: &std::path::Path, now: std::time::SystemTime) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((_, pid)) = name.to_str().and_then(|name| name.split_once(".partial-")) else {
+            continue;
+        };
+        if !name.to_str().is_some_and(|name| name.starts_with('.'))
+            || pid.parse::<u32>().is_err()
+            || std::path::Path::new("/proc").join(pid).exists()
+        {
+            continue;
+        }
+        let unchanged = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| now.duration_since(modified).ok());
+        if unchanged.is_some_and(|age| age >= STALE_PARTIAL) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// The next message of a download thread, unless the download's time is up
 /// (`deadline`: when, and `DEBUGINFOD_MAXTIME`).
 fn receive(from: &Receiver<Message>, deadline: Option<(Instant, Duration)>) -> Message {
@@ -388,6 +421,7 @@ impl Debuginfod {
             }
         };
         let dir = cached.parent()?.to_path_buf();
+        remove_stale_partials(&dir, std::time::SystemTime::now());
         let partial = dir.join(format!(".{}.partial-{}", kind.name(), std::process::id()));
         let written = std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::File::create(&partial))
@@ -454,6 +488,31 @@ mod tests {
             let _ = std::fs::remove_file(&file);
             (bytes, id)
         })
+    }
+
+    /// An interrupted memmon's partial download is removed by the next one once its process
+    /// is gone and it has been left unchanged long enough; a live process's is kept.
+    #[test]
+    fn stale_partials_are_removed() {
+        let dir = cache("stale");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Above any pid_max (at most 2^22).
+        let gone = dir.join(".debuginfo.partial-4294967");
+        let live = dir.join(format!(".debuginfo.partial-{}", std::process::id()));
+        let other = dir.join("debuginfo");
+        for file in [&gone, &live, &other] {
+            std::fs::write(file, b"x").unwrap();
+        }
+        let now = std::time::SystemTime::now();
+        remove_stale_partials(&dir, now);
+        assert!(gone.exists(), "a recent partial download is kept");
+        remove_stale_partials(&dir, now + STALE_PARTIAL + Duration::from_secs(1));
+        assert!(
+            !gone.exists(),
+            "a stale partial download of a process that is gone"
+        );
+        assert!(live.exists() && other.exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A fresh cache directory.
