@@ -439,7 +439,12 @@ fn site_rows(
         }
         let frames = symbols.site(&analysis.sites, id);
         if resident > 0 {
-            let ends = classify(&analysis.sites, analysis.sites.frames(id), &frames);
+            let site_frames = analysis.sites.frames(id);
+            let by_frame: Vec<Vec<FrameInfo>> = site_frames
+                .iter()
+                .map(|frame| symbols.frame_infos(&analysis.sites, frame))
+                .collect();
+            let ends = classify(&analysis.sites, site_frames, &by_frame);
             reach.add(ends, resident);
         }
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));

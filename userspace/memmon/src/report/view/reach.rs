@@ -9,7 +9,9 @@ use crate::report::view::symbols::FrameInfo;
 /// Where one site's stack ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// A frame is the program's `main` (C's `main`, Rust's `crate::main`).
+    /// A frame is the program's `main` (C's `main`, Rust's `crate::main`), or the chain
+    /// goes from the C library's start into code the C library called as `main`
+    /// ([`called_as_main`]: a stripped program's `main`, or what `main` tail-called).
     Main,
     /// The outermost frame is a thread's start (`start_thread`, `clone`, `clone3`).
     ThreadStart,
@@ -38,6 +40,12 @@ const START_FUNCTIONS: &[&str] = &[
     "call_init",
     "__libc_csu_init",
 ];
+/// The C library's start-up function that calls `main` (glibc's names, musl's).
+const START_MAIN_FUNCTIONS: &[&str] = &[
+    "__libc_start_main",
+    "__libc_start_main_impl",
+    "__libc_start_main_alias_2",
+];
 /// Functions a thread's stack starts at.
 const THREAD_FUNCTIONS: &[&str] = &["start_thread", "clone", "__clone", "clone3", "__clone3"];
 
@@ -47,25 +55,25 @@ fn is_dynamic_loader(path: &str) -> bool {
     name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so")
 }
 
-/// Classifies a site by its frames (innermost first) and their symbolised names.
-pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[FrameInfo]) -> Reach {
+/// Classifies a site by its frames (innermost first) and their symbolised names (for each
+/// frame, its function and the functions inlined into it, innermost first).
+pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -> Reach {
     if frames.iter().all(|f| matches!(f, Frame::Label(_))) {
         return Reach::NoStack;
     }
-    let named = |list: &[&str]| names.iter().any(|f| list.contains(&f.function.as_str()));
-    if names
-        .iter()
-        .any(|f| f.function == "main" || f.function.ends_with("::main"))
-    {
+    let functions = || names.iter().flatten().map(|f| f.function.as_str());
+    let named = |list: &[&str]| functions().any(|f| list.contains(&f));
+    if functions().any(|f| f == "main" || f.ends_with("::main")) {
         return Reach::Main;
     }
     if named(EXIT_FUNCTIONS) {
         return Reach::Exit;
     }
-    if names
-        .last()
-        .is_some_and(|f| THREAD_FUNCTIONS.contains(&f.function.as_str()))
-    {
+    if called_as_main(frames, names) {
+        return Reach::Main;
+    }
+    let outermost = names.last().and_then(|infos| infos.last());
+    if outermost.is_some_and(|f| THREAD_FUNCTIONS.contains(&f.function.as_str())) {
         return Reach::ThreadStart;
     }
     let outermost_in_loader = frames.iter().rev().find_map(|f| match f {
@@ -76,6 +84,45 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[FrameInfo]) -> Rea
         return Reach::StartUp;
     }
     Reach::Other
+}
+
+/// Whether the chain goes from the C library's `__libc_start_main` through another frame of
+/// the C library (glibc's `__libc_start_call_main`, musl's `libc_start_main_stage2`) into
+/// another object's code: what the C library calls as `main`, named or not (a stripped
+/// program), or the function `main` tail-called (python3.11's `main` jumps to
+/// `Py_BytesMain`). The program's constructors, which `__libc_start_main` calls itself
+/// (glibc's `call_init`, inlined) or through `call_init` or `__libc_csu_init`, do not count.
+fn called_as_main(frames: &[Frame], names: &[Vec<FrameInfo>]) -> bool {
+    let object = |frame: &Frame| match frame {
+        Frame::Code { object, .. } => Some(*object),
+        _ => None,
+    };
+    let is_one_of = |infos: &Vec<FrameInfo>, list: &[&str]| {
+        infos.iter().any(|f| list.contains(&f.function.as_str()))
+    };
+    // Outermost first.
+    let mut chain = frames.iter().zip(names).rev();
+    let Some((start, _)) = chain
+        .by_ref()
+        .find(|(_, infos)| is_one_of(infos, START_MAIN_FUNCTIONS))
+    else {
+        return false;
+    };
+    let Some(libc) = object(start) else {
+        return false;
+    };
+    let mut through_libc = false;
+    for (frame, infos) in chain {
+        if is_one_of(infos, START_FUNCTIONS) {
+            return false;
+        }
+        match object(frame) {
+            Some(o) if o == libc => through_libc = true,
+            Some(_) => return through_libc,
+            None => return false,
+        }
+    }
+    false
 }
 
 /// Resident bytes by where their stacks end.
@@ -186,16 +233,53 @@ mod tests {
                 &["cleanup", "__run_exit_handlers", "exit", "_start"],
                 Reach::Exit,
             ),
+            // A stripped program: its main has no name, but libc called it.
+            (
+                &[libc, exe, exe, libc, libc, exe],
+                &[
+                    "malloc",
+                    "prog+0x1180",
+                    "prog+0x1040",
+                    "libc.so.6+0x2724a",
+                    "__libc_start_main",
+                    "prog+0x1060",
+                ],
+                Reach::Main,
+            ),
+            // python3.11: main tail-calls Py_BytesMain, so no frame is main.
+            (
+                &[exe, exe, libc, libc, exe],
+                &[
+                    "_PyEval_EvalFrameDefault",
+                    "Py_BytesMain",
+                    "libc.so.6+0x2724a",
+                    "__libc_start_main",
+                    "_start",
+                ],
+                Reach::Main,
+            ),
+            // A constructor of the program, called by __libc_start_main itself or
+            // through call_init: start-up.
+            (
+                &[exe, libc, libc, exe],
+                &[
+                    "init_table",
+                    "call_init",
+                    "__libc_start_main_impl",
+                    "_start",
+                ],
+                Reach::StartUp,
+            ),
             (&[libc], &["_int_malloc"], Reach::Other),
             (&[libc, libc], &["memset", "start_thread_x"], Reach::Other),
         ];
         for (objects, names, want) in cases {
             let frames = site(&mut table, objects);
-            let names: Vec<FrameInfo> = names.iter().map(|n| info(n)).collect();
+            let names: Vec<Vec<FrameInfo>> = names.iter().map(|n| vec![info(n)]).collect();
             assert_eq!(classify(&table, &frames, &names), *want, "{names:?}");
         }
         let label = [Frame::Label(crate::report::model::sites::LABEL_BEFORE)];
-        assert_eq!(classify(&table, &label, &[info("x")]), Reach::NoStack);
+        assert_eq!(classify(&table, &label, &[vec![info("x")]]), Reach::NoStack);
     }
 
     #[test]
