@@ -11,9 +11,8 @@
 #   main (87.9 to 88.3 % measured) and at least 97 % have a whole stack (98.1 to 98.7 %:
 #   main, plus 9.9 to 10.2 % that is ld.so's start-up before main, 1.5 MiB of the
 #   libraries' pages read and run while relocating, whose stacks end at ld.so's _start, and
-#   up to 0.4 % exit). What is left (0.8 to 1.7 %) is one-frame stacks in the libraries'
-#   _init (no CFI) and constructors run by ld.so before the entry-point stop loads their
-#   tables.
+#   up to 0.4 % exit). What is left (0.8 to 1.7 %) is mostly one-frame stacks in the
+#   libraries' _init (no CFI).
 # - 1 000 000 rows, the database held until exit (64 MiB resident, where ld.so's fixed
 #   1.6 MiB is a small part): at least 95 % of the resident bytes reach main (97.2 %
 #   measured, twice).

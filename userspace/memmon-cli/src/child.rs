@@ -28,12 +28,21 @@ const EXEC_FAILED: i32 = 127;
 /// work and the libraries' constructors) before memmon stops waiting for it there.
 pub const ENTRY_WAIT: Duration = Duration::from_secs(5);
 
+/// Calls of the dynamic loader's `_dl_debug_state` stopped at, at most: one before and one
+/// after the libraries a program needs are mapped, and two for each library its
+/// constructors open.
+const LOADER_STOPS_MAX: u32 = 64;
+
 /// Where [`HeldChild::release_at_exec`] has stopped the new program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
     /// Right after exec: only the program and its dynamic loader are mapped.
     Exec,
-    /// At the program's entry point: the libraries it needs are mapped too.
+    /// In the dynamic loader's `_dl_debug_state`, which it calls when it starts mapping
+    /// objects and when it is done: at the second call the libraries the program needs are
+    /// mapped, and their constructors have not run.
+    Loader,
+    /// At the program's entry point: the libraries it needs are mapped and initialised.
     Entry,
 }
 
@@ -100,12 +109,14 @@ impl HeldChild {
     /// Lets the child exec the command; fails if exec failed (the child is then reaped).
     /// Calls `at_stop` while the child is stopped right after a successful exec, before
     /// the new program's first instruction ([`Stop::Exec`], through ptrace's exec event:
-    /// memmon loads its unwind tables there), and again at the program's entry point, once
-    /// the dynamic loader has mapped the libraries it needs and before the program's own
-    /// code runs ([`Stop::Entry`], through a hardware breakpoint: the program's memory is
-    /// not written). Where ptrace is not allowed, `at_stop(Stop::Exec)` runs once exec
-    /// returned, while the program runs; where the breakpoint cannot be set or is not hit
-    /// within [`ENTRY_WAIT`], there is no entry stop.
+    /// memmon loads its unwind tables there); at each call of the dynamic loader's
+    /// `_dl_debug_state` before the entry point ([`Stop::Loader`]: the libraries are mapped
+    /// at the second, before their constructors run); and at the program's entry point,
+    /// before the program's own code runs ([`Stop::Entry`]). The later stops are hardware
+    /// breakpoints: the program's memory is not written. Where ptrace is not allowed,
+    /// `at_stop(Stop::Exec)` runs once exec returned, while the program runs; where the
+    /// breakpoints cannot be set or the entry is not reached within [`ENTRY_WAIT`], there
+    /// are no later stops.
     pub fn release_at_exec(&mut self, mut at_stop: impl FnMut(Stop)) -> Result<()> {
         let traced = ptrace::seize(self.pid, ptrace::Options::PTRACE_O_TRACEEXEC).is_ok();
         if let Some(fd) = self.release.take() {
@@ -141,8 +152,8 @@ impl HeldChild {
     }
 
     /// Waits, as the child's tracer, for its exec event and calls `at_stop` there; then,
-    /// if a breakpoint can be set at the program's entry, for that and calls `at_stop`
-    /// again; then detaches. Every other stop is resumed as it would have gone without a
+    /// if a breakpoint can be set at the program's entry, for that and the loader's
+    /// `_dl_debug_state`, calling `at_stop` at each; then detaches. Every other stop is resumed as it would have gone without a
     /// tracer (a signal delivered, a group stop kept). Returns whether the exec was seen,
     /// without consuming the child's exit, so that [`HeldChild::has_exited`] and
     /// [`HeldChild::reap`] still see it.
@@ -150,8 +161,9 @@ impl HeldChild {
         use nix::libc;
         let pid = self.pid.as_raw();
         let mut exec_seen = false;
-        // The entry point's address while its breakpoint is set, and until when to wait.
-        let mut entry: Option<(u64, Instant)> = None;
+        // The breakpoints while they are set, and until when to wait for the entry.
+        let mut entry: Option<(Breakpoints, Instant)> = None;
+        let mut loader_stops = 0;
         // Whether the wait for the entry was given up on (the child interrupted).
         let mut interrupted = false;
         loop {
@@ -207,7 +219,7 @@ impl HeldChild {
             if interrupted {
                 // The entry breakpoint was given up on: this is the interrupt's stop, or a
                 // stop that came before it. Detach (a pending interrupt goes with it).
-                clear_entry_breakpoint(pid);
+                clear_breakpoints(pid);
                 request = libc::PTRACE_DETACH;
                 if event == 0 && signal != libc::SIGTRAP {
                     delivered = signal;
@@ -217,18 +229,29 @@ impl HeldChild {
                 // or `sh -c` that execs the program): exec cleared the debug registers.
                 exec_seen = true;
                 at_stop(Stop::Exec);
-                match set_entry_breakpoint(pid) {
-                    Some(address) => entry = Some((address, Instant::now() + ENTRY_WAIT)),
+                match set_breakpoints(pid) {
+                    Some(set) => entry = Some((set, Instant::now() + ENTRY_WAIT)),
                     None => request = libc::PTRACE_DETACH,
                 }
             } else if event == 0
                 && signal == libc::SIGTRAP
-                && entry.is_some_and(|(address, _)| at_breakpoint(pid, address))
+                && entry.is_some_and(|(set, _)| at_breakpoint(pid, set.entry))
             {
-                clear_entry_breakpoint(pid);
+                clear_breakpoints(pid);
                 entry = None;
                 at_stop(Stop::Entry);
                 request = libc::PTRACE_DETACH;
+            } else if event == 0
+                && signal == libc::SIGTRAP
+                && entry.is_some_and(|(set, _)| set.loader.is_some_and(|at| at_breakpoint(pid, at)))
+            {
+                // Resumed past it (the kernel sets the resume flag), up to a bound in case
+                // a program calls it without end.
+                at_stop(Stop::Loader);
+                loader_stops += 1;
+                if loader_stops >= LOADER_STOPS_MAX {
+                    set_debug_register(pid, 7, DR7_ENABLE_0);
+                }
             } else if event == libc::PTRACE_EVENT_STOP {
                 // A group stop (SIGSTOP, SIGTSTP): the child stays stopped until SIGCONT.
                 request = libc::PTRACE_LISTEN;
@@ -292,9 +315,23 @@ impl HeldChild {
 /// `AT_ENTRY` of the auxiliary vector: the program's entry point.
 const AT_ENTRY: u64 = 9;
 
+/// `AT_BASE` of the auxiliary vector: where the dynamic loader is loaded (its load bias).
+const AT_BASE: u64 = 7;
+
 /// DR7's bit that enables breakpoint 0, with its condition bits (16-19) zero: break on
 /// executing the instruction at DR0.
 const DR7_ENABLE_0: u64 = 1;
+/// DR7's bit that enables breakpoint 1, with its condition bits (20-23) zero.
+const DR7_ENABLE_1: u64 = 1 << 2;
+
+/// The execution breakpoints set in a program stopped at its exec.
+#[derive(Clone, Copy, Debug)]
+struct Breakpoints {
+    /// The program's entry point (debug register 0).
+    entry: u64,
+    /// The dynamic loader's `_dl_debug_state` (debug register 1), if it has one.
+    loader: Option<u64>,
+}
 
 /// The offset of debug register `n` in the tracee's `struct user`.
 fn debug_register(n: usize) -> usize {
@@ -315,33 +352,59 @@ fn set_debug_register(pid: i32, n: usize, value: u64) -> bool {
     }
 }
 
-/// Sets an execution breakpoint at the entry point of `pid` (stopped at its exec) in debug
-/// register 0; returns the address, or `None` if it cannot.
-fn set_entry_breakpoint(pid: i32) -> Option<u64> {
+/// The values of the auxiliary vector of `pid` for `kinds`, in that order (0 if absent).
+fn auxv_values<const N: usize>(pid: i32, kinds: [u64; N]) -> Option<[u64; N]> {
     let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
-    let entry = auxv
-        .chunks_exact(16)
-        .map(|pair| {
-            let word =
-                |at: usize| u64::from_ne_bytes(pair[at..at + 8].try_into().unwrap_or([0; 8]));
-            (word(0), word(8))
-        })
-        .find(|&(kind, _)| kind == AT_ENTRY)?
-        .1;
+    let mut values = [0; N];
+    for pair in auxv.chunks_exact(16) {
+        let word = |at: usize| u64::from_ne_bytes(pair[at..at + 8].try_into().unwrap_or([0; 8]));
+        if let Some(slot) = kinds.iter().position(|&kind| kind == word(0)) {
+            values[slot] = word(8);
+        }
+    }
+    Some(values)
+}
+
+/// The run-time address of the dynamic loader's `_dl_debug_state` in `pid`, whose loader
+/// is loaded at `base`.
+fn loader_debug_state(pid: i32, base: u64) -> Option<u64> {
+    let proc_root = std::path::Path::new("/proc");
+    let pid = u32::try_from(pid).ok()?;
+    let maps = memmon_unwind::maps::read_maps(proc_root, pid).ok()?;
+    let mapping = maps
+        .iter()
+        .find(|entry| entry.start == base && entry.offset == 0)?;
+    let object = memmon_unwind::maps::open_object(proc_root, pid, mapping).ok()?;
+    let address = memmon_unwind::needed::loader_debug_state(&object.data)?;
+    base.checked_add(address)
+}
+
+/// Sets execution breakpoints at the entry point of `pid` (stopped at its exec), in debug
+/// register 0, and at its dynamic loader's `_dl_debug_state`, if it has one, in register 1;
+/// returns their addresses, or `None` if the entry's cannot be set.
+fn set_breakpoints(pid: i32) -> Option<Breakpoints> {
+    let [entry, base] = auxv_values(pid, [AT_ENTRY, AT_BASE])?;
     if entry == 0 || !set_debug_register(pid, 0, entry) {
         return None;
     }
-    if !set_debug_register(pid, 7, DR7_ENABLE_0) {
+    let loader = Some(base)
+        .filter(|&base| base != 0)
+        .and_then(|base| loader_debug_state(pid, base))
+        .filter(|&at| set_debug_register(pid, 1, at));
+    let enable = DR7_ENABLE_0 | if loader.is_some() { DR7_ENABLE_1 } else { 0 };
+    if !set_debug_register(pid, 7, enable) {
         set_debug_register(pid, 0, 0);
+        set_debug_register(pid, 1, 0);
         return None;
     }
-    Some(entry)
+    Some(Breakpoints { entry, loader })
 }
 
-/// Disables the entry breakpoint of `pid` (in a ptrace stop).
-fn clear_entry_breakpoint(pid: i32) {
+/// Disables the breakpoints of `pid` (in a ptrace stop).
+fn clear_breakpoints(pid: i32) {
     set_debug_register(pid, 7, 0);
     set_debug_register(pid, 0, 0);
+    set_debug_register(pid, 1, 0);
 }
 
 /// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops

@@ -105,9 +105,31 @@ pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
     found
 }
 
+/// The object address of `_dl_debug_state` in a dynamic loader whose bytes are `data`
+/// (glibc's ld.so exports it): the function the loader calls for debuggers (the `r_debug`
+/// protocol) when it starts mapping objects and when it is done. At a program's start the
+/// second call comes once the libraries it needs are mapped, before their constructors run.
+pub fn loader_debug_state(data: &[u8]) -> Option<u64> {
+    use object::{Object, ObjectSymbol};
+    let file = object::File::parse(data).ok()?;
+    let symbol = file
+        .dynamic_symbols()
+        .find(|symbol| symbol.name() == Ok("_dl_debug_state"))?;
+    Some(symbol.address()).filter(|&address| address != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loader_has_its_debug_state() {
+        let data = std::fs::read("/lib64/ld-linux-x86-64.so.2").expect("ld.so");
+        assert!(loader_debug_state(&data).is_some());
+        let exe =
+            std::fs::read(std::env::current_exe().expect("the test binary")).expect("readable");
+        assert_eq!(loader_debug_state(&exe), None);
+    }
 
     #[test]
     fn a_dynamic_program_needs_libc() {

@@ -491,7 +491,9 @@ fn follow_command(
     // The program's maps are snapshotted and its tables loaded while it is stopped at its
     // exec, so that its first faults are unwound with them, and a short program's maps are
     // not lost to its exit; the ranges of the libraries it needs are given while it is
-    // stopped at its entry point, so that its own code is unwound from its first fault.
+    // stopped in the dynamic loader once they are mapped (before their constructors run)
+    // and again at its entry point, so that their code and its own are unwound from their
+    // first fault.
     let released = child.release_at_exec(|stop| match stop {
         Stop::Exec => {
             if matches!(monitor.sink, Sink::Capture(_)) {
@@ -502,7 +504,7 @@ fn follow_command(
             }
             monitor.tables.sync_at_exec(pid);
         }
-        Stop::Entry => monitor.tables.sync(pid),
+        Stop::Loader | Stop::Entry => monitor.tables.sync(pid),
     });
     if let Err(error) = released {
         let _ = proc.unwatch(&[pid]);
