@@ -11,5 +11,6 @@ cc=(gcc -g -Wall -Werror)
 "${cc[@]}" -static -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
     -o "$out/chains-fp" "$src/chains.c" -lpthread
 "${cc[@]}" -O2 -o "$out/sqlite_rows" "$src/sqlite_rows.c" -lsqlite3
+strip -o "$out/sqlite_rows-stripped" "$out/sqlite_rows"
 "${cc[@]}" -O2 -o "$out/dlopen_z" "$src/dlopen_z.c" -ldl
 rustc --edition 2021 -O -g -C target-feature=+crt-static -o "$out/rust_vec" "$src/rust_vec.rs"

@@ -57,6 +57,18 @@ for run in 200000 "1000000 keep"; do
     fi
 done
 
+# The same program stripped (no symbol table: neither main nor load_rows has a name): its
+# stacks still reach main, the code __libc_start_main called (docs/report.md), as many as
+# with names.
+memmon record -q --stacks 64 -o /tmp/sql -- /progs/sqlite_rows-stripped 200000 > /dev/null ||
+    fail "record sqlite_rows-stripped"
+memmon report --format folded /tmp/sql > /tmp/sql.folded
+memmon report --format json /tmp/sql > /tmp/sql.json
+grep -q ';main;' /tmp/sql.folded && fail "a frame named main in a stripped program"
+total=$(awk '{ n += $NF } END { print n }' /tmp/sql.folded)
+echo "stripped, rows 200000: resident bytes $total, reaching main $(reach main)"
+[ $(($(reach main) * 100)) -ge $((total * 85)) ] || fail "only $(reach main) of $total resident bytes reach main (stripped)"
+
 # dlopen_z maps libz, then waits until /tmp/z.go exists: made here once memmon record has
 # loaded libz's table for it (the process's tables in /proc/memmon/unwind reach the number of
 # code files it maps), so that its compress_pages faults come after, however slow the reader.
