@@ -270,6 +270,25 @@ impl Builder {
         Ok(true)
     }
 
+    /// Keeps `cells` (start, end, cell; in order) where nothing earlier covers them.
+    fn add_cells(&mut self, cells: &[(u64, u64, Cell)]) -> Result<(), CompileError> {
+        let (Some(&(start, _, _)), Some(&(_, end, _))) = (cells.first(), cells.last()) else {
+            return Ok(());
+        };
+        if end > u64::from(u32::MAX) {
+            return Err(CompileError::AddressTooLarge(end));
+        }
+        for (fs, fe) in self.coverage.claim(start, end) {
+            for &(s, e, c) in cells {
+                let (s, e) = (s.max(fs), e.min(fe));
+                if s < e {
+                    self.pieces.push((s, e, c));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<Table, CompileError> {
         self.pieces.sort_by_key(|&(s, _, _)| s);
         let mut rows: Vec<Row> = Vec::new();
@@ -384,7 +403,56 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
         section.set_address_size(8);
         all_fdes(&mut builder, &section, &bases, ".debug_frame", true)?;
     }
+    // `.init` and `.fini` are put together from crti's and crtn's pieces, which carry no
+    // call frame information; where no FDE covers them, their fixed shape gives their rows.
+    for name in [".init", ".fini"] {
+        if builder.pieces.is_empty() {
+            break;
+        }
+        if let Some((address, bytes)) = section(name) {
+            if let Some(cells) = init_section_cells(address, &bytes) {
+                builder.add_cells(&cells)?;
+            }
+        }
+    }
     builder.finish()
+}
+
+/// `sub $8, %rsp` and `add $8, %rsp; ret`: glibc's crti and crtn.
+const SUB_8_RSP: &[u8] = &[0x48, 0x83, 0xec, 0x08];
+const ADD_8_RSP_RET: &[u8] = &[0x48, 0x83, 0xc4, 0x08, 0xc3];
+/// `push %rax` and `pop %rax; ret`: musl's.
+const PUSH_RAX: &[u8] = &[0x50];
+const POP_RAX_RET: &[u8] = &[0x58, 0xc3];
+/// `endbr64`, which may come first.
+const ENDBR64: &[u8] = &[0xf3, 0x0f, 0x1e, 0xfa];
+
+/// The rows of an `.init` or `.fini` section at `address` whose code is `code`, if it has
+/// the shape crti and crtn give it: (`endbr64`,) 8 bytes taken from RSP, calls, the 8 bytes
+/// given back and `ret`. CFA = RSP + 8 until the stack is lowered, RSP + 16 until it is
+/// raised again, then RSP + 8 for the `ret`.
+fn init_section_cells(address: u64, code: &[u8]) -> Option<Vec<(u64, u64, Cell)>> {
+    let body = code.strip_prefix(ENDBR64).unwrap_or(code);
+    let (lower, raise) = [(SUB_8_RSP, ADD_8_RSP_RET), (PUSH_RAX, POP_RAX_RET)]
+        .into_iter()
+        .find(|(lower, raise)| body.starts_with(lower) && body.ends_with(raise))?;
+    let len = u64::try_from(code.len()).ok()?;
+    let lowered = address + len - u64::try_from(body.len() - lower.len()).ok()?;
+    let raised = address + len - 1;
+    let inner = address + len - u64::try_from(raise.len()).ok()?;
+    if lowered > inner {
+        return None;
+    }
+    let at = |cfa| Cell {
+        cfa,
+        rule: Rule::Rsp,
+        rbp: 0,
+    };
+    Some(vec![
+        (address, lowered, at(8)),
+        (lowered, raised, at(16)),
+        (raised, address + len, at(8)),
+    ])
 }
 
 /// Adds the FDEs that the `.eh_frame_hdr` search table lists. Returns false (having added
@@ -495,6 +563,69 @@ mod tests {
         assert_eq!(c.claim(100, 110), vec![(100, 110)]);
         assert_eq!(c.claim(50, 100), vec![(50, 100)]);
         assert_eq!(c.claim(0, 200), vec![(25, 50), (110, 200)]);
+    }
+
+    #[test]
+    fn init_sections_by_their_shape() {
+        // glibc's, as in Debian's libsqlite3: sub; mov; test; je; call; add; ret.
+        let glibc = [
+            0x48, 0x83, 0xec, 0x08, 0x48, 0x8b, 0x05, 0x9d, 0x4e, 0x13, 0x00, 0x48, 0x85, 0xc0,
+            0x74, 0x02, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x08, 0xc3,
+        ];
+        let cell = |cfa| Cell {
+            cfa,
+            rule: Rule::Rsp,
+            rbp: 0,
+        };
+        assert_eq!(
+            init_section_cells(0x26000, &glibc),
+            Some(vec![
+                (0x26000, 0x26004, cell(8)),
+                (0x26004, 0x26016, cell(16)),
+                (0x26016, 0x26017, cell(8)),
+            ])
+        );
+        let mut with_endbr = ENDBR64.to_vec();
+        with_endbr.extend_from_slice(&glibc);
+        assert_eq!(
+            init_section_cells(0x1000, &with_endbr),
+            Some(vec![
+                (0x1000, 0x1008, cell(8)),
+                (0x1008, 0x101a, cell(16)),
+                (0x101a, 0x101b, cell(8)),
+            ])
+        );
+        // musl's: push %rax; pop %rax; ret.
+        assert_eq!(
+            init_section_cells(0x10, &[0x50, 0x58, 0xc3]),
+            Some(vec![
+                (0x10, 0x11, cell(8)),
+                (0x11, 0x12, cell(16)),
+                (0x12, 0x13, cell(8))
+            ])
+        );
+        for other in [
+            &[0xc3][..],
+            &[0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3],
+            &[],
+            &[0x48, 0x83, 0xec, 0x08],
+        ] {
+            assert_eq!(init_section_cells(0x10, other), None, "{other:x?}");
+        }
+    }
+
+    /// Debian's libsqlite3 (the unwinding tests' library): its `.init` gets rows.
+    #[test]
+    fn a_library_init_is_covered() {
+        let data = std::fs::read("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")
+            .expect("libsqlite3 (make deps installs it)");
+        let file = object::File::parse(&*data).expect("ELF");
+        let init = file.section_by_name(".init").expect(".init").address();
+        let table = compile(&data).expect("compiles");
+        let row = table.lookup(init).expect("a row at _init");
+        assert_eq!((row.rule, row.cfa), (Rule::Rsp, 8));
+        let row = table.lookup(init + 4).expect("a row after sub $8, %rsp");
+        assert_eq!((row.rule, row.cfa), (Rule::Rsp, 16));
     }
 
     #[test]
