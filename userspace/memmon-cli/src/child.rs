@@ -218,16 +218,26 @@ impl HeldChild {
             let mut delivered = 0;
             if interrupted {
                 // The entry breakpoint was given up on: this is the interrupt's stop, or a
-                // stop that came before it. Detach (a pending interrupt goes with it).
+                // stop that came before it. Detach (a pending interrupt goes with it),
+                // unless a breakpoint's SIGTRAP raced the interrupt and is still pending:
+                // then resume (the breakpoints are cleared) and take its stop first, so
+                // that it does not kill the program once it is no longer traced.
                 clear_breakpoints(pid);
                 request = libc::PTRACE_DETACH;
                 if event == 0 && signal != libc::SIGTRAP {
                     delivered = signal;
+                } else if event == libc::PTRACE_EVENT_STOP
+                    && signal != libc::SIGTRAP
+                    && sigtrap_pending(pid)
+                {
+                    request = libc::PTRACE_CONT;
                 }
             } else if event == libc::PTRACE_EVENT_EXEC {
-                // The first exec, or another before the entry (a wrapper such as `env`
-                // or `sh -c` that execs the program): exec cleared the debug registers.
+                // The first exec, or another before the entry (one from a library's
+                // constructor): exec cleared the debug registers. A wrapper such as `env`
+                // reaches its own entry first, where memmon detaches.
                 exec_seen = true;
+                loader_stops = 0;
                 at_stop(Stop::Exec);
                 match set_breakpoints(pid) {
                     Some(set) => entry = Some((set, Instant::now() + ENTRY_WAIT)),
@@ -246,8 +256,13 @@ impl HeldChild {
                 && entry.is_some_and(|(set, _)| set.loader.is_some_and(|at| at_breakpoint(pid, at)))
             {
                 // Resumed past it (the kernel sets the resume flag), up to a bound in case
-                // a program calls it without end.
+                // a program calls it without end. The time memmon takes here does not count
+                // against the wait for the entry.
+                let began = Instant::now();
                 at_stop(Stop::Loader);
+                if let Some((_, deadline)) = entry.as_mut() {
+                    *deadline += began.elapsed();
+                }
                 loader_stops += 1;
                 if loader_stops >= LOADER_STOPS_MAX {
                     set_debug_register(pid, 7, DR7_ENABLE_0);
@@ -398,6 +413,23 @@ fn set_breakpoints(pid: i32) -> Option<Breakpoints> {
         return None;
     }
     Some(Breakpoints { entry, loader })
+}
+
+/// Whether a SIGTRAP is pending for `pid` (its thread's or its process's), by
+/// `/proc/PID/status`.
+fn sigtrap_pending(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let bit = 1u64 << (nix::libc::SIGTRAP - 1);
+    status
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("SigPnd:")
+                .or_else(|| line.strip_prefix("ShdPnd:"))
+        })
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & bit != 0)
 }
 
 /// Disables the breakpoints of `pid` (in a ptrace stop).

@@ -270,13 +270,14 @@ impl Builder {
         Ok(true)
     }
 
-    /// Keeps `cells` (start, end, cell; in order) where nothing earlier covers them.
-    fn add_cells(&mut self, cells: &[(u64, u64, Cell)]) -> Result<(), CompileError> {
+    /// Keeps `cells` (start, end, cell; in order) where nothing earlier covers them; none
+    /// past the addresses a table can hold.
+    fn add_cells(&mut self, cells: &[(u64, u64, Cell)]) {
         let (Some(&(start, _, _)), Some(&(_, end, _))) = (cells.first(), cells.last()) else {
-            return Ok(());
+            return;
         };
         if end > u64::from(u32::MAX) {
-            return Err(CompileError::AddressTooLarge(end));
+            return;
         }
         for (fs, fe) in self.coverage.claim(start, end) {
             for &(s, e, c) in cells {
@@ -286,7 +287,6 @@ impl Builder {
                 }
             }
         }
-        Ok(())
     }
 
     fn finish(mut self) -> Result<Table, CompileError> {
@@ -411,7 +411,7 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
         }
         if let Some((address, bytes)) = section(name) {
             if let Some(cells) = init_section_cells(address, &bytes) {
-                builder.add_cells(&cells)?;
+                builder.add_cells(&cells);
             }
         }
     }
@@ -436,10 +436,10 @@ fn init_section_cells(address: u64, code: &[u8]) -> Option<Vec<(u64, u64, Cell)>
     let (lower, raise) = [(SUB_8_RSP, ADD_8_RSP_RET), (PUSH_RAX, POP_RAX_RET)]
         .into_iter()
         .find(|(lower, raise)| body.starts_with(lower) && body.ends_with(raise))?;
-    let len = u64::try_from(code.len()).ok()?;
-    let lowered = address + len - u64::try_from(body.len() - lower.len()).ok()?;
-    let raised = address + len - 1;
-    let inner = address + len - u64::try_from(raise.len()).ok()?;
+    let end = address.checked_add(u64::try_from(code.len()).ok()?)?;
+    let lowered = end - u64::try_from(body.len() - lower.len()).ok()?;
+    let raised = end - 1;
+    let inner = end - u64::try_from(raise.len()).ok()?;
     if lowered > inner {
         return None;
     }
@@ -451,7 +451,7 @@ fn init_section_cells(address: u64, code: &[u8]) -> Option<Vec<(u64, u64, Cell)>
     Some(vec![
         (address, lowered, at(8)),
         (lowered, raised, at(16)),
-        (raised, address + len, at(8)),
+        (raised, end, at(8)),
     ])
 }
 

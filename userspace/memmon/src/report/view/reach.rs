@@ -40,7 +40,7 @@ const START_FUNCTIONS: &[&str] = &[
     "call_init",
     "__libc_csu_init",
 ];
-/// The C library's start-up function that calls `main` (glibc's names, musl's).
+/// The C library's start-up function that calls `main` (glibc's names).
 const START_MAIN_FUNCTIONS: &[&str] = &[
     "__libc_start_main",
     "__libc_start_main_impl",
@@ -51,7 +51,7 @@ const THREAD_FUNCTIONS: &[&str] = &["start_thread", "clone", "__clone", "clone3"
 
 /// Whether `path` names a dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`, `ld-musl-*`).
 fn is_dynamic_loader(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
+    let name = basename(path);
     name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so")
 }
 
@@ -69,7 +69,7 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
     if named(EXIT_FUNCTIONS) {
         return Reach::Exit;
     }
-    if called_as_main(frames, names) {
+    if called_as_main(sites, frames, names) {
         return Reach::Main;
     }
     let outermost = names.last().and_then(|infos| infos.last());
@@ -86,13 +86,19 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
     Reach::Other
 }
 
-/// Whether the chain goes from the C library's `__libc_start_main` through another frame of
-/// the C library (glibc's `__libc_start_call_main`, musl's `libc_start_main_stage2`) into
+/// The C library's function between `__libc_start_main` and `main` (glibc 2.34 on; a
+/// local symbol, so without a name in a stripped libc).
+const CALL_MAIN_FUNCTION: &str = "__libc_start_call_main";
+
+/// Whether the chain goes from the C library's `__libc_start_main` through its
+/// `__libc_start_call_main` (named, or a frame of the C library without a name) into
 /// another object's code: what the C library calls as `main`, named or not (a stripped
 /// program), or the function `main` tail-called (python3.11's `main` jumps to
 /// `Py_BytesMain`). The program's constructors, which `__libc_start_main` calls itself
-/// (glibc's `call_init`, inlined) or through `call_init` or `__libc_csu_init`, do not count.
-fn called_as_main(frames: &[Frame], names: &[Vec<FrameInfo>]) -> bool {
+/// (glibc's `call_init`, inlined) or through `call_init` or `__libc_csu_init`, and code a
+/// named function of the C library calls (`__cxa_atexit` calling a replaced `calloc`), do
+/// not count. Nor does a static program (one object) whose `main` has no name.
+fn called_as_main(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -> bool {
     let object = |frame: &Frame| match frame {
         Frame::Code { object, .. } => Some(*object),
         _ => None,
@@ -111,18 +117,30 @@ fn called_as_main(frames: &[Frame], names: &[Vec<FrameInfo>]) -> bool {
     let Some(libc) = object(start) else {
         return false;
     };
-    let mut through_libc = false;
+    // `object+0x...`: what symbols.rs names a frame nothing names.
+    let unnamed = format!("{}+0x", basename(sites.object_path(libc)));
+    let mut through_call_main = false;
     for (frame, infos) in chain {
-        if is_one_of(infos, START_FUNCTIONS) {
-            return false;
-        }
         match object(frame) {
-            Some(o) if o == libc => through_libc = true,
-            Some(_) => return through_libc,
+            Some(o) if o == libc => {
+                let call_main = infos
+                    .iter()
+                    .all(|f| f.function == CALL_MAIN_FUNCTION || f.function.starts_with(&unnamed));
+                if !call_main {
+                    return false;
+                }
+                through_call_main = true;
+            }
+            Some(_) => return through_call_main,
             None => return false,
         }
     }
     false
+}
+
+/// The file name of `path`.
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Resident bytes by where their stacks end.
@@ -202,6 +220,7 @@ mod tests {
         let exe = "/usr/bin/prog";
         let libc = "/lib/x86_64-linux-gnu/libc.so.6";
         let ld = "/lib64/ld-linux-x86-64.so.2";
+        let jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
         let cases: &[(&[&str], &[&str], Reach)] = &[
             (
                 &[libc, exe, exe, libc],
@@ -269,6 +288,24 @@ mod tests {
                     "_start",
                 ],
                 Reach::StartUp,
+            ),
+            // A replaced allocator called by a named libc function under
+            // __libc_start_main: not main.
+            (
+                &[jemalloc, libc, libc, exe],
+                &["calloc", "__cxa_atexit", "__libc_start_main", "_start"],
+                Reach::StartUp,
+            ),
+            // Through __libc_start_call_main by name, as with libc's debug symbols.
+            (
+                &[exe, libc, libc, exe],
+                &[
+                    "run",
+                    "__libc_start_call_main",
+                    "__libc_start_main_impl",
+                    "_start",
+                ],
+                Reach::Main,
             ),
             (&[libc], &["_int_malloc"], Reach::Other),
             (&[libc, libc], &["memset", "start_thread_x"], Reach::Other),
