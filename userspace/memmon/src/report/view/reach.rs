@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::view::symbols::FrameInfo;
+use crate::report::view::symbols::{basename, is_unnamed, FrameInfo};
 
 /// Where one site's stack ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,15 +117,14 @@ fn called_as_main(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>])
     let Some(libc) = object(start) else {
         return false;
     };
-    // `object+0x...`: what symbols.rs names a frame nothing names.
-    let unnamed = format!("{}+0x", basename(sites.object_path(libc)));
+    let libc_path = sites.object_path(libc);
     let mut through_call_main = false;
     for (frame, infos) in chain {
         match object(frame) {
             Some(o) if o == libc => {
-                let call_main = infos
-                    .iter()
-                    .all(|f| f.function == CALL_MAIN_FUNCTION || f.function.starts_with(&unnamed));
+                let call_main = infos.iter().all(|f| {
+                    f.function == CALL_MAIN_FUNCTION || is_unnamed(&f.function, libc_path)
+                });
                 if !call_main {
                     return false;
                 }
@@ -136,11 +135,6 @@ fn called_as_main(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>])
         }
     }
     false
-}
-
-/// The file name of `path`.
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Resident bytes by where their stacks end.

@@ -140,8 +140,17 @@ pub fn build_id(path: &Path) -> Option<String> {
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn basename(path: &str) -> &str {
+/// The file name of `path`.
+pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether `function` is the name a frame of the object at `path` gets when nothing names
+/// it (`object+0xoffset`).
+pub(crate) fn is_unnamed(function: &str, path: &str) -> bool {
+    function
+        .strip_prefix(basename(path))
+        .is_some_and(|rest| rest.starts_with("+0x"))
 }
 
 fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
