@@ -258,27 +258,13 @@ impl Builder {
         if end > u64::from(u32::MAX) {
             return Err(CompileError::AddressTooLarge(end));
         }
-        let free = self.coverage.claim(start, end);
-        for (fs, fe) in free {
-            for &(s, e, c) in &cells {
-                let (s, e) = (s.max(fs), e.min(fe));
-                if s < e {
-                    self.pieces.push((s, e, c));
-                }
-            }
-        }
+        self.claim(start, end, &cells);
         Ok(true)
     }
 
-    /// Keeps `cells` (start, end, cell; in order) where nothing earlier covers them; none
-    /// past the addresses a table can hold.
-    fn add_cells(&mut self, cells: &[(u64, u64, Cell)]) {
-        let (Some(&(start, _, _)), Some(&(_, end, _))) = (cells.first(), cells.last()) else {
-            return;
-        };
-        if end > u64::from(u32::MAX) {
-            return;
-        }
+    /// Covers `start..end` and keeps `cells` (start, end, cell) where nothing earlier
+    /// covered them.
+    fn claim(&mut self, start: u64, end: u64, cells: &[(u64, u64, Cell)]) {
         for (fs, fe) in self.coverage.claim(start, end) {
             for &(s, e, c) in cells {
                 let (s, e) = (s.max(fs), e.min(fe));
@@ -411,7 +397,7 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
         }
         if let Some((address, bytes)) = section(name) {
             if let Some(cells) = init_section_cells(address, &bytes) {
-                builder.add_cells(&cells);
+                builder.claim(cells[0].0, cells[2].1, &cells);
             }
         }
     }
@@ -430,13 +416,16 @@ const ENDBR64: &[u8] = &[0xf3, 0x0f, 0x1e, 0xfa];
 /// The rows of an `.init` or `.fini` section at `address` whose code is `code`, if it has
 /// the shape crti and crtn give it: (`endbr64`,) 8 bytes taken from RSP, calls, the 8 bytes
 /// given back and `ret`. CFA = RSP + 8 until the stack is lowered, RSP + 16 until it is
-/// raised again, then RSP + 8 for the `ret`.
-fn init_section_cells(address: u64, code: &[u8]) -> Option<Vec<(u64, u64, Cell)>> {
+/// raised again, then RSP + 8 for the `ret`. `None` also for a section past the addresses a
+/// table can hold.
+fn init_section_cells(address: u64, code: &[u8]) -> Option<[(u64, u64, Cell); 3]> {
     let body = code.strip_prefix(ENDBR64).unwrap_or(code);
     let (lower, raise) = [(SUB_8_RSP, ADD_8_RSP_RET), (PUSH_RAX, POP_RAX_RET)]
         .into_iter()
         .find(|(lower, raise)| body.starts_with(lower) && body.ends_with(raise))?;
-    let end = address.checked_add(u64::try_from(code.len()).ok()?)?;
+    let end = address
+        .checked_add(u64::try_from(code.len()).ok()?)
+        .filter(|&end| end <= u64::from(u32::MAX))?;
     let lowered = end - u64::try_from(body.len() - lower.len()).ok()?;
     let raised = end - 1;
     let inner = end - u64::try_from(raise.len()).ok()?;
@@ -448,7 +437,7 @@ fn init_section_cells(address: u64, code: &[u8]) -> Option<Vec<(u64, u64, Cell)>
         rule: Rule::Rsp,
         rbp: 0,
     };
-    Some(vec![
+    Some([
         (address, lowered, at(8)),
         (lowered, raised, at(16)),
         (raised, end, at(8)),
@@ -579,7 +568,7 @@ mod tests {
         };
         assert_eq!(
             init_section_cells(0x26000, &glibc),
-            Some(vec![
+            Some([
                 (0x26000, 0x26004, cell(8)),
                 (0x26004, 0x26016, cell(16)),
                 (0x26016, 0x26017, cell(8)),
@@ -589,7 +578,7 @@ mod tests {
         with_endbr.extend_from_slice(&glibc);
         assert_eq!(
             init_section_cells(0x1000, &with_endbr),
-            Some(vec![
+            Some([
                 (0x1000, 0x1008, cell(8)),
                 (0x1008, 0x101a, cell(16)),
                 (0x101a, 0x101b, cell(8)),
@@ -598,7 +587,7 @@ mod tests {
         // musl's: push %rax; pop %rax; ret.
         assert_eq!(
             init_section_cells(0x10, &[0x50, 0x58, 0xc3]),
-            Some(vec![
+            Some([
                 (0x10, 0x11, cell(8)),
                 (0x11, 0x12, cell(16)),
                 (0x12, 0x13, cell(8))
