@@ -437,16 +437,17 @@ fn site_rows(
         if resident == 0 && mapped == 0 && stats.total_faults() == 0 {
             continue;
         }
-        let frames = symbols.site(&analysis.sites, id);
+        let site_frames = analysis.sites.frames(id);
+        let by_frame: Vec<Vec<FrameInfo>> = site_frames
+            .iter()
+            .map(|frame| symbols.frame_infos(&analysis.sites, frame))
+            .collect();
         if resident > 0 {
-            let site_frames = analysis.sites.frames(id);
-            let by_frame: Vec<Vec<FrameInfo>> = site_frames
-                .iter()
-                .map(|frame| symbols.frame_infos(&analysis.sites, frame))
-                .collect();
             let ends = classify(&analysis.sites, site_frames, &by_frame);
             reach.add(ends, resident);
         }
+        // What `Symbols::site` gives: every frame's functions, innermost first.
+        let frames = by_frame.concat();
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
         let entry = rows.entry(chain_key(&frames)).or_insert_with(|| {
             (

@@ -402,18 +402,11 @@ impl Symbols {
 
     /// The frames of a site, innermost first, inlined functions expanded.
     pub fn site(&self, sites: &SiteTable, site: SiteId) -> Vec<FrameInfo> {
-        let mut out = Vec::new();
-        for frame in sites.frames(site) {
-            match frame {
-                Frame::Code { .. } => match self.frames.get(frame) {
-                    Some(infos) => out.extend(infos.iter().cloned()),
-                    None => out.push(FrameInfo::named("?".to_owned())),
-                },
-                Frame::Address { addr, space } => out.push(address_frame(sites, *space, *addr)),
-                Frame::Label(label) => out.push(FrameInfo::named((*label).to_owned())),
-            }
-        }
-        out
+        sites
+            .frames(site)
+            .iter()
+            .flat_map(|frame| self.frame_infos(sites, frame))
+            .collect()
     }
 }
 
