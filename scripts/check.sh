@@ -4,6 +4,7 @@
 #   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free; the
 #     parameters in .modinfo
 #   - patches: checkpatch.pl
+#   - docs: every path README.md, docs/*.md and userspace/README.md name exists
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
 #     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL, and one
@@ -172,6 +173,8 @@ if [ -z "$vm_only" ]; then
     run_item module-clippy module_clippy
     run_item module-modinfo module_modinfo
     run_item patches-checkpatch patches_checkpatch
+    # every path README.md, docs/ and userspace/README.md name exists
+    run_item docs-paths "$top/scripts/check-doc-paths.sh"
 fi
 for script in "${scenarios[@]}"; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
