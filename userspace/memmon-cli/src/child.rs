@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use nix::fcntl::OFlag;
+use nix::libc;
 use nix::sys::ptrace;
 use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
@@ -89,7 +90,7 @@ impl HeldChild {
                 }
                 // SAFETY: _exit ends the child without running the parent's atexit code
                 // or destructors, which is what a failed child of fork must do.
-                unsafe { nix::libc::_exit(EXEC_FAILED) }
+                unsafe { libc::_exit(EXEC_FAILED) }
             }
             ForkResult::Parent { child } => Ok(HeldChild {
                 pid: child,
@@ -153,13 +154,13 @@ impl HeldChild {
 
     /// Waits, as the child's tracer, for its exec event and calls `at_stop` there; then,
     /// if a breakpoint can be set at the program's entry, for that and the loader's
-    /// `_dl_debug_state`, calling `at_stop` at each; then detaches. Every other stop is resumed as it would have gone without a
-    /// tracer (a signal delivered, a group stop kept). Returns whether the exec was seen,
+    /// `_dl_debug_state`, calling `at_stop` at each; then detaches. Every other stop is
+    /// resumed as it would have gone without a tracer (a signal delivered, a group stop
+    /// kept). Returns whether the exec was seen,
     /// without consuming the child's exit, so that [`HeldChild::has_exited`] and
     /// [`HeldChild::reap`] still see it.
     fn wait_for_exec(&self, at_stop: &mut impl FnMut(Stop)) -> bool {
-        use nix::libc;
-        let pid = self.pid.as_raw();
+        let pid = self.pid;
         let mut exec_seen = false;
         // The breakpoints while they are set, and until when to wait for the entry.
         let mut entry: Option<(Breakpoints, Instant)> = None;
@@ -167,54 +168,33 @@ impl HeldChild {
         // Whether the wait for the entry was given up on (the child interrupted).
         let mut interrupted = false;
         loop {
-            // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let mut options = libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT;
-            if entry.is_some() && !interrupted {
-                // Not blocking: a breakpoint that is never hit must not hold memmon.
-                options |= libc::WNOHANG;
-            }
-            // Look first (WNOWAIT), so that an exit stays for has_exited and reap.
-            // SAFETY: `info` is valid for writes; `pid` is this process's child.
-            let looked =
-                unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, options) };
-            if looked < 0 {
-                if nix::errno::Errno::last() == nix::errno::Errno::EINTR {
+            // Not blocking while the breakpoints are set: one that is never hit must not
+            // hold memmon.
+            let (event, signal) = match look(pid, entry.is_none() || interrupted) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) | Ok(Seen::Exited) => break,
+                Ok(Seen::Nothing) => {
+                    // No change yet: the program runs towards its entry.
+                    if let Some((_, deadline)) = entry.filter(|_| !interrupted) {
+                        if Instant::now() >= deadline {
+                            let _ = ptrace::interrupt(pid);
+                            interrupted = true;
+                        } else {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
                     continue;
                 }
-                break;
+                Ok(Seen::Stop { event, signal }) => (event, signal),
+            };
+            // Take the stop looked at. nix cannot name a stop by a real-time signal
+            // (EINVAL), but the stop is taken all the same.
+            match waitpid(pid, None) {
+                Ok(WaitStatus::Stopped(..) | WaitStatus::PtraceEvent(..))
+                | Err(nix::errno::Errno::EINVAL) => {}
+                _ => continue,
             }
-            // SAFETY: waitid filled `info` for a child's state change, or left it zeroed.
-            if unsafe { info.si_pid() } == 0 {
-                // WNOHANG and no change yet: the program runs towards its entry.
-                if let Some((_, deadline)) = entry.filter(|_| !interrupted) {
-                    if Instant::now() >= deadline {
-                        // SAFETY: the child is this process's tracee (seized).
-                        unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, pid, 0, 0) };
-                        interrupted = true;
-                    } else {
-                        std::thread::sleep(Duration::from_micros(200));
-                    }
-                }
-                continue;
-            }
-            if matches!(
-                info.si_code,
-                libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED
-            ) {
-                break;
-            }
-            let mut status = 0;
-            // SAFETY: `status` is valid for writes; the child is in a ptrace stop.
-            if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-                continue;
-            }
-            if !libc::WIFSTOPPED(status) {
-                continue;
-            }
-            let event = status >> 16;
-            let signal = libc::WSTOPSIG(status);
-            let mut request = libc::PTRACE_CONT;
+            let mut request = Resume::Continue;
             let mut delivered = 0;
             if interrupted {
                 // The entry breakpoint was given up on: this is the interrupt's stop, or a
@@ -223,14 +203,14 @@ impl HeldChild {
                 // then resume (the breakpoints are cleared) and take its stop first, so
                 // that it does not kill the program once it is no longer traced.
                 clear_breakpoints(pid);
-                request = libc::PTRACE_DETACH;
+                request = Resume::Detach;
                 if event == 0 && signal != libc::SIGTRAP {
                     delivered = signal;
                 } else if event == libc::PTRACE_EVENT_STOP
                     && signal != libc::SIGTRAP
                     && sigtrap_pending(pid)
                 {
-                    request = libc::PTRACE_CONT;
+                    request = Resume::Continue;
                 }
             } else if event == libc::PTRACE_EVENT_EXEC {
                 // The first exec, or another before the entry (one from a library's
@@ -241,7 +221,7 @@ impl HeldChild {
                 at_stop(Stop::Exec);
                 match set_breakpoints(pid) {
                     Some(set) => entry = Some((set, Instant::now() + ENTRY_WAIT)),
-                    None => request = libc::PTRACE_DETACH,
+                    None => request = Resume::Detach,
                 }
             } else if event == 0
                 && signal == libc::SIGTRAP
@@ -250,7 +230,7 @@ impl HeldChild {
                 clear_breakpoints(pid);
                 entry = None;
                 at_stop(Stop::Entry);
-                request = libc::PTRACE_DETACH;
+                request = Resume::Detach;
             } else if event == 0
                 && signal == libc::SIGTRAP
                 && entry.is_some_and(|(set, _)| set.loader.is_some_and(|at| at_breakpoint(pid, at)))
@@ -269,21 +249,13 @@ impl HeldChild {
                 }
             } else if event == libc::PTRACE_EVENT_STOP {
                 // A group stop (SIGSTOP, SIGTSTP): the child stays stopped until SIGCONT.
-                request = libc::PTRACE_LISTEN;
+                request = Resume::Listen;
             } else if event == 0 {
                 // A signal for the child: delivered (any number, real-time ones too).
                 delivered = signal;
             }
-            // SAFETY: the child is this process's tracee, in a ptrace stop.
-            unsafe {
-                libc::ptrace(
-                    request,
-                    pid,
-                    std::ptr::null_mut::<libc::c_void>(),
-                    delivered as libc::c_long,
-                )
-            };
-            if request == libc::PTRACE_DETACH {
+            resume(pid, request, delivered);
+            if request == Resume::Detach {
                 break;
             }
         }
@@ -350,25 +322,22 @@ struct Breakpoints {
 
 /// The offset of debug register `n` in the tracee's `struct user`.
 fn debug_register(n: usize) -> usize {
-    std::mem::offset_of!(nix::libc::user, u_debugreg) + n * 8
+    std::mem::offset_of!(libc::user, u_debugreg) + n * 8
 }
 
 /// Writes `value` to the tracee's debug register `n`; whether it took it.
-fn set_debug_register(pid: i32, n: usize, value: u64) -> bool {
-    // SAFETY: PTRACE_POKEUSER writes one word of the stopped tracee's user area; the kernel
-    // checks the offset and the value.
-    unsafe {
-        nix::libc::ptrace(
-            nix::libc::PTRACE_POKEUSER,
-            pid,
-            debug_register(n) as *mut nix::libc::c_void,
-            value as *mut nix::libc::c_void,
-        ) == 0
-    }
+fn set_debug_register(pid: Pid, n: usize, value: u64) -> bool {
+    // The kernel checks the offset and the value.
+    ptrace::write_user(
+        pid,
+        debug_register(n) as ptrace::AddressType,
+        value as libc::c_long,
+    )
+    .is_ok()
 }
 
 /// The values of the auxiliary vector of `pid` for `kinds`, in that order (0 if absent).
-fn auxv_values<const N: usize>(pid: i32, kinds: [u64; N]) -> Option<[u64; N]> {
+fn auxv_values<const N: usize>(pid: Pid, kinds: [u64; N]) -> Option<[u64; N]> {
     let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
     let mut values = [0; N];
     for pair in auxv.chunks_exact(16) {
@@ -382,9 +351,9 @@ fn auxv_values<const N: usize>(pid: i32, kinds: [u64; N]) -> Option<[u64; N]> {
 
 /// The run-time address of the dynamic loader's `_dl_debug_state` in `pid`, whose loader
 /// is loaded at `base`.
-fn loader_debug_state(pid: i32, base: u64) -> Option<u64> {
+fn loader_debug_state(pid: Pid, base: u64) -> Option<u64> {
     let proc_root = std::path::Path::new("/proc");
-    let pid = u32::try_from(pid).ok()?;
+    let pid = u32::try_from(pid.as_raw()).ok()?;
     let maps = memmon_unwind::maps::read_maps(proc_root, pid).ok()?;
     let mapping = maps
         .iter()
@@ -397,7 +366,7 @@ fn loader_debug_state(pid: i32, base: u64) -> Option<u64> {
 /// Sets execution breakpoints at the entry point of `pid` (stopped at its exec), in debug
 /// register 0, and at its dynamic loader's `_dl_debug_state`, if it has one, in register 1;
 /// returns their addresses, or `None` if the entry's cannot be set.
-fn set_breakpoints(pid: i32) -> Option<Breakpoints> {
+fn set_breakpoints(pid: Pid) -> Option<Breakpoints> {
     let [entry, base] = auxv_values(pid, [AT_ENTRY, AT_BASE])?;
     if entry == 0 || !set_debug_register(pid, 0, entry) {
         return None;
@@ -417,11 +386,11 @@ fn set_breakpoints(pid: i32) -> Option<Breakpoints> {
 
 /// Whether a SIGTRAP is pending for `pid` (its thread's or its process's), by
 /// `/proc/PID/status`.
-fn sigtrap_pending(pid: i32) -> bool {
+fn sigtrap_pending(pid: Pid) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return false;
     };
-    let bit = 1u64 << (nix::libc::SIGTRAP - 1);
+    let bit = 1u64 << (libc::SIGTRAP - 1);
     status
         .lines()
         .filter_map(|line| {
@@ -433,7 +402,7 @@ fn sigtrap_pending(pid: i32) -> bool {
 }
 
 /// Disables the breakpoints of `pid` (in a ptrace stop).
-fn clear_breakpoints(pid: i32) {
+fn clear_breakpoints(pid: Pid) {
     set_debug_register(pid, 7, 0);
     set_debug_register(pid, 0, 0);
     set_debug_register(pid, 1, 0);
@@ -441,19 +410,89 @@ fn clear_breakpoints(pid: i32) {
 
 /// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
 /// before the instruction runs).
-fn at_breakpoint(pid: i32, address: u64) -> bool {
-    use nix::libc;
+fn at_breakpoint(pid: Pid, address: u64) -> bool {
     let offset =
         std::mem::offset_of!(libc::user, regs) + std::mem::offset_of!(libc::user_regs_struct, rip);
-    nix::errno::Errno::clear();
-    // SAFETY: PTRACE_PEEKUSER reads one word of the stopped tracee's user area.
-    let rip = unsafe {
+    ptrace::read_user(pid, offset as ptrace::AddressType).is_ok_and(|rip| rip as u64 == address)
+}
+
+/// What [`look`] saw of the traced child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// No state change yet (only when not blocking).
+    Nothing,
+    /// It exited or was killed.
+    Exited,
+    /// It is in a ptrace stop: `event` (`PTRACE_EVENT_*`, 0 for a signal's stop) and the
+    /// signal number.
+    Stop { event: i32, signal: i32 },
+}
+
+/// Looks at the traced child's next state change without taking it (`WNOWAIT`), so that an
+/// exit stays for [`HeldChild::has_exited`] and [`HeldChild::reap`]; waits for one when
+/// `block`.
+fn look(pid: Pid, block: bool) -> nix::Result<Seen> {
+    let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT;
+    if !block {
+        flags |= WaitPidFlag::WNOHANG;
+    }
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => Ok(Seen::Nothing),
+        Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => Ok(Seen::Exited),
+        Ok(WaitStatus::PtraceEvent(_, signal, event)) => Ok(Seen::Stop {
+            event,
+            signal: signal as i32,
+        }),
+        Ok(WaitStatus::Stopped(_, signal)) => Ok(Seen::Stop {
+            event: 0,
+            signal: signal as i32,
+        }),
+        Ok(_) => Ok(Seen::Nothing),
+        // nix names no real-time signal: an exit by one, or a stop by one (a signal's
+        // stop: group stops are by the stop signals), whose number its siginfo has.
+        Err(nix::errno::Errno::EINVAL) => {
+            let exit = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            match waitid(Id::Pid(pid), exit) {
+                Ok(WaitStatus::StillAlive) => Ok(Seen::Stop {
+                    event: 0,
+                    signal: ptrace::getsiginfo(pid)?.si_signo,
+                }),
+                _ => Ok(Seen::Exited),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// How [`resume`] lets a stopped tracee go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    /// `PTRACE_CONT`.
+    Continue,
+    /// `PTRACE_LISTEN`: a group stop stays until SIGCONT, and the tracer hears of it.
+    Listen,
+    /// `PTRACE_DETACH`.
+    Detach,
+}
+
+/// Resumes the tracee `pid`, in a ptrace stop, delivering signal number `signal` (0 for
+/// none). Raw ptrace: nix's `cont` and `detach` take a `Signal`, which has no real-time
+/// signals, and a tracee must get every signal it was sent; and nix has no
+/// `PTRACE_LISTEN`.
+fn resume(pid: Pid, how: Resume, signal: i32) {
+    let request = match how {
+        Resume::Continue => libc::PTRACE_CONT,
+        Resume::Listen => libc::PTRACE_LISTEN,
+        Resume::Detach => libc::PTRACE_DETACH,
+    };
+    // SAFETY: PTRACE_CONT, PTRACE_LISTEN and PTRACE_DETACH take no pointer: `data` is a
+    // signal number, which the kernel checks.
+    unsafe {
         libc::ptrace(
-            libc::PTRACE_PEEKUSER,
-            pid,
-            offset as *mut libc::c_void,
+            request,
+            pid.as_raw(),
             std::ptr::null_mut::<libc::c_void>(),
+            signal as libc::c_long,
         )
     };
-    nix::errno::Errno::last_raw() == 0 && rip as u64 == address
 }

@@ -1,6 +1,7 @@
 //! Module parameters set for the duration of a `run` or `record` and restored afterwards
 //! (when the command ends, fails or is interrupted: the guard's `Drop`): `--stacks N`
-//! (`stack_depth`, issue 10) and `--sample MS` (`sample_ms`, access sampling, issue 15).
+//! (`stack_depth`, the depth of the user call stacks) and `--sample MS` (`sample_ms`, the
+//! period of access sampling).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -149,7 +150,7 @@ pub fn sample_period(
     let previous = match std::fs::read_to_string(&path) {
         Ok(text) => text.trim().to_owned(),
         Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
-            "--sample: the memmon module has no access sampling ({} does not exist): load a module built with it (issue 15)",
+            "--sample: the memmon module has no access sampling ({} does not exist): load a memmon module of this version, which has it",
             path.display()
         ),
         Err(error) => bail!("--sample: cannot read {}: {error}", path.display()),

@@ -1,4 +1,4 @@
-//! Watching by cgroup (issue 27): the `c:PATH` / `-c:PATH` items of `watch-pids`, the
+//! Watching by cgroup: the `c:PATH` / `-c:PATH` items of `watch-pids`, the
 //! check of PATH before it is written (an absolute directory in a cgroup2 file system),
 //! and the cgroup a process belongs to (`/proc/PID/cgroup`), which captures record.
 

@@ -1,4 +1,5 @@
-//! The typed event model and its line format (`Display`), as specified in docs/events.md.
+//! The typed event model of docs/events.md (its line form, `Display`, is
+//! [`crate::stream::line`]'s).
 
 use std::fmt;
 
@@ -10,6 +11,7 @@ use crate::stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
     ShmatFlags,
 };
+use crate::stream::writer::Ret;
 
 /// A CLOCK_MONOTONIC time: `<seconds>.<nanoseconds>` with nine nanosecond digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -720,266 +722,19 @@ impl Event<'_> {
     }
 }
 
-/// Formats a syscall result: hex (address-returning calls) or decimal on success, `-ENAME` on failure.
-pub(crate) struct Ret {
-    pub(crate) result: SyscallResult,
-    pub(crate) hex: bool,
-}
-
-impl fmt::Display for Ret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.result {
-            Ok(value) if self.hex => write!(f, "{value:#x}"),
-            Ok(value) => write!(f, "{value}"),
-            Err(errno) => write!(f, "-{errno}"),
-        }
-    }
-}
-
-fn ret_hex(ret: &SyscallResult) -> Ret {
-    Ret {
-        result: *ret,
-        hex: true,
-    }
-}
-
-fn ret_dec(ret: &SyscallResult) -> Ret {
-    Ret {
-        result: *ret,
-        hex: false,
-    }
-}
-
-impl fmt::Display for Event<'_> {
-    /// Writes the event in the exact line format of docs/events.md, without the newline.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {}/{} {}",
-            self.time,
-            self.pid,
-            self.tid,
-            self.kind.name()
-        )?;
-        self.write_keys(f)?;
-        if let Some(dur) = self.dur {
-            write!(f, " dur={dur}")?;
-        }
-        if let Some(stack) = &self.stack {
-            write!(f, " stack={stack}")?;
-            if stack.1 != StackEnd::Complete {
-                write!(f, " stack_end={}", stack.1.name())?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Event<'_> {
-    /// Writes the kind's own `key=value` pairs (each with a leading space).
-    fn write_keys(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            EventKind::Fault {
-                fault_type,
-                access,
-                addr,
-                ip,
-                user,
-                huge,
-                major,
-                retry,
-                pages,
-                gen,
-            } => {
-                write!(
-                    f,
-                    " type={} access={} addr={addr:#x} ip={ip:#x}",
-                    fault_type.as_str(),
-                    access.as_str()
-                )?;
-                for (present, text) in [
-                    (!user, " user=0"),
-                    (*huge, " huge=1"),
-                    (*major, " major=1"),
-                    (*retry, " retry=1"),
-                ] {
-                    if present {
-                        f.write_str(text)?;
-                    }
-                }
-                if *pages != 1 {
-                    write!(f, " pages={pages}")?;
-                }
-                // Last, as the module writes it (before `stack=`).
-                if let Some(gen) = gen {
-                    write!(f, " gen={gen}")?;
-                }
-                Ok(())
-            }
-            EventKind::Mmap {
-                addr,
-                len,
-                prot,
-                flags,
-                fd,
-                off,
-                ret,
-                file,
-            } => {
-                write!(
-                    f,
-                    " addr={addr:#x} len={len} prot={prot} flags={flags} fd={fd} off={off} ret={}",
-                    ret_hex(ret)
-                )?;
-                if let Some(file) = file {
-                    write!(f, " file={file}")?;
-                }
-                Ok(())
-            }
-            EventKind::Munmap { addr, len, ret }
-            | EventKind::Mlock { addr, len, ret }
-            | EventKind::Munlock { addr, len, ret } => {
-                write!(f, " addr={addr:#x} len={len} ret={}", ret_dec(ret))
-            }
-            EventKind::Mremap {
-                old,
-                old_len,
-                new_len,
-                flags,
-                new,
-                ret,
-            } => write!(
-                f,
-                " old={old:#x} old_len={old_len} new_len={new_len} flags={flags} new={new:#x} ret={}",
-                ret_hex(ret)
-            ),
-            EventKind::Brk { req, ret } => write!(f, " req={req:#x} ret={ret:#x}"),
-            EventKind::Mprotect {
-                addr,
-                len,
-                prot,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} prot={prot} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::Madvise {
-                addr,
-                len,
-                advice,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} advice={advice} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::Mlock2 {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} flags={flags} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::Mlockall { flags, ret } => {
-                write!(f, " flags={flags} ret={}", ret_dec(ret))
-            }
-            EventKind::Munlockall { ret } => write!(f, " ret={}", ret_dec(ret)),
-            EventKind::Fsync { fd, ret } => write!(f, " fd={fd} ret={}", ret_dec(ret)),
-            EventKind::Msync {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} flags={flags} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::PkeyMprotect {
-                addr,
-                len,
-                prot,
-                pkey,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} prot={prot} pkey={pkey} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::Mseal {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(
-                f,
-                " addr={addr:#x} len={len} flags={flags} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::ProcessMadvise {
-                pidfd,
-                vec,
-                vlen,
-                advice,
-                flags,
-                ret,
-            } => write!(
-                f,
-                " pidfd={pidfd} vec={vec:#x} vlen={vlen} advice={advice} flags={flags} ret={}",
-                ret_dec(ret)
-            ),
-            EventKind::Shmat {
-                shmid,
-                addr,
-                flags,
-                ret,
-            } => write!(
-                f,
-                " shmid={shmid} addr={addr:#x} flags={flags} ret={}",
-                ret_hex(ret)
-            ),
-            EventKind::Shmdt { addr, ret } => write!(f, " addr={addr:#x} ret={}", ret_dec(ret)),
-            EventKind::Rss {
-                anon,
-                file,
-                shmem,
-                swap,
-                peak,
-                at,
-            } => write!(
-                f,
-                " anon={anon} file={file} shmem={shmem} swap={swap} peak={peak} at={}",
-                at.as_str()
-            ),
-            EventKind::Mark { text } => write!(f, " text={text}"),
-            EventKind::Exec { comm, filename } => write!(f, " comm={comm} filename={filename}"),
-            EventKind::Fork { child, watched } => {
-                write!(f, " child={child} watched={}", u8::from(*watched))
-            }
-            EventKind::Exit { code } => write!(f, " code={code}"),
-            EventKind::Gen { n, armed } => write!(f, " n={n} armed={armed}"),
-            EventKind::Lost { count } => write!(f, " count={count}"),
-        }
-    }
-}
-
 fn hex<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&format_args!("{value:#x}"))
 }
 
 /// JSON form of an address-returning result: `"0x7f.."` or `"-ENOMEM"`.
 fn ret_hex_json<S: Serializer>(ret: &SyscallResult, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(&ret_hex(ret))
+    serializer.collect_str(&Ret::hex(*ret))
 }
 
 /// JSON form of other results: a number on success, `"-ENOMEM"` on failure.
 fn ret_dec_json<S: Serializer>(ret: &SyscallResult, serializer: S) -> Result<S::Ok, S::Error> {
     match ret {
         Ok(value) => serializer.serialize_u64(*value),
-        Err(_) => serializer.collect_str(&ret_dec(ret)),
+        Err(_) => serializer.collect_str(&Ret::dec(*ret)),
     }
 }

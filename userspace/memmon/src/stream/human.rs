@@ -9,7 +9,9 @@
 
 use std::fmt;
 
-use crate::stream::event::{Event, EventKind, Ret, SyscallResult};
+use crate::stream::escaped::EscapedStr;
+use crate::stream::event::{Access, Event, EventKind, FaultType, RssAt};
+use crate::stream::writer::{Arg, FaultNote, KindWriter, Ret, Shown};
 
 /// Wraps an event so that `Display` gives the human-readable form (no newline).
 #[derive(Debug, Clone, Copy)]
@@ -36,20 +38,6 @@ impl<'a> Event<'a> {
     }
 }
 
-fn hex_ret(result: &SyscallResult) -> Ret {
-    Ret {
-        result: *result,
-        hex: true,
-    }
-}
-
-fn dec_ret(result: &SyscallResult) -> Ret {
-    Ret {
-        result: *result,
-        hex: false,
-    }
-}
-
 /// Describes a wait(2) status: `exited 3`, `killed by SIGKILL`, ...
 pub fn describe_wait_status(code: i32) -> String {
     let signal = code & 0x7f;
@@ -73,18 +61,16 @@ impl fmt::Display for Human<'_, '_> {
         if self.with_time {
             write!(f, "{} ", event.time)?;
         }
-        if let EventKind::Lost { count } = event.kind {
-            return write!(
-                f,
-                "*** {count} events lost (overwritten before they were read) ***"
-            );
+        if let EventKind::Lost { .. } = event.kind {
+            // No process's: no pid, no duration.
+            return event.kind.write_with(&mut HumanForm(f));
         }
         if event.pid == event.tid {
             write!(f, "{}: ", event.pid)?;
         } else {
             write!(f, "{}/{}: ", event.pid, event.tid)?;
         }
-        write_what(f, &event.kind)?;
+        event.kind.write_with(&mut HumanForm(f))?;
         if let Some(dur) = event.dur {
             write!(f, " in {dur} ns")?;
         }
@@ -93,180 +79,97 @@ impl fmt::Display for Human<'_, '_> {
 }
 
 /// Writes what happened (the part after `PID: `).
-fn write_what(f: &mut fmt::Formatter<'_>, kind: &EventKind<'_>) -> fmt::Result {
-    {
-        match kind {
-            EventKind::Fault {
-                fault_type,
-                access,
-                addr,
-                ip: _,
-                user,
-                huge,
-                major,
-                retry,
-                pages,
-                gen,
-            } => {
-                write!(
-                    f,
-                    "{} page @{addr:#x} ({})",
-                    fault_type.as_str(),
-                    access.as_str()
-                )?;
-                for (present, note) in [
-                    (!user, " [kernel]"),
-                    (*huge, " [huge]"),
-                    (*major, " [major]"),
-                    (*retry, " [retry]"),
-                ] {
-                    if present {
-                        f.write_str(note)?;
-                    }
-                }
-                if *pages != 1 {
-                    write!(f, " [{pages} pages]")?;
-                }
-                if let Some(gen) = gen {
-                    write!(f, " [generation {gen}]")?;
-                }
-                Ok(())
-            }
-            EventKind::Mmap {
-                addr,
-                len,
-                prot,
-                flags,
-                fd,
-                off,
-                ret,
-                file,
-            } => {
-                write!(f, "mmap({addr:#x}, {len}, {prot}, {flags}, fd {fd}")?;
-                if *off != 0 {
-                    write!(f, ", off {off}")?;
-                }
-                write!(f, ") -> {}", hex_ret(ret))?;
-                if let Some(file) = file {
-                    write!(f, " {}", file.to_string_lossy())?;
-                }
-                Ok(())
-            }
-            EventKind::Munmap { addr, len, ret } => {
-                write!(f, "munmap({addr:#x}, {len}) -> {}", dec_ret(ret))
-            }
-            EventKind::Mremap {
-                old,
-                old_len,
-                new_len,
-                flags,
-                new,
-                ret,
-            } => write!(
-                f,
-                "mremap({old:#x}, {old_len}, {new_len}, {flags}, {new:#x}) -> {}",
-                hex_ret(ret)
-            ),
-            EventKind::Brk { req, ret } => write!(f, "brk({req:#x}) -> {ret:#x}"),
-            EventKind::Mprotect {
-                addr,
-                len,
-                prot,
-                ret,
-            } => write!(f, "mprotect({addr:#x}, {len}, {prot}) -> {}", dec_ret(ret)),
-            EventKind::Madvise {
-                addr,
-                len,
-                advice,
-                ret,
-            } => write!(f, "madvise({addr:#x}, {len}, {advice}) -> {}", dec_ret(ret)),
-            EventKind::Mlock { addr, len, ret } => {
-                write!(f, "mlock({addr:#x}, {len}) -> {}", dec_ret(ret))
-            }
-            EventKind::Mlock2 {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(f, "mlock2({addr:#x}, {len}, {flags}) -> {}", dec_ret(ret)),
-            EventKind::Munlock { addr, len, ret } => {
-                write!(f, "munlock({addr:#x}, {len}) -> {}", dec_ret(ret))
-            }
-            EventKind::Mlockall { flags, ret } => {
-                write!(f, "mlockall({flags}) -> {}", dec_ret(ret))
-            }
-            EventKind::Munlockall { ret } => write!(f, "munlockall() -> {}", dec_ret(ret)),
-            EventKind::Fsync { fd, ret } => write!(f, "fsync({fd}) -> {}", dec_ret(ret)),
-            EventKind::Msync {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(f, "msync({addr:#x}, {len}, {flags}) -> {}", dec_ret(ret)),
-            EventKind::PkeyMprotect {
-                addr,
-                len,
-                prot,
-                pkey,
-                ret,
-            } => write!(
-                f,
-                "pkey_mprotect({addr:#x}, {len}, {prot}, {pkey}) -> {}",
-                dec_ret(ret)
-            ),
-            EventKind::Mseal {
-                addr,
-                len,
-                flags,
-                ret,
-            } => write!(f, "mseal({addr:#x}, {len}, {flags}) -> {}", dec_ret(ret)),
-            EventKind::ProcessMadvise {
-                pidfd,
-                vec,
-                vlen,
-                advice,
-                flags,
-                ret,
-            } => write!(
-                f,
-                "process_madvise(pidfd {pidfd}, {vec:#x}, {vlen}, {advice}, {flags}) -> {}",
-                dec_ret(ret)
-            ),
-            EventKind::Shmat {
-                shmid,
-                addr,
-                flags,
-                ret,
-            } => write!(f, "shmat({shmid}, {addr:#x}, {flags}) -> {}", hex_ret(ret)),
-            EventKind::Shmdt { addr, ret } => write!(f, "shmdt({addr:#x}) -> {}", dec_ret(ret)),
-            EventKind::Rss {
-                anon,
-                file,
-                shmem,
-                swap,
-                peak,
-                at,
-            } => write!(
-                f,
-                "rss at {}: anon {anon}, file {file}, shmem {shmem}, swap {swap}, peak {peak}",
-                at.as_str()
-            ),
-            EventKind::Mark { text } => write!(f, "mark {:?}", text.to_string_lossy()),
-            EventKind::Exec { comm, filename } => write!(
-                f,
-                "exec {} ({})",
-                filename.to_string_lossy(),
-                comm.to_string_lossy()
-            ),
-            EventKind::Fork { child, watched } => {
-                let note = if *watched { " (watched)" } else { "" };
-                write!(f, "fork -> {child}{note}")
-            }
-            EventKind::Exit { code } => write!(f, "exit: {}", describe_wait_status(*code)),
-            EventKind::Gen { n, armed } => {
-                write!(f, "generation {n}: {armed} pages armed for access sampling")
-            }
-            EventKind::Lost { .. } => Ok(()),
+struct HumanForm<'f, 'g>(&'f mut fmt::Formatter<'g>);
+
+impl KindWriter for HumanForm<'_, '_> {
+    fn fault(&mut self, fault_type: FaultType, access: Access, addr: u64, _ip: u64) -> fmt::Result {
+        write!(
+            self.0,
+            "{} page @{addr:#x} ({})",
+            fault_type.as_str(),
+            access.as_str()
+        )
+    }
+
+    fn fault_note(&mut self, note: FaultNote) -> fmt::Result {
+        match note {
+            FaultNote::Kernel => self.0.write_str(" [kernel]"),
+            FaultNote::Huge => self.0.write_str(" [huge]"),
+            FaultNote::Major => self.0.write_str(" [major]"),
+            FaultNote::Retry => self.0.write_str(" [retry]"),
+            FaultNote::Pages(pages) => write!(self.0, " [{pages} pages]"),
+            FaultNote::Generation(gen) => write!(self.0, " [generation {gen}]"),
         }
+    }
+
+    fn call<'v>(
+        &mut self,
+        name: &str,
+        args: impl IntoIterator<Item = Arg<'v>>,
+        ret: Ret,
+    ) -> fmt::Result {
+        write!(self.0, "{name}(")?;
+        let shown = args.into_iter().filter(|arg| !arg.is_hidden());
+        for (index, arg) in shown.enumerate() {
+            if index > 0 {
+                self.0.write_str(", ")?;
+            }
+            match arg.shown {
+                Shown::Bare => write!(self.0, "{}", arg.value)?,
+                Shown::Labelled | Shown::LabelledUnlessZero => {
+                    write!(self.0, "{} {}", arg.key, arg.value)?
+                }
+            }
+        }
+        write!(self.0, ") -> {ret}")
+    }
+
+    fn mapped_file(&mut self, file: &EscapedStr<'_>) -> fmt::Result {
+        write!(self.0, " {}", file.to_string_lossy())
+    }
+
+    fn rss(&mut self, at: RssAt, counters: &[(&str, u64)]) -> fmt::Result {
+        write!(self.0, "rss at {}:", at.as_str())?;
+        for (index, (key, bytes)) in counters.iter().enumerate() {
+            let separator = if index > 0 { "," } else { "" };
+            write!(self.0, "{separator} {key} {bytes}")?;
+        }
+        Ok(())
+    }
+
+    fn mark(&mut self, text: &EscapedStr<'_>) -> fmt::Result {
+        write!(self.0, "mark {:?}", text.to_string_lossy())
+    }
+
+    fn exec(&mut self, comm: &EscapedStr<'_>, filename: &EscapedStr<'_>) -> fmt::Result {
+        write!(
+            self.0,
+            "exec {} ({})",
+            filename.to_string_lossy(),
+            comm.to_string_lossy()
+        )
+    }
+
+    fn fork(&mut self, child: u32, watched: bool) -> fmt::Result {
+        let note = if watched { " (watched)" } else { "" };
+        write!(self.0, "fork -> {child}{note}")
+    }
+
+    fn exit(&mut self, code: i32) -> fmt::Result {
+        write!(self.0, "exit: {}", describe_wait_status(code))
+    }
+
+    fn generation(&mut self, n: u64, armed: u64) -> fmt::Result {
+        write!(
+            self.0,
+            "generation {n}: {armed} pages armed for access sampling"
+        )
+    }
+
+    fn lost(&mut self, count: u64) -> fmt::Result {
+        write!(
+            self.0,
+            "*** {count} events lost (overwritten before they were read) ***"
+        )
     }
 }
