@@ -123,8 +123,8 @@ enum Source {
         /// `--cgroup`, where the cgroup is.
         followed: Option<BTreeSet<u32>>,
         undecodable: Undecodable,
-        /// The unwind tables of the watched processes.
-        tables: UnwindTables,
+        /// The unwind tables of the watched processes (boxed: the variant is large).
+        tables: Box<UnwindTables>,
     },
 }
 
@@ -559,7 +559,7 @@ fn open_live(
             seen,
             followed,
             undecodable: Undecodable::default(),
-            tables,
+            tables: Box::new(tables),
         },
         watched,
     ))
@@ -752,77 +752,76 @@ fn draw(terminal: &mut DefaultTerminal, sample: &TopSample, screen: &Screen) -> 
     let mut sample = sample.clone();
     sample.sort_processes(screen.process_order);
     sample.sort_sites(screen.site_order);
-    terminal
-        .draw(|frame| {
-            let [status, main, sites, help] = Layout::vertical([
-                Constraint::Length(1),
+    terminal.draw(|frame| {
+        let [status, main, sites, help] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let mut state = status_line(&sample);
+        if screen.paused {
+            state.push_str("  [paused]");
+        }
+        if screen.ended {
+            state.push_str("  [end of capture]");
+        }
+        if screen.undecodable > 0 {
+            state.push_str(&format!("  undecodable {} (skipped)", screen.undecodable));
+        }
+        frame.render_widget(Paragraph::new(format!("memmon top: {state}")), status);
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        let processes = Table::new(
+            sample.processes.iter().map(|r| Row::new(process_cells(r))),
+            [
+                Constraint::Length(7),
+                Constraint::Length(15),
+                Constraint::Length(10),
+                Constraint::Length(10),
+                Constraint::Length(10),
+                Constraint::Length(11),
+                Constraint::Length(11),
+                Constraint::Length(7),
+                Constraint::Length(6),
+                Constraint::Length(7),
+                Constraint::Length(8),
+            ],
+        )
+        .header(Row::new(PROCESS_COLUMNS).style(bold))
+        .block(Block::bordered().title(format!(
+            " processes (sorted by {}) ",
+            screen.process_order.as_str()
+        )));
+        let site_table = Table::new(
+            sample.sites.iter().map(|r| Row::new(site_cells(r))),
+            [
+                Constraint::Length(11),
+                Constraint::Length(12),
+                Constraint::Length(10),
                 Constraint::Fill(1),
-                Constraint::Fill(1),
-                Constraint::Length(1),
-            ])
-            .areas(frame.area());
-            let mut state = status_line(&sample);
-            if screen.paused {
-                state.push_str("  [paused]");
+            ],
+        )
+        .header(Row::new(SITE_COLUMNS).style(bold))
+        .block(Block::bordered().title(format!(
+            " sites by resident growth (sorted by {}) ",
+            screen.site_order.as_str()
+        )));
+        // tab: the selected table on top.
+        match screen.pane {
+            Pane::Processes => {
+                frame.render_widget(processes, main);
+                frame.render_widget(site_table, sites);
             }
-            if screen.ended {
-                state.push_str("  [end of capture]");
+            Pane::Sites => {
+                frame.render_widget(site_table, main);
+                frame.render_widget(processes, sites);
             }
-            if screen.undecodable > 0 {
-                state.push_str(&format!("  undecodable {} (skipped)", screen.undecodable));
-            }
-            frame.render_widget(Paragraph::new(format!("memmon top: {state}")), status);
-            let bold = Style::default().add_modifier(Modifier::BOLD);
-            let processes = Table::new(
-                sample.processes.iter().map(|r| Row::new(process_cells(r))),
-                [
-                    Constraint::Length(7),
-                    Constraint::Length(15),
-                    Constraint::Length(10),
-                    Constraint::Length(10),
-                    Constraint::Length(10),
-                    Constraint::Length(11),
-                    Constraint::Length(11),
-                    Constraint::Length(7),
-                    Constraint::Length(6),
-                    Constraint::Length(7),
-                    Constraint::Length(8),
-                ],
-            )
-            .header(Row::new(PROCESS_COLUMNS).style(bold))
-            .block(Block::bordered().title(format!(
-                " processes (sorted by {}) ",
-                screen.process_order.as_str()
-            )));
-            let site_table = Table::new(
-                sample.sites.iter().map(|r| Row::new(site_cells(r))),
-                [
-                    Constraint::Length(11),
-                    Constraint::Length(12),
-                    Constraint::Length(10),
-                    Constraint::Fill(1),
-                ],
-            )
-            .header(Row::new(SITE_COLUMNS).style(bold))
-            .block(Block::bordered().title(format!(
-                " sites by resident growth (sorted by {}) ",
-                screen.site_order.as_str()
-            )));
-            // tab: the selected table on top.
-            match screen.pane {
-                Pane::Processes => {
-                    frame.render_widget(processes, main);
-                    frame.render_widget(site_table, sites);
-                }
-                Pane::Sites => {
-                    frame.render_widget(site_table, main);
-                    frame.render_widget(processes, sites);
-                }
-            }
-            frame.render_widget(
-                Line::from("s sort  p/space pause  tab processes/sites  q quit"),
-                help,
-            );
-        })?;
+        }
+        frame.render_widget(
+            Line::from("s sort  p/space pause  tab processes/sites  q quit"),
+            help,
+        );
+    })?;
     Ok(())
 }
