@@ -9,7 +9,14 @@
 #      24th row, the tables' borders end in column 80);
 #   3. q: memmon exits, the session is gone within 2 s;
 #   4. stdout not a terminal (`| cat`, --speed 50): plain tables (the PID and SITE
-#      headers) naming keep_cache, and the end of the input ends memmon (exit 0).
+#      headers) naming keep_cache, and the end of the input ends memmon (exit 0), with one
+#      line on stderr saying so; the last table is what alloc_sites had when it exited:
+#      its row `alloc_sites [exited]` with 4.1 MiB anon, 1.6 MiB file and 256 swap-ins,
+#      keep_cache +3.0 MiB since the start (3.0 MiB resident), load_table and reheat +1 MiB,
+#      no figure since the start negative;
+#   5. a terminal memmon cannot drive (the tmux pane, but memmon in a session of its own,
+#      setsid, without a controlling terminal and with stdin not a terminal: /dev/tty does
+#      not open, as on a VM's console): one line on stderr, plain tables in the pane, exit 0.
 # Installs tmux (apt-get, as root) when it is missing. Exit 0 when all pass.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -102,4 +109,34 @@ head -20 "$work/plain"
 tables=$(grep -c '^memmon top: events' "$work/plain" || true)
 check "plain output: exit $code, $tables tables, PID and SITE headers, keep_cache named, no escape sequences" \
     '[ "$code" -eq 0 ] && [ "$tables" -ge 2 ] && grep -q "^PID  COMMAND" "$work/plain" && grep -q "SITE$" "$work/plain" && grep -q "keep_cache < main" "$work/plain" && ! grep -q $'"'"'\x1b'"'"' "$work/plain"'
+plain_err=$("$memmon" top --input "$work/slow.cap" --speed 50 --interval 0.2 --sysroot "$work/sysroot" 2>&1 >/dev/null | cat)
+check "plain output: stderr says so ($plain_err)" \
+    '[ "$plain_err" = "memmon top: stdout is not a terminal: printing a table every 0.2 s, and one at the end" ]'
+awk -v n="$tables" '/^memmon top: events/ { t++ } t == n' "$work/plain" > "$work/last"
+cat "$work/last"
+row=$(grep ' alloc_sites \[exited\] ' "$work/last" || true)
+check "last table: alloc_sites [exited] with 4.1 MiB anon, 1.6 MiB file, 256 swap-ins ($row)" \
+    '[ "$(echo "$row" | awk "{ print \$4, \$5, \$6, \$7, \$NF }")" = "4.1 MiB 1.6 MiB 256" ]'
+check "last table: keep_cache +3.0 MiB since the start, 3.0 MiB resident" \
+    'grep -Eq "^ *[-+0-9.]+( [KM]iB)? +\+3\.0 MiB +3\.0 MiB  keep_cache < main" "$work/last"'
+check "last table: load_table and reheat +1 MiB since the start" \
+    'grep -Eq "\+1 MiB +1 MiB  load_table < main" "$work/last" && grep -Eq "\+1 MiB +1 MiB  reheat < main" "$work/last"'
+check "last table: nothing negative since the start" \
+    '! awk "/^INTERVAL/ { on = 1; next } on && \$2 ~ /^-/" "$work/last" | grep -q .'
+
+# 5. a terminal it cannot drive: no controlling terminal (setsid), stdin not a terminal
+console="memmon-top-console-$$"
+tmux -f /dev/null new-session -d -s "$console" -x 200 -y 50 \
+    "setsid -w sh -c '$memmon top --input $work/slow.cap --speed 50 --interval 0.2 --sysroot $work/sysroot </dev/null 2>$work/console.err; echo \$? >$work/console.code'; sleep 30"
+for _ in $(seq 50); do
+    sleep 0.1
+    [ -s "$work/console.code" ] && break
+done
+tmux capture-pane -p -t "$console" -S -200 > "$work/console.screen"
+tmux kill-session -t "$console" 2>/dev/null || true
+console_err=$(cat "$work/console.err")
+check "no controlling terminal: exit $(cat "$work/console.code" 2>/dev/null), stderr: $console_err" \
+    '[ "$(cat "$work/console.code" 2>/dev/null)" = 0 ] && [ "$(wc -l < "$work/console.err")" -eq 1 ] && echo "$console_err" | grep -Eq "^memmon top: cannot drive the terminal \(.+\): printing a table every 0.2 s, and one at the end$"'
+check "no controlling terminal: plain tables in the pane, keep_cache named" \
+    'grep -q "^PID  COMMAND" "$work/console.screen" && grep -q "keep_cache < main" "$work/console.screen"'
 exit $fail

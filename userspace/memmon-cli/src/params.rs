@@ -47,6 +47,9 @@ impl Drop for ParamGuard {
     }
 }
 
+/// The call-stack depth `record` and `top` ask for when `--stacks` is not given.
+pub const DEFAULT_STACK_DEPTH: u32 = 16;
+
 /// Sets `stack_depth` to `depth`. `explicit`: the user asked (`--stacks`), so a module
 /// without the parameter, or a refused value, is worth a warning.
 pub fn stack_depth(

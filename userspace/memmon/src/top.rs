@@ -1,10 +1,17 @@
 //! `memmon top`: the model behind the live view. Events (live, or replayed from a capture)
 //! go into the report's own [`Replay`]; every refresh takes a [`TopSample`] of it: per
 //! process what is resident now and its growth since the last refresh, faults per second
-//! by class, swap-ins; the sites (named by the report's [`Symbols`], merged by function
-//! chain as the report's site rows are) by resident growth in the last interval and since
-//! the start; and the events lost. [`render_plain`] is the table printed when stdout is
-//! not a terminal.
+//! by class, swap-ins; the sites by resident growth in the last interval and since the
+//! start (the model's creation, when nothing was resident in it); and the events lost.
+//! [`render_plain`] is the table printed when stdout is not a terminal.
+//!
+//! A site is named by its own code ([`OwnCode`]): the innermost frame that is not in a
+//! system library, with the callers of 4 frames from it, then the library part summarised
+//! (`load_rows < main (rows.c:33) → [libsqlite3.so.0: sqlite3_step … libc.so.6: malloc]`);
+//! sites with the same name are one row. A process that exited since the previous sample is
+//! in that sample once more, as it was when it exited (its row marked `[exited]`, its pages
+//! in its sites' figures): the table taken when the watched command has ended shows what
+//! the command had, not what is left after it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -12,12 +19,13 @@ use std::fmt::Write;
 use rustc_hash::FxHashMap;
 
 use crate::capture::file::Record;
-use crate::report::model::picture::{KindBytes, PAGE};
+use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{Replay, ReplayOptions};
-use crate::report::model::sites::SiteId;
+use crate::report::model::sites::{Frame, SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
 use crate::report::output::text::size;
-use crate::report::view::symbols::{name, SymbolOptions, Symbols};
+use crate::report::view::own_code::{system_summary, OwnCode};
+use crate::report::view::symbols::{name, FrameInfo, SymbolOptions, Symbols};
 use crate::stream::event::{Event, EventKind, FaultType};
 
 /// One process of a sample.
@@ -35,15 +43,18 @@ pub struct ProcessRow {
     pub faults_per_second: [f64; 5],
     /// Swap-ins (`type=swap` faults) since the start.
     pub swap_ins: u64,
+    /// The process exited since the previous sample: the row is what it had then.
+    pub exited: bool,
 }
 
 /// One site of a sample: the sites of one function chain merged, as in the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SiteGrowthRow {
-    /// Function chain, innermost first (`f < caller < caller`), with the innermost source
-    /// location when known: the report's site name.
+    /// From the innermost frame of own code: its function chain (`f < caller < caller`,
+    /// at most 4) and its source location when known, then the system frames innermost of
+    /// it summarised (` → [libc.so.6: malloc]`); without own code, the whole stack's chain.
     pub name: String,
-    /// The innermost function.
+    /// The innermost function of own code (else the innermost function).
     pub function: String,
     /// Resident bytes now.
     pub resident: u64,
@@ -164,6 +175,8 @@ impl TopSample {
 /// Per-process counts the replay does not keep: command, faults by class.
 #[derive(Debug, Default, Clone)]
 struct Activity {
+    /// What it had resident when it exited (since the previous sample).
+    exited: Option<Picture>,
     command: Option<String>,
     faults: [u64; 5],
     faults_before: [u64; 5],
@@ -178,9 +191,12 @@ pub struct TopModel {
     symbol_options: SymbolOptions,
     /// The symbols, and how many sites the table had when they were made.
     symbols: Option<(Symbols, usize)>,
-    /// Resident pages by site at the previous sample and at the first.
-    previous_sites: Option<FxHashMap<SiteId, u64>>,
-    start_sites: Option<FxHashMap<SiteId, u64>>,
+    /// Which code is the system's; the executed programs are own code.
+    own_code: OwnCode,
+    /// Each site's row name and function, made with the current symbols.
+    site_names: FxHashMap<SiteId, (String, String)>,
+    /// Resident pages by site at the previous sample (none before the first).
+    previous_sites: FxHashMap<SiteId, u64>,
     lost_before: u64,
 }
 
@@ -192,8 +208,9 @@ impl TopModel {
             activity: BTreeMap::new(),
             symbol_options,
             symbols: None,
-            previous_sites: None,
-            start_sites: None,
+            own_code: OwnCode::default(),
+            site_names: FxHashMap::default(),
+            previous_sites: FxHashMap::default(),
             lost_before: 0,
         }
     }
@@ -227,8 +244,20 @@ impl TopModel {
                     activity.swap_ins += 1;
                 }
             }
-            EventKind::Exec { comm, .. } => {
+            EventKind::Exec { comm, filename } => {
                 self.activity.entry(event.pid).or_default().command = Some(comm.to_string_lossy());
+                self.executable(&filename.to_string_lossy());
+            }
+            EventKind::Exit { .. } => {
+                // What it had, for the next sample: the replay forgets it at its exit.
+                let picture = self
+                    .replay
+                    .live_pictures()
+                    .find(|((_, pid), _)| *pid == event.pid)
+                    .map(|(_, picture)| picture.clone());
+                if let Some(picture) = picture {
+                    self.activity.entry(event.pid).or_default().exited = Some(picture);
+                }
             }
             EventKind::Fork { child, .. } => {
                 let command = self
@@ -242,6 +271,16 @@ impl TopModel {
         self.replay.event(event);
     }
 
+    /// Counts the program at `path` (absolute, as its mappings name it) as own code even in
+    /// a system directory: the executed programs are (their `exec` events add them).
+    pub fn executable(&mut self, path: &str) {
+        let before = self.own_code.clone();
+        self.own_code.add_executable(path);
+        if before.owner(path) != self.own_code.owner(path) {
+            self.site_names.clear();
+        }
+    }
+
     /// Whether any process has been seen.
     pub fn is_empty(&self) -> bool {
         self.replay.live_pictures().next().is_none()
@@ -249,21 +288,20 @@ impl TopModel {
 
     /// The sample of now; `seconds` of stream time passed since the previous one.
     pub fn sample(&mut self, seconds: f64) -> TopSample {
+        let per_second = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
         let mut site_pages: FxHashMap<SiteId, u64> = FxHashMap::default();
         let mut processes = Vec::new();
-        for ((_, pid), picture) in self.replay.live_pictures() {
+        let mut add = |pid: u32, picture: &Picture, activity: &mut Activity, exited: bool| {
             for (&site, &pages) in &picture.site_resident {
                 *site_pages.entry(site).or_insert(0) += pages;
             }
-            let activity = self.activity.entry(pid).or_default();
             let resident = picture.kind_bytes();
-            let per_second = |n: u64| {
-                if seconds > 0.0 {
-                    n as f64 / seconds
-                } else {
-                    0.0
-                }
-            };
             let mut faults_per_second = [0.0; 5];
             for (i, rate) in faults_per_second.iter_mut().enumerate() {
                 *rate = per_second(activity.faults[i] - activity.faults_before[i]);
@@ -275,13 +313,32 @@ impl TopModel {
                 growth: resident.resident() as i64 - activity.resident_before as i64,
                 faults_per_second,
                 swap_ins: activity.swap_ins,
+                exited,
             });
             activity.faults_before = activity.faults;
             activity.resident_before = resident.resident();
+        };
+        for ((_, pid), picture) in self.replay.live_pictures() {
+            add(pid, picture, self.activity.entry(pid).or_default(), false);
+        }
+        // Those that exited since the previous sample, once, as they were then; then
+        // forgotten (a new process of the same pid starts afresh).
+        let exited: Vec<u32> = self
+            .activity
+            .iter()
+            .filter(|(_, a)| a.exited.is_some())
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in exited {
+            let Some(mut activity) = self.activity.remove(&pid) else {
+                continue;
+            };
+            if let Some(picture) = activity.exited.take() {
+                add(pid, &picture, &mut activity, true);
+            }
         }
         let sites = self.site_rows(&site_pages);
-        self.previous_sites = Some(site_pages.clone());
-        self.start_sites.get_or_insert(site_pages);
+        self.previous_sites = site_pages;
         let lost = self.replay.lost();
         let sample = TopSample {
             seconds,
@@ -299,34 +356,35 @@ impl TopModel {
         let table = self.replay.sites();
         if self.symbols.as_ref().is_none_or(|(_, n)| *n != table.len()) {
             self.symbols = Some((Symbols::new(table, &self.symbol_options), table.len()));
+            self.site_names.clear();
         }
         let Some((symbols, _)) = &self.symbols else {
             return Vec::new();
         };
-        let empty = FxHashMap::default();
-        let previous = self.previous_sites.as_ref().unwrap_or(&empty);
-        let start = self.start_sites.as_ref().unwrap_or(&empty);
+        let previous = &self.previous_sites;
         let mut ids: Vec<SiteId> = now.keys().chain(previous.keys()).copied().collect();
         ids.sort_unstable();
         ids.dedup();
-        // Merged by function chain, as the report's site rows are.
+        // Merged by name: sites that differ only past what the name shows are one row.
         let mut rows: HashMap<String, SiteGrowthRow> = HashMap::new();
         for id in ids {
             let pages = |map: &FxHashMap<SiteId, u64>| map.get(&id).copied().unwrap_or(0) as i64;
             let resident = pages(now);
-            let frames = symbols.site(table, id);
-            let row = rows
-                .entry(name::functions(&frames, usize::MAX))
-                .or_insert_with(|| SiteGrowthRow {
-                    name: name::site(&frames),
-                    function: name::function(&frames).to_owned(),
-                    resident: 0,
-                    interval_growth: 0,
-                    start_growth: 0,
-                });
+            let (name, function) = self
+                .site_names
+                .entry(id)
+                .or_insert_with(|| site_name(table, symbols, &self.own_code, id));
+            let row = rows.entry(name.clone()).or_insert_with(|| SiteGrowthRow {
+                name: name.clone(),
+                function: function.clone(),
+                resident: 0,
+                interval_growth: 0,
+                start_growth: 0,
+            });
             row.resident += resident as u64 * PAGE;
             row.interval_growth += (resident - pages(previous)) * PAGE as i64;
-            row.start_growth += (resident - pages(start)) * PAGE as i64;
+            // The start is the model's creation: nothing was resident in it then.
+            row.start_growth += resident * PAGE as i64;
         }
         let mut rows: Vec<SiteGrowthRow> = rows
             .into_values()
@@ -339,6 +397,39 @@ impl TopModel {
         });
         rows
     }
+}
+
+/// A site's row name and function ([`SiteGrowthRow`]): from its innermost frame of own
+/// code, the system frames innermost of it summarised after.
+fn site_name(
+    table: &SiteTable,
+    symbols: &Symbols,
+    own_code: &OwnCode,
+    id: SiteId,
+) -> (String, String) {
+    let frames = table.frames(id);
+    let infos: Vec<Vec<FrameInfo>> = frames
+        .iter()
+        .map(|frame| symbols.frame_infos(table, frame))
+        .collect();
+    let own = own_code.innermost_own(table, frames).unwrap_or(0);
+    let own_infos: Vec<FrameInfo> = infos[own..].iter().flatten().cloned().collect();
+    let system: Vec<(&str, &[FrameInfo])> = frames[..own]
+        .iter()
+        .zip(&infos)
+        .map(|(frame, infos)| {
+            let path = match frame {
+                Frame::Code { object, .. } => table.object_path(*object),
+                _ => "?",
+            };
+            (path, infos.as_slice())
+        })
+        .collect();
+    let mut site = name::site(&own_infos);
+    if let Some(summary) = system_summary(&system) {
+        site = format!("{site} → {summary}");
+    }
+    (site, name::function(&own_infos).to_owned())
 }
 
 /// `+1.5 MiB`, `-4.0 KiB`, `0`.
@@ -371,7 +462,11 @@ pub fn process_cells(row: &ProcessRow) -> [String; 11] {
     let rate = |class: FaultClass| format!("{:.0}", row.faults_per_second[class.index()]);
     [
         row.pid.to_string(),
-        row.command.clone(),
+        if row.exited {
+            format!("{} [exited]", row.command)
+        } else {
+            row.command.clone()
+        },
         size(row.resident.anon),
         size(row.resident.file),
         size(row.resident.shmem),

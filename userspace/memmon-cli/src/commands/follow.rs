@@ -737,7 +737,7 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     let stacks = crate::params::stack_depth(
         params,
         proc,
-        asked.stacks.unwrap_or(16),
+        asked.stacks.unwrap_or(crate::params::DEFAULT_STACK_DEPTH),
         asked.stacks.is_some(),
     );
     let sample = crate::params::sample_period(params, proc, asked.sample)?;

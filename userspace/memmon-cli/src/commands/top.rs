@@ -2,8 +2,14 @@
 //! watched with `-p`, `--cgroup` or the command after `--`) or from a capture replayed at
 //! `--speed` times its own pace; they go into [`memmon::top::TopModel`] (the report's
 //! replay), sampled every `--interval`. On a terminal the sample is drawn with ratatui
-//! (keys: s sort, p/space pause, tab processes/sites, q quit); otherwise it is printed as
-//! a plain table every interval.
+//! (keys: s sort, p/space pause, tab processes/sites, q quit); where stdout is not a
+//! terminal, or one memmon cannot drive (a console without a controlling terminal, where
+//! opening /dev/tty fails), it is printed as a plain table every interval and once more at
+//! the end, with one line on stderr saying so.
+//!
+//! Live, the module records call stacks (`--stacks N`, as deep as `record`'s by default,
+//! `stack_depth` restored at the end) and memmon loads the unwind tables of the watched
+//! processes, as `record` does, so that the sites are named by the program's own code.
 //!
 //! With `-p` or `-- CMD`, top follows the processes it added and the children they fork
 //! (`fork ... watched=1`), and unwatches those still running at the end. Live lines that do
@@ -19,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use memmon::capture::control::process_path;
+use memmon::capture::control::{process_path, ModuleParams};
 use memmon::report::view::symbols::SymbolOptions;
 use memmon::top::{
     process_cells, render_plain, site_cells, status_line, ProcessOrder, SiteOrder, TopModel,
@@ -28,15 +34,19 @@ use memmon::top::{
 use memmon::{
     parse_line, CaptureReader, EventKind, ParseError, ProcInterface, Snapshot, SnapshotSource,
 };
+use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind};
+use ratatui::crossterm::terminal::{self as crossterm_terminal, EnterAlternateScreen};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Row, Table};
-use ratatui::DefaultTerminal;
+use ratatui::{DefaultTerminal, Terminal};
 
 use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupted, monotonic_now, LiveEvents};
+use crate::params::{self, DEFAULT_STACK_DEPTH};
+use crate::unwind::UnwindTables;
 
 /// Options of `memmon top`.
 #[derive(Debug, Args)]
@@ -60,6 +70,11 @@ pub struct TopArgs {
     /// Watch every process of this cgroup v2 directory and below (absolute path).
     #[arg(long, value_name = "PATH", conflicts_with = "command")]
     cgroup: Option<PathBuf>,
+    /// Record user call stacks of up to N frames (module parameter stack_depth, restored
+    /// afterwards; by default as deep as `record`'s, 0 = none).
+    #[arg(long, value_name = "N", conflicts_with = "input",
+          value_parser = clap::value_parser!(u32).range(0..=64))]
+    stacks: Option<u32>,
     /// Sites listed in the plain table.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -108,6 +123,8 @@ enum Source {
         /// `--cgroup`, where the cgroup is.
         followed: Option<BTreeSet<u32>>,
         undecodable: Undecodable,
+        /// The unwind tables of the watched processes (boxed: the variant is large).
+        tables: Box<UnwindTables>,
     },
 }
 
@@ -242,6 +259,7 @@ impl Source {
                 seen,
                 followed,
                 undecodable,
+                tables,
             } => {
                 let timeout = deadline
                     .saturating_duration_since(Instant::now())
@@ -275,10 +293,13 @@ impl Source {
                     }
                     if event.pid != 0 && seen.insert(event.pid) {
                         first_seen(model, event.pid);
+                        tables.sync(event.pid);
                     }
+                    tables.note(&event);
                     model.event(&event);
                     Ok(())
                 })?;
+                tables.flush();
                 Ok(true)
             }
         }
@@ -317,6 +338,13 @@ impl Source {
         }
     }
 
+    /// Forgets the unwind ranges given (at the end).
+    fn finish_tables(&mut self) {
+        if let Source::Live { tables, .. } = self {
+            tables.finish();
+        }
+    }
+
     /// Stream seconds per wall second.
     fn pace(&self) -> f64 {
         match self {
@@ -330,6 +358,9 @@ impl Source {
 fn first_seen(model: &mut TopModel, pid: u32) {
     if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
         model.name(pid, comm.trim_end());
+    }
+    if let Ok(exe) = std::fs::read_link(process_path(pid, "exe")) {
+        model.executable(&exe.to_string_lossy());
     }
     if let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) {
         model.snapshot(&Snapshot {
@@ -359,10 +390,22 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
         ..SymbolOptions::default()
     };
     let mut model = TopModel::new(symbol_options);
+    // Live, stacks as deep as record's, set before the command starts (restored when
+    // dropped, at the end).
+    let _stacks = args.input.is_none().then(|| {
+        params::stack_depth(
+            &ModuleParams::default(),
+            proc,
+            args.stacks.unwrap_or(DEFAULT_STACK_DEPTH),
+            args.stacks.is_some(),
+        )
+    });
     let (mut source, watched) = match &args.input {
         Some(path) => {
             let file =
                 File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            // Ctrl-C ends the replay as it ends the live view: with a last table.
+            catch_interrupts()?;
             (
                 Source::Capture {
                     reader: Box::new(CaptureReader::new(BufReader::new(file))),
@@ -377,19 +420,41 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
         None => open_live(proc, &args, &mut model)?,
     };
     let interval = Duration::from_secs_f64(args.interval);
-    let result = if io::stdout().is_terminal() {
-        source.hold_warnings();
-        let mut terminal = ratatui::init();
-        let result = terminal_loop(&mut terminal, &mut model, &mut source, interval);
-        ratatui::restore();
-        result
+    let plain = format!(
+        "printing a table every {} s, and one at the end",
+        args.interval
+    );
+    let mut ended = None;
+    if io::stdout().is_terminal() {
+        match open_terminal() {
+            Ok(mut terminal) => {
+                source.hold_warnings();
+                let outcome = terminal_loop(&mut terminal, &mut model, &mut source, interval);
+                close_terminal();
+                match outcome {
+                    Ok(TerminalEnd::Quit) => ended = Some(Ok(())),
+                    Ok(TerminalEnd::Failed(error)) => {
+                        eprintln!("memmon top: the terminal failed ({error}): {plain}")
+                    }
+                    Err(error) => ended = Some(Err(error)),
+                }
+            }
+            Err(error) => eprintln!("memmon top: cannot drive the terminal ({error}): {plain}"),
+        }
     } else {
-        let command_exited = || match &watched {
-            Watched::Command(child) => child.has_exited().unwrap_or(true),
-            _ => false,
-        };
-        plain_loop(&mut model, &mut source, interval, args.top, command_exited)
+        eprintln!("memmon top: stdout is not a terminal: {plain}");
+    }
+    let result = match ended {
+        Some(result) => result,
+        None => {
+            let command_exited = || match &watched {
+                Watched::Command(child) => child.has_exited().unwrap_or(true),
+                _ => false,
+            };
+            plain_loop(&mut model, &mut source, interval, args.top, command_exited)
+        }
     };
+    source.finish_tables();
     source.finish_warnings();
     let root = match watched {
         Watched::Nothing | Watched::Pids => None,
@@ -453,6 +518,7 @@ fn open_live(
     let since = monotonic_now();
     let mut seen = BTreeSet::new();
     let mut followed = BTreeSet::new();
+    let mut tables = UnwindTables::open(proc, crate::unwind::enabled());
     let watched = if let Some(path) = cgroup {
         proc.watch_cgroup(&path)?;
         Watched::Cgroup(path)
@@ -462,6 +528,7 @@ fn open_live(
             seen.insert(pid);
             followed.insert(pid);
             first_seen(model, pid);
+            tables.sync(pid);
         }
         Watched::Pids
     } else {
@@ -473,10 +540,14 @@ fn open_live(
         }
         seen.insert(pid);
         followed.insert(pid);
-        child.release_at_exec(|stop| {
-            if stop == Stop::Exec {
+        // As record does: the program's maps and tables while it is stopped at its exec,
+        // its libraries' once the loader mapped them and at its entry point.
+        child.release_at_exec(|stop| match stop {
+            Stop::Exec => {
                 first_seen(model, pid);
+                tables.sync_at_exec(pid);
             }
+            Stop::Loader | Stop::Entry => tables.sync(pid),
         })?;
         Watched::Command(child)
     };
@@ -488,13 +559,14 @@ fn open_live(
             seen,
             followed,
             undecodable: Undecodable::default(),
+            tables: Box::new(tables),
         },
         watched,
     ))
 }
 
-/// stdout is not a terminal: a table every interval, until the capture ends, the command
-/// exits (its last events read, then one last table) or Ctrl-C.
+/// No terminal view: a table every interval, until the capture ends, the command exits
+/// (its last events read) or Ctrl-C, and one last table then.
 fn plain_loop(
     model: &mut TopModel,
     source: &mut Source,
@@ -504,11 +576,15 @@ fn plain_loop(
 ) -> Result<()> {
     let mut out = io::stdout().lock();
     let mut next = Instant::now() + interval;
+    let mut last = Instant::now();
     loop {
         let exited = command_exited();
         let more = source.feed(model, next)? && !exited;
-        if Instant::now() >= next || !more {
-            let sample = model.sample(interval.as_secs_f64() * source.pace());
+        let end = !more || interrupted();
+        if end || Instant::now() >= next {
+            // The time that passed: the last interval is often a short one.
+            let sample = model.sample(last.elapsed().as_secs_f64() * source.pace());
+            last = Instant::now();
             if write!(out, "{}", render_plain(&sample, top))
                 .and_then(|()| out.flush())
                 .is_err()
@@ -517,10 +593,40 @@ fn plain_loop(
             }
             next += interval;
         }
-        if !more || interrupted() {
+        if end {
             return Ok(());
         }
     }
+}
+
+/// The terminal view, or why there is none: raw mode, the alternate screen and a ratatui
+/// terminal of stdout's size, each step undone when a later one fails (on a console
+/// without a controlling terminal, /dev/tty does not open). A panic restores the terminal
+/// before its message.
+fn open_terminal() -> io::Result<DefaultTerminal> {
+    crossterm_terminal::enable_raw_mode()?;
+    if let Err(error) = ratatui::crossterm::execute!(io::stdout(), EnterAlternateScreen) {
+        let _ = crossterm_terminal::disable_raw_mode();
+        return Err(error);
+    }
+    let terminal = match Terminal::new(CrosstermBackend::new(io::stdout())) {
+        Ok(terminal) => terminal,
+        Err(error) => {
+            close_terminal();
+            return Err(error);
+        }
+    };
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        close_terminal();
+        hook(info);
+    }));
+    Ok(terminal)
+}
+
+/// Leaves the alternate screen and raw mode (what fails to be undone is left).
+fn close_terminal() {
+    let _ = ratatui::try_restore();
 }
 
 /// What the terminal view shows.
@@ -543,12 +649,34 @@ struct Screen {
 /// How often keys are looked at while events are fed.
 const KEY_POLL: Duration = Duration::from_millis(50);
 
+/// How the terminal view ended.
+enum TerminalEnd {
+    /// `q`, Esc or Ctrl-C.
+    Quit,
+    /// Drawing or reading keys failed: the plain tables take over.
+    Failed(io::Error),
+}
+
+/// The terminal view until `q`, Esc or Ctrl-C; errors are the source's.
 fn terminal_loop(
     terminal: &mut DefaultTerminal,
     model: &mut TopModel,
     source: &mut Source,
     interval: Duration,
-) -> Result<()> {
+) -> Result<TerminalEnd> {
+    match terminal_view(terminal, model, source, interval)? {
+        Ok(()) => Ok(TerminalEnd::Quit),
+        Err(error) => Ok(TerminalEnd::Failed(error)),
+    }
+}
+
+/// The terminal view; the outer error is the source's, the inner the terminal's.
+fn terminal_view(
+    terminal: &mut DefaultTerminal,
+    model: &mut TopModel,
+    source: &mut Source,
+    interval: Duration,
+) -> Result<io::Result<()>> {
     let mut screen = Screen {
         pane: Pane::Processes,
         process_order: ProcessOrder::default(),
@@ -560,7 +688,16 @@ fn terminal_loop(
     let mut shown = model.sample(0.0);
     let mut next = Instant::now() + interval;
     let mut last = Instant::now();
-    draw(terminal, &shown, &screen)?;
+    // A terminal error ends the view with it.
+    macro_rules! term {
+        ($e:expr) => {
+            match $e {
+                Ok(value) => value,
+                Err(error) => return Ok(Err(error)),
+            }
+        };
+    }
+    term!(draw(terminal, &shown, &screen));
     loop {
         let deadline = (Instant::now() + KEY_POLL).min(next);
         if !screen.ended {
@@ -580,10 +717,10 @@ fn terminal_loop(
             next = Instant::now() + interval;
             redraw = true;
         }
-        while event::poll(Duration::ZERO)? {
-            match event::read()? {
+        while term!(event::poll(Duration::ZERO)) {
+            match term!(event::read()) {
                 TermEvent::Key(key) if key.kind == KeyEventKind::Press => match key.code {
-                    KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
+                    KeyCode::Char('q') | KeyCode::Esc => return Ok(Ok(())),
                     KeyCode::Char('s') => match screen.pane {
                         Pane::Processes => screen.process_order = screen.process_order.next(),
                         Pane::Sites => screen.site_order = screen.site_order.next(),
@@ -603,90 +740,88 @@ fn terminal_loop(
             redraw = true;
         }
         if interrupted() {
-            return Ok(());
+            return Ok(Ok(()));
         }
         if redraw {
-            draw(terminal, &shown, &screen)?;
+            term!(draw(terminal, &shown, &screen));
         }
     }
 }
 
-fn draw(terminal: &mut DefaultTerminal, sample: &TopSample, screen: &Screen) -> Result<()> {
+fn draw(terminal: &mut DefaultTerminal, sample: &TopSample, screen: &Screen) -> io::Result<()> {
     let mut sample = sample.clone();
     sample.sort_processes(screen.process_order);
     sample.sort_sites(screen.site_order);
-    terminal
-        .draw(|frame| {
-            let [status, main, sites, help] = Layout::vertical([
-                Constraint::Length(1),
+    terminal.draw(|frame| {
+        let [status, main, sites, help] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let mut state = status_line(&sample);
+        if screen.paused {
+            state.push_str("  [paused]");
+        }
+        if screen.ended {
+            state.push_str("  [end of capture]");
+        }
+        if screen.undecodable > 0 {
+            state.push_str(&format!("  undecodable {} (skipped)", screen.undecodable));
+        }
+        frame.render_widget(Paragraph::new(format!("memmon top: {state}")), status);
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        let processes = Table::new(
+            sample.processes.iter().map(|r| Row::new(process_cells(r))),
+            [
+                Constraint::Length(7),
+                Constraint::Length(15),
+                Constraint::Length(10),
+                Constraint::Length(10),
+                Constraint::Length(10),
+                Constraint::Length(11),
+                Constraint::Length(11),
+                Constraint::Length(7),
+                Constraint::Length(6),
+                Constraint::Length(7),
+                Constraint::Length(8),
+            ],
+        )
+        .header(Row::new(PROCESS_COLUMNS).style(bold))
+        .block(Block::bordered().title(format!(
+            " processes (sorted by {}) ",
+            screen.process_order.as_str()
+        )));
+        let site_table = Table::new(
+            sample.sites.iter().map(|r| Row::new(site_cells(r))),
+            [
+                Constraint::Length(11),
+                Constraint::Length(12),
+                Constraint::Length(10),
                 Constraint::Fill(1),
-                Constraint::Fill(1),
-                Constraint::Length(1),
-            ])
-            .areas(frame.area());
-            let mut state = status_line(&sample);
-            if screen.paused {
-                state.push_str("  [paused]");
+            ],
+        )
+        .header(Row::new(SITE_COLUMNS).style(bold))
+        .block(Block::bordered().title(format!(
+            " sites by resident growth (sorted by {}) ",
+            screen.site_order.as_str()
+        )));
+        // tab: the selected table on top.
+        match screen.pane {
+            Pane::Processes => {
+                frame.render_widget(processes, main);
+                frame.render_widget(site_table, sites);
             }
-            if screen.ended {
-                state.push_str("  [end of capture]");
+            Pane::Sites => {
+                frame.render_widget(site_table, main);
+                frame.render_widget(processes, sites);
             }
-            if screen.undecodable > 0 {
-                state.push_str(&format!("  undecodable {} (skipped)", screen.undecodable));
-            }
-            frame.render_widget(Paragraph::new(format!("memmon top: {state}")), status);
-            let bold = Style::default().add_modifier(Modifier::BOLD);
-            let processes = Table::new(
-                sample.processes.iter().map(|r| Row::new(process_cells(r))),
-                [
-                    Constraint::Length(7),
-                    Constraint::Length(15),
-                    Constraint::Length(10),
-                    Constraint::Length(10),
-                    Constraint::Length(10),
-                    Constraint::Length(11),
-                    Constraint::Length(11),
-                    Constraint::Length(7),
-                    Constraint::Length(6),
-                    Constraint::Length(7),
-                    Constraint::Length(8),
-                ],
-            )
-            .header(Row::new(PROCESS_COLUMNS).style(bold))
-            .block(Block::bordered().title(format!(
-                " processes (sorted by {}) ",
-                screen.process_order.as_str()
-            )));
-            let site_table = Table::new(
-                sample.sites.iter().map(|r| Row::new(site_cells(r))),
-                [
-                    Constraint::Length(11),
-                    Constraint::Length(12),
-                    Constraint::Length(10),
-                    Constraint::Fill(1),
-                ],
-            )
-            .header(Row::new(SITE_COLUMNS).style(bold))
-            .block(Block::bordered().title(format!(
-                " sites by resident growth (sorted by {}) ",
-                screen.site_order.as_str()
-            )));
-            // tab: the selected table on top.
-            match screen.pane {
-                Pane::Processes => {
-                    frame.render_widget(processes, main);
-                    frame.render_widget(site_table, sites);
-                }
-                Pane::Sites => {
-                    frame.render_widget(site_table, main);
-                    frame.render_widget(processes, sites);
-                }
-            }
-            frame.render_widget(
-                Line::from("s sort  p/space pause  tab processes/sites  q quit"),
-                help,
-            );
-        })
-        .context("cannot draw on the terminal")?;
+        }
+        frame.render_widget(
+            Line::from("s sort  p/space pause  tab processes/sites  q quit"),
+            help,
+        );
+    })?;
     Ok(())
 }

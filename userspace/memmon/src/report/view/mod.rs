@@ -6,6 +6,7 @@ pub mod debuginfo;
 pub mod debuginfod;
 pub mod diff;
 pub mod memory;
+pub mod own_code;
 pub mod reach;
 pub mod reconcile;
 pub mod symbols;
