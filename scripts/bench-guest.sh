@@ -93,7 +93,11 @@ run() {
         lost=$(lost_in /tmp/cap)
         # Entries per stack of the workload's events, for the cost per frame.
         frames=$(awk '/ stack=/ { s = $0; sub(/.* stack=/, "", s); sub(/ .*/, "", s); n += split(s, a, ","); e++ } END { printf "%.2f", e ? n / e : 0 }' /tmp/cap)
-        echo "frames $workload $setup $frames" >> $res ;;
+        echo "frames $workload $setup $frames" >> $res
+        # The stream's bytes per event: the capture's event lines (not its # lines), with
+        # their newlines, over their number.
+        bytes=$(awk '!/^#/ { n++; b += length($0) + 1 } END { printf "%.1f", n ? b / n : 0 }' /tmp/cap)
+        echo "bytes $workload $setup $bytes" >> $res ;;
     esac
     ns=$(printf '%s\n' "$out" | sed -n 's/^ns=//p')
     echo "$workload $setup ${ns:-0} $lost" >> $res
@@ -117,21 +121,22 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     done
 done
 
-# The cost of a stack walk per entry: N first-touch faults at the bottom of a chain of 20
+# The cost of a stack walk per entry: N first-touch faults at the bottom of a chain of 70
 # calls (bench deep), the workload watched and no reader while it runs (the rings hold every
 # event), so that only the recording side is timed:
 #   stacks-off     stack_depth=0
-#   stacks-fp      stack_depth=16, walked by frame pointers (the bench is built with them)
-#   stacks-tables  stack_depth=16, walked with the bench's unwind table, loaded by
+#   stacks-fp      stack_depth=64 (record's default), walked by frame pointers (the bench is
+#                  built with them)
+#   stacks-tables  stack_depth=64, walked with the bench's unwind table, loaded by
 #                  `memmon unwind PID` before the faults (docs/unwind.md)
 # "stackwalk SETUP NS ENTRIES LOST": ns per fault, and the entries of most faults' stacks.
 stackwalk() {
-    setup=$1 depth=16
+    setup=$1 depth=64
     [ $setup = stacks-off ] && depth=0
     unload
     insmod /memmon/memmon.ko buflen=33554432 stack_depth=$depth
     rm -f /tmp/go /tmp/go.ready
-    /progs/watchexec /progs/bench deep 20 "$N" /tmp/go > /tmp/deep.out &
+    /progs/watchexec /progs/bench deep 70 "$N" /tmp/go > /tmp/deep.out &
     job=$!
     i=0
     until [ -e /tmp/go.ready ]; do

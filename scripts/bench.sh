@@ -13,12 +13,12 @@
 #              the syscall probes are armed
 #   watched    memmon loaded (default buflen), the workload watched, `cat` as the reader
 #   record-fp  memmon loaded (default buflen), `memmon record --no-unwind-tables -- WORKLOAD`,
-#              which turns on user call stacks (stack_depth=16) for its duration, walked
+#              which turns on user call stacks (stack_depth=64, its default) for its duration, walked
 #              by frame pointers
 #   record     the same with the unwind tables `memmon record` loads (docs/unwind.md); the
 #              entries per stack of both are printed, and the cost per entry
 # The stack walk alone (no reader while the workload runs; scripts/bench-guest.sh): faults at
-# the bottom of 20 calls with stack_depth 0, and 16 walked by frame pointers or with tables;
+# the bottom of 70 calls with stack_depth 0, and 64 walked by frame pointers or with tables;
 # the cost per entry of each walk over stack_depth 0.
 # Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
@@ -86,6 +86,7 @@ sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0}, $([ -n "$stock" ] && echo "Debian's stock kernel, fault source: kprobes" || echo "patched kernel, fault source: mm_fault"))"
 awk '
     $1 == "frames" { fr[$2 " " $3] = $4; next }
+    $1 == "bytes" { by[$2 " " $3] = $4; next }
     $1 == "stackwalk" { v["stackwalk " $2] = v["stackwalk " $2] " " $3; ent[$2] = ent[$2] " " $4; lost["stackwalk " $2] += $5; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
@@ -118,6 +119,7 @@ awk '
                 ffp = fr[wl " record-fp"]; ft2 = fr[wl " record"]
                 printf "%-16s entries per stack: %s by frame pointers, %s with tables; per entry over watched: %s fp, %s tables\n", "", ffp, ft2, \
                     (ffp > 0 ? sprintf("%d", (rfp - wat) / ffp) : "-"), (ft2 > 0 ? sprintf("%d", (rt - wat) / ft2) : "-")
+                printf "%-16s stream bytes per event: %s by frame pointers, %s with tables\n", "", by[wl " record-fp"], by[wl " record"]
             }
         }
         if (("stackwalk stacks-off") in v) {

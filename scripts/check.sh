@@ -149,16 +149,19 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 != "bytes" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
     [ "$n" -eq 21 ] || { echo "want 21 results (7 set-ups x 3 workloads)"; return 1; }
-    # The stack walk: 20 calls deep, no entry by stack_depth 0, 16 both by frame pointers
-    # and with the unwind table.
+    # The stream's bytes per event of the two record set-ups, for each workload.
+    n=$(awk '$1 == "bytes" && $4 > 0' "$top/build/vm/bench.out.results" | wc -l)
+    [ "$n" -eq 6 ] || { echo "want 6 stream-bytes figures (2 record set-ups x 3 workloads), got $n"; return 1; }
+    # The stack walk: 70 calls deep, no entry by stack_depth 0, 64 (the default depth) both
+    # by frame pointers and with the unwind table.
     local walk
     walk=$(awk '$1 == "stackwalk" { printf "%s %s;", $2, $4 }' "$top/build/vm/bench.out.results")
     echo "stack walk entries: $walk"
-    [ "$walk" = "stacks-fp 16.00;stacks-tables 16.00;stacks-off 0.00;" ] ||
-        { echo "want stacks-fp 16.00, stacks-tables 16.00, stacks-off 0.00 entries per stack"; return 1; }
+    [ "$walk" = "stacks-fp 64.00;stacks-tables 64.00;stacks-off 0.00;" ] ||
+        { echo "want stacks-fp 64.00, stacks-tables 64.00, stacks-off 0.00 entries per stack"; return 1; }
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
     grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
     grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"

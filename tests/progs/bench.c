@@ -151,7 +151,7 @@ __attribute__((noinline)) static int deep_bottom(int depth)
 // A chain of distinct functions, each calling the next through a volatile pointer (never
 // inlined, no call turned into a jump), so that each level is a frame of its own in its own
 // function, as a real call chain is, and a stack walk looks each one up afresh.
-#define DEEP_LEVELS 24
+#define DEEP_LEVELS 72
 static int (*volatile deep_next[DEEP_LEVELS + 1])(int);
 #define DEEP_LEVEL(n)                                                   \
 	__attribute__((noinline)) static int deep_##n(int depth)         \
@@ -164,10 +164,23 @@ DEEP_LEVEL(0) DEEP_LEVEL(1) DEEP_LEVEL(2) DEEP_LEVEL(3) DEEP_LEVEL(4) DEEP_LEVEL
 DEEP_LEVEL(6) DEEP_LEVEL(7) DEEP_LEVEL(8) DEEP_LEVEL(9) DEEP_LEVEL(10) DEEP_LEVEL(11)
 DEEP_LEVEL(12) DEEP_LEVEL(13) DEEP_LEVEL(14) DEEP_LEVEL(15) DEEP_LEVEL(16) DEEP_LEVEL(17)
 DEEP_LEVEL(18) DEEP_LEVEL(19) DEEP_LEVEL(20) DEEP_LEVEL(21) DEEP_LEVEL(22) DEEP_LEVEL(23)
+DEEP_LEVEL(24) DEEP_LEVEL(25) DEEP_LEVEL(26) DEEP_LEVEL(27) DEEP_LEVEL(28) DEEP_LEVEL(29)
+DEEP_LEVEL(30) DEEP_LEVEL(31) DEEP_LEVEL(32) DEEP_LEVEL(33) DEEP_LEVEL(34) DEEP_LEVEL(35)
+DEEP_LEVEL(36) DEEP_LEVEL(37) DEEP_LEVEL(38) DEEP_LEVEL(39) DEEP_LEVEL(40) DEEP_LEVEL(41)
+DEEP_LEVEL(42) DEEP_LEVEL(43) DEEP_LEVEL(44) DEEP_LEVEL(45) DEEP_LEVEL(46) DEEP_LEVEL(47)
+DEEP_LEVEL(48) DEEP_LEVEL(49) DEEP_LEVEL(50) DEEP_LEVEL(51) DEEP_LEVEL(52) DEEP_LEVEL(53)
+DEEP_LEVEL(54) DEEP_LEVEL(55) DEEP_LEVEL(56) DEEP_LEVEL(57) DEEP_LEVEL(58) DEEP_LEVEL(59)
+DEEP_LEVEL(60) DEEP_LEVEL(61) DEEP_LEVEL(62) DEEP_LEVEL(63) DEEP_LEVEL(64) DEEP_LEVEL(65)
+DEEP_LEVEL(66) DEEP_LEVEL(67) DEEP_LEVEL(68) DEEP_LEVEL(69) DEEP_LEVEL(70) DEEP_LEVEL(71)
 static int (*volatile deep_next[DEEP_LEVELS + 1])(int) = {
 	deep_0, deep_1, deep_2, deep_3, deep_4, deep_5, deep_6, deep_7, deep_8, deep_9,
 	deep_10, deep_11, deep_12, deep_13, deep_14, deep_15, deep_16, deep_17, deep_18,
-	deep_19, deep_20, deep_21, deep_22, deep_23, deep_bottom,
+	deep_19, deep_20, deep_21, deep_22, deep_23, deep_24, deep_25, deep_26, deep_27,
+	deep_28, deep_29, deep_30, deep_31, deep_32, deep_33, deep_34, deep_35, deep_36,
+	deep_37, deep_38, deep_39, deep_40, deep_41, deep_42, deep_43, deep_44, deep_45,
+	deep_46, deep_47, deep_48, deep_49, deep_50, deep_51, deep_52, deep_53, deep_54,
+	deep_55, deep_56, deep_57, deep_58, deep_59, deep_60, deep_61, deep_62, deep_63,
+	deep_64, deep_65, deep_66, deep_67, deep_68, deep_69, deep_70, deep_71, deep_bottom,
 };
 
 static int deep(int depth, size_t n, const char *go)

@@ -29,7 +29,7 @@ reach() {
 for run in 200000 "1000000 keep"; do
     rows=${run%% *}
     # shellcheck disable=SC2086 # the row count, and "keep" if given
-    memmon record -q --stacks 64 -o /tmp/sql -- /progs/sqlite_rows $run > /dev/null ||
+    memmon record -q -o /tmp/sql -- /progs/sqlite_rows $run > /dev/null ||
         fail "record sqlite_rows $rows"
     memmon report --format folded /tmp/sql > /tmp/sql.folded
     memmon report --format json /tmp/sql > /tmp/sql.json
@@ -59,7 +59,7 @@ done
 # The same program stripped (no symbol table: neither main nor load_rows has a name): its
 # stacks still reach main, the code __libc_start_main called (docs/report.md), as many as
 # with names.
-memmon record -q --stacks 64 -o /tmp/sql -- /progs/sqlite_rows-stripped 200000 > /dev/null ||
+memmon record -q -o /tmp/sql -- /progs/sqlite_rows-stripped 200000 > /dev/null ||
     fail "record sqlite_rows-stripped"
 memmon report --format folded /tmp/sql > /tmp/sql.folded
 memmon report --format json /tmp/sql > /tmp/sql.json
@@ -72,7 +72,7 @@ echo "stripped, rows 200000: resident bytes $total, reaching main $(reach main)"
 # loaded libz's table for it (the process's tables in /proc/memmon/unwind reach the number of
 # code files it maps), so that its compress_pages faults come after, however slow the reader.
 rm -f /tmp/z.go /tmp/z.go.ready
-memmon record -q --stacks 64 -o /tmp/z -- /progs/dlopen_z 64 /tmp/z.go > /dev/null &
+memmon record -q -o /tmp/z -- /progs/dlopen_z 64 /tmp/z.go > /dev/null &
 recorder=$!
 i=0
 until [ -e /tmp/z.go.ready ]; do
@@ -97,7 +97,7 @@ memmon report --format folded /tmp/z | grep compress_pages > /tmp/z.folded
 grep -v ';main;compress_pages' /tmp/z.folded && fail "a compress_pages stack that does not reach main"
 grep -q 'compress_pages;compress2;deflate' /tmp/z.folded || fail "no stack into libz"
 
-memmon record -q --stacks 64 -o /tmp/rs -- /progs/rust_vec 64 > /dev/null || fail "record rust_vec"
+memmon record -q -o /tmp/rs -- /progs/rust_vec 64 > /dev/null || fail "record rust_vec"
 memmon report --format folded /tmp/rs > /tmp/rs.folded
 for f in grow_vec build_strings; do
     grep -q "rust_vec::main;rust_vec::$f" /tmp/rs.folded || grep -q "main;.*$f" /tmp/rs.folded ||

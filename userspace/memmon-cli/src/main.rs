@@ -77,10 +77,10 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
         /// Record user call stacks of up to N frames (module parameter stack_depth,
-        /// restored afterwards; 0 = none).
-        #[arg(long, value_name = "N", default_value_t = 0,
+        /// restored afterwards; default 64, 0 = none).
+        #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(0..=64))]
-        stacks: u32,
+        stacks: Option<u32>,
         #[command(flatten)]
         sample: SampleArgs,
         /// Instead of a command, watch every process of this cgroup v2 directory and below
@@ -179,7 +179,7 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
         /// Record user call stacks of up to N frames (module parameter stack_depth,
-        /// restored afterwards; default 16, 0 = none).
+        /// restored afterwards; default 64, 0 = none).
         #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(0..=64))]
         stacks: Option<u32>,
@@ -304,7 +304,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .as_deref()
                 .map(memmon::capture::cgroup::validate)
                 .transpose()?;
-            let _stacks = params::stack_depth(&params, &proc, stacks, stacks > 0);
+            let _stacks = params::stack_depth(
+                &params,
+                &proc,
+                stacks.unwrap_or(params::DEFAULT_STACK_DEPTH),
+                stacks.is_some(),
+            );
             let _sample = params::sample_period(&params, &proc, sample.sample)?;
             let printer = match output {
                 Some(path) => Printer::new(follow::create_file(&path)?, output::Format::Raw),

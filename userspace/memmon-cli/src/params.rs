@@ -47,8 +47,10 @@ impl Drop for ParamGuard {
     }
 }
 
-/// The call-stack depth `record` and `top` ask for when `--stacks` is not given.
-pub const DEFAULT_STACK_DEPTH: u32 = 16;
+/// The call-stack depth `record`, `run`, `attach` and `top` ask for when `--stacks` is not
+/// given: the module's most, deep enough for stacks through libraries and interpreters
+/// (continuous profilers take 64 to 127 frames; the cost per entry is in `make bench`).
+pub const DEFAULT_STACK_DEPTH: u32 = 64;
 
 /// Sets `stack_depth` to `depth`. `explicit`: the user asked (`--stacks`), so a module
 /// without the parameter, or a refused value, is worth a warning.

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use memmon::{Event, EventKind, ProcInterface};
-use memmon_unwind::loader::{Loader, UnwindFile};
+use memmon_unwind::loader::{Loader, LoaderError, UnwindFile};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,8 +86,12 @@ impl UnwindTables {
                     }
                 }
             }
-            // Gone already (its exit is in the stream), or no longer watched.
+            // Gone already (its exit is in the stream), or no longer watched: the module
+            // refuses the SET_MAPS of a process it does not watch (an exited one still
+            // has its /proc directory until it is reaped) with ESRCH.
             Err(_) if !Path::new(&format!("/proc/{pid}")).exists() => {}
+            Err(LoaderError::Write { error, .. })
+                if error.raw_os_error() == Some(nix::libc::ESRCH) => {}
             Err(error) => {
                 if self.warned.insert(format!("{pid}")) {
                     eprintln!("memmon: warning: unwind tables of {pid}: {error}");

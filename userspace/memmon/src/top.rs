@@ -198,6 +198,10 @@ pub struct TopModel {
     /// Resident pages by site at the previous sample (none before the first).
     previous_sites: FxHashMap<SiteId, u64>,
     lost_before: u64,
+    /// Snapshots taken live, each applied once the stream reaches its time: the events
+    /// read after it may be older (the exec that a `/proc/PID/maps` read at the exec stop
+    /// follows), and applied after the snapshot they would undo it.
+    pending_snapshots: Vec<crate::capture::file::Snapshot>,
 }
 
 impl TopModel {
@@ -212,6 +216,7 @@ impl TopModel {
             site_names: FxHashMap::default(),
             previous_sites: FxHashMap::default(),
             lost_before: 0,
+            pending_snapshots: Vec::new(),
         }
     }
 
@@ -224,9 +229,24 @@ impl TopModel {
         }
     }
 
-    /// Applies a snapshot taken live (`/proc/PID/maps` when a process first appears).
+    /// Applies a snapshot taken live (`/proc/PID/maps` when a process first appears) in
+    /// the stream's order: before the first event later than it, or at the next sample.
     pub fn snapshot(&mut self, snapshot: &crate::capture::file::Snapshot) {
-        self.replay.snapshot(snapshot);
+        self.pending_snapshots.push(snapshot.clone());
+    }
+
+    /// Applies the pending live snapshots taken before `time` (all of them with `None`).
+    fn apply_snapshots(&mut self, time: Option<crate::stream::event::Timestamp>) {
+        if self.pending_snapshots.is_empty() {
+            return;
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_snapshots)
+            .into_iter()
+            .partition(|snapshot| time.is_none_or(|time| snapshot.time <= time));
+        self.pending_snapshots = later;
+        for snapshot in &due {
+            self.replay.snapshot(snapshot);
+        }
     }
 
     /// Names a process (live: its /proc/PID/comm) until it execs.
@@ -236,6 +256,7 @@ impl TopModel {
 
     /// Applies one event.
     pub fn event(&mut self, event: &Event<'_>) {
+        self.apply_snapshots(Some(event.time));
         match &event.kind {
             EventKind::Fault { fault_type, .. } => {
                 let activity = self.activity.entry(event.pid).or_default();
@@ -283,11 +304,12 @@ impl TopModel {
 
     /// Whether any process has been seen.
     pub fn is_empty(&self) -> bool {
-        self.replay.live_pictures().next().is_none()
+        self.replay.live_pictures().next().is_none() && self.pending_snapshots.is_empty()
     }
 
     /// The sample of now; `seconds` of stream time passed since the previous one.
     pub fn sample(&mut self, seconds: f64) -> TopSample {
+        self.apply_snapshots(None);
         let per_second = |n: u64| {
             if seconds > 0.0 {
                 n as f64 / seconds

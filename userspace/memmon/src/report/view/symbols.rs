@@ -66,9 +66,23 @@ pub mod name {
         frames.first().and_then(FrameInfo::location)
     }
 
-    /// At most `depth` functions, innermost first, joined by ` < `.
+    /// Whether `function` is a program's entry: `main` (C, and Rust's `crate::main`) or
+    /// Go's `main.main`. What calls it is the runtime's start-up, the same for every site.
+    pub fn is_entry(function: &str) -> bool {
+        function == "main" || function == "main.main" || function.ends_with("::main")
+    }
+
+    /// The frames up to the program's entry ([`is_entry`], included), all without one.
+    fn to_entry(frames: &[FrameInfo]) -> &[FrameInfo] {
+        match frames.iter().position(|f| is_entry(&f.function)) {
+            Some(entry) => &frames[..=entry],
+            None => frames,
+        }
+    }
+
+    /// At most `depth` functions, innermost first, joined by ` < `; none past the entry.
     pub fn functions(frames: &[FrameInfo], depth: usize) -> String {
-        let names: Vec<&str> = frames
+        let names: Vec<&str> = to_entry(frames)
             .iter()
             .take(depth)
             .map(|f| f.function.as_str())
@@ -78,7 +92,11 @@ pub mod name {
 
     /// [`functions`], followed by ` < ...` when frames were left out.
     pub fn chain(frames: &[FrameInfo], depth: usize) -> String {
-        let more = if frames.len() > depth { " < ..." } else { "" };
+        let more = if to_entry(frames).len() > depth {
+            " < ..."
+        } else {
+            ""
+        };
         format!("{}{more}", functions(frames, depth))
     }
 
