@@ -7,7 +7,11 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::symbols::build_id;
+/// The GNU build ID of an ELF file, as lowercase hex.
+pub fn build_id(path: &Path) -> Option<String> {
+    let id = blazesym::helper::read_elf_build_id(&path).ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
 
 /// A section of an ELF file: name, type, file offset and size.
 struct Section {

@@ -19,7 +19,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::symbols::build_id;
+use super::debug_file::build_id;
 
 /// Which servers, where the cache is, how long a download may take.
 #[derive(Debug, Clone, PartialEq, Eq)]
