@@ -158,7 +158,7 @@ pub fn load_segments(data: &[u8]) -> Option<Vec<LoadSegment>> {
                 offset: ph.p_offset(endian),
                 vaddr: ph.p_vaddr(endian),
                 filesz: ph.p_filesz(endian),
-                executable: ph.p_flags(endian) & PF_X != 0,
+                executable: ph.p_flags(endian).0 & PF_X.0 != 0,
             })
             .collect(),
     )
