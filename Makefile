@@ -85,7 +85,7 @@ userspace:
 		cd $(TOP)/userspace && export RUSTFLAGS="-C target-feature=+crt-static" && \
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu && \
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu -p memmon-unwind \
-			--example unwind-fuzz && mkdir -p $(BUILD)/progs && \
+			--features fuzz --example unwind-fuzz && mkdir -p $(BUILD)/progs && \
 		cp target/x86_64-unknown-linux-gnu/release/examples/unwind-fuzz $(BUILD)/progs/; fi
 
 # --- test programs (static C, run in the guest) -------------------------------------------

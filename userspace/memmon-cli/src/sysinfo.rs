@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use memmon::capture::control::process_path;
 use memmon::capture::file::{write_header, write_snapshot, CAPTURE_VERSION};
 use memmon::report::model::maps::MapsLine;
-use memmon::report::view::symbols::build_id;
 use memmon::{ModuleParams, ProcInterface, SnapshotSource};
+use memmon_objects::elf::build_id;
 
 use crate::live::monotonic_now;
 

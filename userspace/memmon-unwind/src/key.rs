@@ -7,7 +7,8 @@
 
 use std::fmt;
 
-use object::{Object, ObjectKind};
+pub use memmon_objects::elf::build_id_of_data as build_id;
+pub use memmon_objects::procfs::FileId;
 
 /// Bytes of a key.
 pub const KEY_BYTES: usize = 16;
@@ -15,17 +16,6 @@ pub const KEY_BYTES: usize = 16;
 /// The 16-byte name of one object's table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Key(pub [u8; KEY_BYTES]);
-
-/// The file identity of an object: its device (major, minor) and inode.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct FileId {
-    /// Device major number.
-    pub major: u32,
-    /// Device minor number.
-    pub minor: u32,
-    /// Inode number.
-    pub inode: u64,
-}
 
 impl Key {
     /// The key of an object with GNU build ID `id`: its first 16 bytes, zero-padded.
@@ -81,19 +71,6 @@ impl fmt::Debug for Key {
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_hex())
-    }
-}
-
-/// The GNU build ID of the ELF object in `data` (from its `.note.gnu.build-id` note, or the
-/// `PT_NOTE` segment), if it has one. `None` as well when `data` is no ELF object.
-pub fn build_id(data: &[u8]) -> Option<Vec<u8>> {
-    let file = object::File::parse(data).ok()?;
-    if file.kind() == ObjectKind::Unknown {
-        return None;
-    }
-    match file.build_id() {
-        Ok(Some(id)) if !id.is_empty() => Some(id.to_vec()),
-        _ => None,
     }
 }
 

@@ -3,12 +3,14 @@
 //! - [`compile`] reads an ELF object's `.eh_frame` / `.debug_frame` into [`Table`] rows;
 //! - [`key`] names each object's table (build ID, or device and inode);
 //! - [`protocol`] encodes the writes to `/proc/memmon/unwind` and validates them as the
-//!   module does; [`fuzz`] makes invalid writes for the module's tests;
+//!   module does; `fuzz` (cargo feature `fuzz`, test support) makes invalid writes for
+//!   the module's tests;
 //! - [`maps`] reads `/proc/PID/maps` into the objects mapped and their load bias;
 //! - [`loader`] keeps the tables, and loads those of a process into the module;
 //! - [`walk`] is the walk of docs/unwind.md, in userspace, as a reference.
 
 pub mod compile;
+#[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod key;
 pub mod loader;

@@ -37,7 +37,7 @@ fn dynamic_entries(data: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
     let strings = sections.strings(endian, data, link).ok()?;
     let (mut needed, mut runpath, mut rpath) = (Vec::new(), Vec::new(), Vec::new());
     for entry in dynamic {
-        let tag = entry.d_tag(endian) as u32;
+        let tag = entry.d_tag(endian);
         let Ok(value) = u32::try_from(entry.d_val(endian)) else {
             continue;
         };

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memmon::report::model::replay::{Replay, ReplayOptions};
+use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::memory::{build, ViewOptions};
-use memmon::report::view::symbols::{SymbolOptions, Symbols};
 
 #[path = "support/generate.rs"]
 mod generate;

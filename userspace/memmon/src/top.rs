@@ -24,8 +24,8 @@ use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{Frame, SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
 use crate::report::output::text::size;
+use crate::report::symbolize::symbols::{name, FrameInfo, SymbolOptions, Symbols};
 use crate::report::view::own_code::{system_summary, OwnCode};
-use crate::report::view::symbols::{name, FrameInfo, SymbolOptions, Symbols};
 use crate::stream::event::{Event, EventKind, FaultType};
 
 /// One process of a sample.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use memmon::report::model::timeline::Slicing;
+use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::access::{build, AccessView};
-use memmon::report::view::symbols::{SymbolOptions, Symbols};
 use memmon::report::{analyze, report, Format, ReportOptions};
 
 const PID: u32 = 4242;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use memmon::report::view::symbols::{FrameInfo, SymbolOptions};
+use memmon::report::symbolize::symbols::{FrameInfo, SymbolOptions};
 use memmon::report::{prepare, symbolize_capture, ReportOptions};
 
 fn fixture(name: &str) -> PathBuf {

@@ -2,8 +2,8 @@
 //! stream additions of issue 10 (stack=, pages=, dur=, rss lines).
 
 use memmon::report::model::replay::{Replay, ReplayOptions};
+use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::memory::{build, View, ViewOptions};
-use memmon::report::view::symbols::{SymbolOptions, Symbols};
 
 const KIB: u64 = 1024;
 
@@ -203,9 +203,9 @@ mod never_panics {
             let mut replay = Replay::new(ReplayOptions::default());
             replay.capture(text.as_bytes()).unwrap();
             let analysis = replay.finish();
-            let symbols = memmon::report::view::symbols::Symbols::new(
+            let symbols = memmon::report::symbolize::symbols::Symbols::new(
                 &analysis.sites,
-                &memmon::report::view::symbols::SymbolOptions::default(),
+                &memmon::report::symbolize::symbols::SymbolOptions::default(),
             );
             let view = memmon::report::view::memory::build(&analysis, &symbols, &Default::default()).unwrap();
             let _ = memmon::report::output::text::render(&view, memmon::report::output::text::TextOptions { top: 5, timeline: true });

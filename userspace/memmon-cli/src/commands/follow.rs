@@ -751,8 +751,8 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     drop(sample);
     drop(stacks);
     if asked.symbolize {
-        let options = memmon::report::view::symbols::SymbolOptions {
-            debuginfod: memmon::report::view::debuginfod::DebuginfodOptions::from_env(None),
+        let options = memmon::report::symbolize::symbols::SymbolOptions {
+            debuginfod: memmon::report::symbolize::debuginfod::DebuginfodOptions::from_env(None),
             ..Default::default()
         };
         match memmon::report::symbolize_capture(&asked.output, &options) {

@@ -96,8 +96,8 @@ fn parse_bytes(text: &str) -> Option<u64> {
 fn debuginfod(
     flag: Option<&str>,
     off: bool,
-) -> Result<Option<memmon::report::view::debuginfod::DebuginfodOptions>> {
-    use memmon::report::view::debuginfod::DebuginfodOptions;
+) -> Result<Option<memmon::report::symbolize::debuginfod::DebuginfodOptions>> {
+    use memmon::report::symbolize::debuginfod::DebuginfodOptions;
     if off {
         return Ok(None);
     }

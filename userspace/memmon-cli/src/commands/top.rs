@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Args;
 use memmon::capture::control::{process_path, ModuleParams};
-use memmon::report::view::symbols::SymbolOptions;
+use memmon::report::symbolize::symbols::SymbolOptions;
 use memmon::top::{
     process_cells, render_plain, site_cells, status_line, ProcessOrder, SiteOrder, TopModel,
     TopSample, PROCESS_COLUMNS, SITE_COLUMNS,

@@ -1,14 +1,15 @@
 //! `memmon report`: which code and which mappings hold the memory. This file is the
-//! pipeline: captures → [`model`] (the replay) → [`view`] (symbols, rows) → [`output`]
-//! (a format).
+//! pipeline: captures → [`model`] (the replay) → [`symbolize`] (names) → [`view`] (rows)
+//! → [`output`] (a format).
 //!
 //! [`Replay`] replays captures into a model of each address space ([`model::space`]),
 //! with every resident page attributed to the code site that brought it in and to its
-//! mapping class; [`view::symbols`] names the sites; the views and output formats build
+//! mapping class; [`symbolize::symbols`] names the sites; the views and output formats build
 //! on the [`Analysis`].
 
 pub mod model;
 pub mod output;
+pub mod symbolize;
 pub mod view;
 
 pub use model::replay::{Analysis, Replay, ReplayOptions};
@@ -22,9 +23,9 @@ use crate::report::model::timeline::Slicing;
 use crate::report::output::folded::{render_folded, render_svg, Weight};
 use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
 use crate::report::output::text::{self, TextOptions};
+use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::diff;
 use crate::report::view::memory::{build, ViewOptions};
-use crate::report::view::symbols::{SymbolOptions, Symbols};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,7 +117,7 @@ pub struct ReportOptions {
     /// More directories of split debug files (`--debug-dir`).
     pub debug_dirs: Vec<PathBuf>,
     /// Debuginfod servers for the debug files that no directory has.
-    pub debuginfod: Option<crate::report::view::debuginfod::DebuginfodOptions>,
+    pub debuginfod: Option<crate::report::symbolize::debuginfod::DebuginfodOptions>,
     /// The two captures are BASE and NEW.
     pub diff: bool,
     /// The access-sampling report (`--access`) instead of the memory report.

@@ -9,6 +9,8 @@ use std::fmt;
 pub struct Errno(u32);
 
 /// Names of the x86-64 Linux errno values 1..=133, index = number - 1 (41 and 58 are unused).
+/// The module prints `ret=` with its own copy of this table (`ERRNO_NAMES` in
+/// src/record/text.rs); the test `same_names_as_the_module` keeps the two in step.
 const NAMES: [&str; 133] = [
     "EPERM",
     "ENOENT",
@@ -225,5 +227,24 @@ mod tests {
         ] {
             assert_eq!(Errno::from_name(bad), None, "{bad}");
         }
+    }
+
+    /// The module's table (`ERRNO_NAMES` in src/record/text.rs) names the same numbers.
+    #[test]
+    fn same_names_as_the_module() {
+        let source = include_str!("../../../../src/record/text.rs");
+        let table = source
+            .split_once("const ERRNO_NAMES")
+            .and_then(|(_, rest)| rest.split_once("= ["))
+            .and_then(|(_, rest)| rest.split_once("];"))
+            .map(|(table, _)| table)
+            .expect("the module's ERRNO_NAMES table");
+        let module: Vec<&str> = table
+            .lines()
+            .map(|line| line.trim().trim_end_matches(','))
+            .filter(|line| !line.is_empty())
+            .map(|name| name.trim_matches('"'))
+            .collect();
+        assert_eq!(module, NAMES);
     }
 }

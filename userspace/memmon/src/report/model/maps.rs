@@ -1,7 +1,9 @@
 //! Lines of `/proc/PID/maps` and of the `Vm*`/`Rss*` part of `/proc/PID/status`, as
 //! capture snapshots hold them.
 
-use crate::stream::lex::{parse_dec, parse_hex_digits};
+use memmon_objects::procfs::MapsEntry;
+
+use crate::stream::lex::parse_dec;
 
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,35 +29,26 @@ pub struct MapsLine {
 }
 
 impl MapsLine {
-    /// Parses `start-end perms offset dev inode [path]`; `None` if malformed.
+    /// Parses `start-end perms offset dev inode [path]` (with the one parser of
+    /// `/proc/PID/maps`, [`memmon_objects::procfs`]); `None` if malformed. The path keeps
+    /// a ` (deleted)` mark, as the capture has it.
     pub fn parse(line: &str) -> Option<MapsLine> {
-        let mut fields = line.split_ascii_whitespace();
-        let range = fields.next()?;
-        let perms = fields.next()?.as_bytes();
-        let offset = parse_hex_digits(fields.next()?)?;
-        let _dev = fields.next()?;
-        let inode = parse_dec(fields.next()?)?;
-        // The path is the rest of the line after the inode (it may contain spaces).
-        let path = line
-            .splitn(6, |c: char| c.is_ascii_whitespace())
-            .nth(5)
-            .unwrap_or("")
-            .trim()
-            .to_owned();
-        let (start, end) = range.split_once('-')?;
-        if perms.len() < 4 {
-            return None;
+        let entry = MapsEntry::parse(line)?;
+        let perms = entry.perms.as_bytes();
+        let mut path = entry.path;
+        if entry.deleted {
+            path.push_str(" (deleted)");
         }
         Some(MapsLine {
-            start: parse_hex_digits(start)?,
-            end: parse_hex_digits(end)?,
+            start: entry.start,
+            end: entry.end,
             read: perms[0] == b'r',
             write: perms[1] == b'w',
             exec: perms[2] == b'x',
             shared: perms[3] == b's',
-            offset,
-            inode,
-            path,
+            offset: entry.offset,
+            inode: entry.file.inode,
+            path: path.trim().to_owned(),
         })
     }
 }

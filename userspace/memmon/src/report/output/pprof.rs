@@ -16,8 +16,8 @@ use crate::report::model::sites::{Frame, SiteId};
 use crate::report::output::profile_proto::{
     Function, Line, Location, Mapping, Profile, Sample, ValueType,
 };
+use crate::report::symbolize::symbols::{FrameInfo, SymbolOptions, Symbols};
 use crate::report::view::memory::View;
-use crate::report::view::symbols::{FrameInfo, SymbolOptions, Symbols};
 
 /// Each object's addresses live at `(id + 1) << OBJECT_SHIFT + file offset`.
 const OBJECT_SHIFT: u32 = 40;
@@ -116,7 +116,7 @@ impl ProfileBuilder {
         let build_id = match known {
             Some(known) => known.to_owned(),
             None if file.is_file() => {
-                crate::report::view::symbols::build_id(&file).unwrap_or_default()
+                crate::report::symbolize::debug_file::build_id(&file).unwrap_or_default()
             }
             None => String::new(),
         };

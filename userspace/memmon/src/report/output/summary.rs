@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use crate::report::model::replay::Analysis;
 use crate::report::output::text::size;
+use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::memory::{build, ViewOptions};
-use crate::report::view::symbols::{SymbolOptions, Symbols};
 
 /// Sites listed.
 const TOP: usize = 5;

@@ -15,7 +15,7 @@ use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
 use crate::report::model::ProcessKey;
 use crate::report::output::text::Table;
-use crate::report::view::symbols::{name, FrameInfo, Symbols};
+use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 
 /// The default of `--cold`.

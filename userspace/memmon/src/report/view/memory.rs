@@ -11,9 +11,9 @@ use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
+use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
 use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
-use crate::report::view::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 
 /// An analysis with its symbols and its view: what the outputs render.

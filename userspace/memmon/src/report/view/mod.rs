@@ -1,12 +1,9 @@
-//! What the model means for a reader: symbols for the sites, the memory view (site rows,
+//! What the model means for a reader, with the sites named by `report::symbolize`: the memory view (site rows,
 //! RSS tree, timeline), the access view, the diff of two views and the reconciliation.
 
 pub mod access;
-pub mod debuginfo;
-pub mod debuginfod;
 pub mod diff;
 pub mod memory;
 pub mod own_code;
 pub mod reach;
 pub mod reconcile;
-pub mod symbols;

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::view::symbols::{basename, is_unnamed, FrameInfo};
+use crate::report::symbolize::symbols::{basename, is_unnamed, FrameInfo};
 
 /// The distribution's library directories: an object below one of them is system code.
 /// `/usr/local/lib` is not one (it is the machine owner's).

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::view::symbols::{basename, is_unnamed, FrameInfo};
+use crate::report::symbolize::symbols::{basename, is_unnamed, FrameInfo};
 
 /// Where one site's stack ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

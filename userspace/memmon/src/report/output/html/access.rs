@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use crate::report::output::html::markup::{escape, number_cell};
+use crate::report::symbolize::symbols::name;
 use crate::report::view::access::AccessView;
-use crate::report::view::symbols::name;
 
 fn number(value: u64) -> String {
     number_cell(value, &value.to_string())

@@ -14,9 +14,9 @@ use crate::report::output::folded::{folded_lines, render_svg_width, Weight};
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::text::{signed_size, size};
+use crate::report::symbolize::symbols::name;
 use crate::report::view::diff::Diff;
 use crate::report::view::memory::{Prepared, View};
-use crate::report::view::symbols::name;
 
 /// The page's styles (page.css).
 const STYLE: &str = include_str!("page.css");

@@ -10,7 +10,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, TranslateFileOffset};
 use serde::{Deserialize, Serialize};
 
-use super::debuginfo;
+use super::debug_file::{self, build_id};
 use super::debuginfod::{Debuginfod, DebuginfodOptions};
 
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable, SpaceId};
@@ -152,12 +152,6 @@ pub struct Symbols {
     unresolved: std::collections::HashSet<Frame>,
 }
 
-/// The GNU build ID of an ELF file, as lowercase hex.
-pub fn build_id(path: &Path) -> Option<String> {
-    let id = blazesym::helper::read_elf_build_id(&path).ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// The file name of `path`.
 pub(crate) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -207,7 +201,7 @@ fn locate(
     let file = resolve(path, options);
     let found = build_id_of(&file);
     let matches = file.is_file() && (wanted.is_none() || found.as_deref() == wanted);
-    if matches && debuginfo::has_dwarf(&file) {
+    if matches && debug_file::has_dwarf(&file) {
         return Located {
             exact: true,
             binary: Some(file),
@@ -220,7 +214,7 @@ fn locate(
         if let (Some(id), Some(client)) = (wanted, debuginfod.as_deref_mut()) {
             binary = client.executable(id, path);
             if let Some(executable) = &binary {
-                if debuginfo::has_dwarf(executable) {
+                if debug_file::has_dwarf(executable) {
                     return Located {
                         exact: true,
                         binary,
@@ -231,11 +225,11 @@ fn locate(
         }
     }
     let debug = wanted
-        .and_then(|id| debuginfo::by_build_id(id, dirs))
+        .and_then(|id| debug_file::by_build_id(id, dirs))
         .or_else(|| {
             binary
                 .as_deref()
-                .and_then(|b| debuginfo::by_debuglink(b, path, dirs))
+                .and_then(|b| debug_file::by_debuglink(b, path, dirs))
         })
         .or_else(|| {
             let id = wanted.or(found.as_deref().filter(|_| matches))?;

@@ -13,13 +13,18 @@
 //! download runs on a thread of its own that passes the body on in chunks, so that the
 //! overall cap holds even while a read waits.
 
-use std::io::{Read, Write};
+#[cfg(feature = "debuginfod")]
+use std::io::Read;
+use std::io::Write;
 use std::path::PathBuf;
+#[cfg(feature = "debuginfod")]
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "debuginfod")]
+use std::time::Instant;
 
-use super::symbols::build_id;
+use super::debug_file::build_id;
 
 /// Which servers, where the cache is, how long a download may take.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +96,7 @@ impl DebuginfodOptions {
     }
 }
 
+#[cfg(feature = "debuginfod")]
 /// The HTTP client and the debuginfod client over it, shared with the download threads.
 struct Clients {
     debuginfod: debuginfod::Client,
@@ -102,6 +108,7 @@ struct Clients {
 /// A debuginfod client for one report.
 pub struct Debuginfod {
     options: DebuginfodOptions,
+    #[cfg(feature = "debuginfod")]
     clients: Option<Arc<Clients>>,
     /// Set by the first failure: no more requests.
     failed: bool,
@@ -126,6 +133,7 @@ impl Kind {
     }
 
     /// For the progress line.
+    #[cfg(feature = "debuginfod")]
     fn what(self) -> &'static str {
         match self {
             Kind::DebugInfo => "the debug info",
@@ -134,6 +142,7 @@ impl Kind {
     }
 }
 
+#[cfg(feature = "debuginfod")]
 /// What a download thread tells the report.
 enum Message {
     /// A server answered with the file: its URL as given (for the progress line) and as
@@ -149,6 +158,7 @@ enum Message {
     Failed(String),
 }
 
+#[cfg(feature = "debuginfod")]
 /// The innermost cause of an error, for the warnings.
 fn root_cause(error: &dyn std::error::Error) -> String {
     let mut cause = error;
@@ -158,6 +168,7 @@ fn root_cause(error: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
+#[cfg(feature = "debuginfod")]
 /// The URL of `urls` that the crate's `server` (the URL parsed, a `/` added) is, as given.
 fn given_url(urls: &[String], server: &str) -> String {
     urls.iter()
@@ -170,9 +181,11 @@ fn given_url(urls: &[String], server: &str) -> String {
         .unwrap_or_else(|| server.to_owned())
 }
 
+#[cfg(feature = "debuginfod")]
 /// A response body, the server's URL as given and as the warnings name it.
 type Body<'c> = (Box<dyn Read + 'c>, String, String);
 
+#[cfg(feature = "debuginfod")]
 /// One request: `Ok(None)` when no server has the file.
 fn request<'c>(clients: &'c Clients, id: &str, kind: Kind) -> Result<Option<Body<'c>>, String> {
     match kind {
@@ -210,6 +223,7 @@ fn request<'c>(clients: &'c Clients, id: &str, kind: Kind) -> Result<Option<Body
     }
 }
 
+#[cfg(feature = "debuginfod")]
 /// A download thread: asks the servers, then passes the body on in chunks until it ends,
 /// fails or the report stops listening.
 fn download(clients: &Clients, id: &str, kind: Kind, to: &SyncSender<Message>) {
@@ -242,10 +256,12 @@ fn download(clients: &Clients, id: &str, kind: Kind, to: &SyncSender<Message>) {
     }
 }
 
+#[cfg(feature = "debuginfod")]
 /// How long a partial download of a process that is gone must have been left unchanged
 /// before another memmon removes it (the process may live in another pid namespace).
 const STALE_PARTIAL: Duration = Duration::from_secs(600);
 
+#[cfg(feature = "debuginfod")]
 /// Removes from cache directory `dir` the partial downloads (`.KIND.partial-PID`) that a
 /// memmon left when it was interrupted: those whose process is gone and that have not
 /// changed for [`STALE_PARTIAL`] before `now`.
@@ -275,6 +291,7 @@ fn remove_stale_partials(dir: &std::path::Path, now: std::time::SystemTime) {
     }
 }
 
+#[cfg(feature = "debuginfod")]
 /// The next message of a download thread, unless the download's time is up
 /// (`deadline`: when, and `DEBUGINFOD_MAXTIME`).
 fn receive(from: &Receiver<Message>, deadline: Option<(Instant, Duration)>) -> Message {
@@ -300,7 +317,22 @@ fn receive(from: &Receiver<Message>, deadline: Option<(Instant, Duration)>) -> M
 }
 
 impl Debuginfod {
+    /// Without the `debuginfod` feature: a client of the cache only, with one warning.
+    #[cfg(not(feature = "debuginfod"))]
+    pub fn new(options: &DebuginfodOptions) -> Debuginfod {
+        let this = Debuginfod {
+            options: options.clone(),
+            failed: true,
+            captured: None,
+        };
+        this.warn(
+            "debuginfod: this memmon was built without the `debuginfod` feature; objects without symbols show as offsets",
+        );
+        this
+    }
+
     /// A client for `options` (no request is made yet).
+    #[cfg(feature = "debuginfod")]
     pub fn new(options: &DebuginfodOptions) -> Debuginfod {
         // reqwest's blocking `timeout` bounds the wait for the response's headers
         // (connecting included) and then each read of the body, each from its own start:
@@ -367,6 +399,7 @@ impl Debuginfod {
         self.fetch(id, path, Kind::Executable)
     }
 
+    #[cfg(feature = "debuginfod")]
     /// A request failed: one warning, no more requests.
     fn request_failed(&mut self, error: &str) {
         self.failed = true;
@@ -388,6 +421,30 @@ impl Debuginfod {
         if self.failed {
             return None;
         }
+        self.download_from_servers(id, path, kind, cached)
+    }
+
+    /// Without the `debuginfod` feature, nothing is downloaded.
+    #[cfg(not(feature = "debuginfod"))]
+    fn download_from_servers(
+        &mut self,
+        _id: &str,
+        _path: &str,
+        _kind: Kind,
+        _cached: PathBuf,
+    ) -> Option<PathBuf> {
+        None
+    }
+
+    /// Downloads the file of build ID `id` into `cached`.
+    #[cfg(feature = "debuginfod")]
+    fn download_from_servers(
+        &mut self,
+        id: &str,
+        path: &str,
+        kind: Kind,
+        cached: PathBuf,
+    ) -> Option<PathBuf> {
         let clients = Arc::clone(self.clients.as_ref()?);
         let deadline = self
             .options
@@ -463,7 +520,7 @@ impl Debuginfod {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "debuginfod"))]
 mod tests {
     use super::*;
     use std::io::BufRead;

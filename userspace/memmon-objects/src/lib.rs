@@ -1,0 +1,6 @@
+//! Facts about the objects memmon sees, one home each: [`elf`] for ELF files (build ID,
+//! `.gnu_debuglink`, whether they carry DWARF) and [`procfs`] for `/proc` (the lines of
+//! `/proc/PID/maps`).
+
+pub mod elf;
+pub mod procfs;
