@@ -5,7 +5,7 @@ insmod /memmon/memmon.ko buflen=4194304 || { echo "FAIL: insmod"; exit 1; }
 if [ -e /sys/module/memmon/parameters/stack_depth ]; then
     echo 16 > /sys/module/memmon/parameters/stack_depth
 fi
-# Without pages= in the stream (a module before issue 10), one file fault may map 16
+# Without pages= in the stream (an older module), one file fault may map 16
 # pages that the capture cannot count: turn fault-around off so that every page is one
 # fault line. THP off so that the amounts are made of base pages.
 mount -t debugfs none /sys/kernel/debug 2>/dev/null

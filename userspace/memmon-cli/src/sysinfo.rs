@@ -38,7 +38,7 @@ pub fn write_capture_header(
     if let Some(buflen) = buflen {
         write_header(out, "buflen", &buflen)?;
     }
-    // Access sampling (issue 15): the period and the per-generation page budget, so the
+    // Access sampling: the period and the per-generation page budget, so the
     // report can tell generations that hit the budget.
     for (key, name) in [("sample-ms", "sample_ms"), ("sample-pages", "sample_pages")] {
         if let Some(value) = params.get(name) {

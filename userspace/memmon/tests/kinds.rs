@@ -35,7 +35,7 @@ const VALID: &[&str] = &[
     "5.104012004 212/212 fork child=213 watched=1",
     "5.104012005 212/212 exit code=768",
     "5.104012006 0/0 lost count=12",
-    // Stream additions of issue 10: pages=, dur=, stack=, new fault types and kinds.
+    // Later stream additions: pages=, dur=, stack=, new fault types and kinds.
     "12.000125003 1234/1234 fault type=file access=R addr=0x7f0000200000 ip=0x401136 pages=16",
     "12.000125004 1234/1234 fault type=anon access=W addr=0x7f0000400000 ip=0x401200 huge=1 pages=512 stack=0x401200,0x401300,0x7f0000001234",
     "12.000125005 1234/1234 fault type=spurious access=R addr=0x1000 ip=0x401136 stack=",
@@ -56,7 +56,7 @@ const VALID: &[&str] = &[
     "5.104012016 300/300 rss anon=0 file=0 shmem=0 swap=4096 peak=4096 at=mark",
     "12.000125009 1234/1234 fault type=other access=W addr=0x1000 ip=0x401136",
     "12.000125010 1234/1234 fault type=anon access=R addr=0x1000 ip=0x401136 pages=0 stack=0x401136,0x401200",
-    // Access sampling (issue 15): the gen line and type=access with gen=.
+    // Access sampling: the gen line and type=access with gen=.
     "20.100000000 4242/4242 gen n=3 armed=4096",
     "20.100000100 4242/4243 fault type=access access=R addr=0x7f0000003010 ip=0x401136 gen=3",
     "20.100000200 4242/4242 fault type=access access=W addr=0x7f0000200000 ip=0x401136 huge=1 gen=3 stack=0x401136,0x401200",

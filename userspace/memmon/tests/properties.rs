@@ -150,7 +150,7 @@ fn syscall() -> impl Strategy<Value = EventKind<'static>> {
     ]
 }
 
-/// The system calls added with issue 10.
+/// The system calls added after the first eighteen.
 fn new_syscall() -> impl Strategy<Value = EventKind<'static>> {
     prop_oneof![
         (any::<u64>(), any::<u64>(), any::<u64>(), syscall_result()).prop_map(

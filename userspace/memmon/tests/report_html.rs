@@ -1,4 +1,4 @@
-//! `memmon report --format html` (issue 13) loaded in headless Chromium (Debian package
+//! `memmon report --format html` loaded in headless Chromium (Debian package
 //! `chromium`): the page from a fixture capture has its chart, flame graphs and tables
 //! with the fixture's names and byte counts and logged no script error; the page of a
 //! 1 M-event capture is under 5 MB and its DOM loads in under 3 s. These tests fail, with

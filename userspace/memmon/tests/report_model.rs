@@ -1,5 +1,5 @@
 //! The address-space model of `memmon report` on small hand-written captures that use the
-//! stream additions of issue 10 (stack=, pages=, dur=, rss lines).
+//! later stream additions (stack=, pages=, dur=, rss lines).
 
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};

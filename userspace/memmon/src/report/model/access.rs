@@ -1,4 +1,4 @@
-//! Access sampling (issue 15): the `gen` lines and `fault type=access ... gen=N` of a
+//! Access sampling: the `gen` lines and `fault type=access ... gen=N` of a
 //! capture, recorded during the replay with what the cold/hot picture needs.
 //!
 //! The module arms a watched process's resident pages every generation and reports each
