@@ -13,7 +13,7 @@
 //! in its sites' figures): the table taken when the watched command has ended shows what
 //! the command had, not what is left after it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write;
 
 use rustc_hash::FxHashMap;
@@ -200,8 +200,9 @@ pub struct TopModel {
     lost_before: u64,
     /// Snapshots taken live, each applied once the stream reaches its time: the events
     /// read after it may be older (the exec that a `/proc/PID/maps` read at the exec stop
-    /// follows), and applied after the snapshot they would undo it.
-    pending_snapshots: Vec<crate::capture::file::Snapshot>,
+    /// follows), and applied after the snapshot they would undo it. In the order taken,
+    /// which is their time's.
+    pending_snapshots: VecDeque<crate::capture::file::Snapshot>,
 }
 
 impl TopModel {
@@ -216,7 +217,7 @@ impl TopModel {
             site_names: FxHashMap::default(),
             previous_sites: FxHashMap::default(),
             lost_before: 0,
-            pending_snapshots: Vec::new(),
+            pending_snapshots: VecDeque::new(),
         }
     }
 
@@ -231,21 +232,17 @@ impl TopModel {
 
     /// Applies a snapshot taken live (`/proc/PID/maps` when a process first appears) in
     /// the stream's order: before the first event later than it, or at the next sample.
-    pub fn snapshot(&mut self, snapshot: &crate::capture::file::Snapshot) {
-        self.pending_snapshots.push(snapshot.clone());
+    pub fn snapshot(&mut self, snapshot: crate::capture::file::Snapshot) {
+        self.pending_snapshots.push_back(snapshot);
     }
 
     /// Applies the pending live snapshots taken before `time` (all of them with `None`).
     fn apply_snapshots(&mut self, time: Option<crate::stream::event::Timestamp>) {
-        if self.pending_snapshots.is_empty() {
-            return;
-        }
-        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_snapshots)
-            .into_iter()
-            .partition(|snapshot| time.is_none_or(|time| snapshot.time <= time));
-        self.pending_snapshots = later;
-        for snapshot in &due {
-            self.replay.snapshot(snapshot);
+        while let Some(snapshot) = self
+            .pending_snapshots
+            .pop_front_if(|snapshot| time.is_none_or(|time| snapshot.time <= time))
+        {
+            self.replay.snapshot(&snapshot);
         }
     }
 

@@ -363,7 +363,7 @@ fn first_seen(model: &mut TopModel, pid: u32) {
         model.executable(&exe.to_string_lossy());
     }
     if let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) {
-        model.snapshot(&Snapshot {
+        model.snapshot(Snapshot {
             source: SnapshotSource::Maps,
             pid,
             time: monotonic_now(),
