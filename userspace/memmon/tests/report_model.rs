@@ -208,7 +208,7 @@ mod never_panics {
                 &memmon::report::symbolize::symbols::SymbolOptions::default(),
             );
             let view = memmon::report::view::memory::build(&analysis, &symbols, &Default::default()).unwrap();
-            let _ = memmon::report::output::text::render(&view, memmon::report::output::text::TextOptions { top: 5, timeline: true });
+            let _ = memmon::report::output::text::memory::render(&view, memmon::report::output::text::memory::TextOptions { top: 5, timeline: true });
         }
     }
 

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use crate::report::model::timeline::Slicing;
 use crate::report::output::folded::{render_folded, render_svg, Weight};
 use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
-use crate::report::output::text::{self, TextOptions};
+use crate::report::output::text::{self, memory::TextOptions};
 use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::diff;
 use crate::report::view::memory::{build, ViewOptions};
@@ -270,7 +270,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         let new = prepare(std::slice::from_ref(new_path), options)?;
         let difference = diff::diff(&base.view, &new.view);
         return match options.format {
-            Format::Text => Ok(diff::render(&difference, options.top).into_bytes()),
+            Format::Text => Ok(text::diff::render(&difference, options.top).into_bytes()),
             Format::Json => json(&difference),
             Format::Pprof => pprof(&[(&new, 1), (&base, -1)], options),
             Format::Html => {
@@ -284,7 +284,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
     let prepared = prepare(paths, options)?;
     let view = &prepared.view;
     match options.format {
-        Format::Text => Ok(text::render(
+        Format::Text => Ok(text::memory::render(
             view,
             TextOptions {
                 top: options.top,
@@ -346,7 +346,7 @@ fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, 
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let view = crate::report::view::access::build(&analysis, &symbols, options.cold);
     match options.format {
-        Format::Text => Ok(crate::report::view::access::render(&view, options.top).into_bytes()),
+        Format::Text => Ok(text::access::render(&view, options.top).into_bytes()),
         Format::Json => json(&view),
         _ => Err(ReportError("--access writes text or json".to_owned())),
     }

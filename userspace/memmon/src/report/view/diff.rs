@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::output::text::{signed_size, size};
 use crate::report::view::memory::View;
 
 /// The change of one class or site.
@@ -120,44 +119,4 @@ pub fn diff(base: &View, new: &View) -> Diff {
         classes,
         sites,
     }
-}
-
-/// The text form.
-pub fn render(diff: &Diff, top: usize) -> String {
-    let mut out = format!(
-        "memmon report --diff: resident {}\n",
-        signed_size(diff.total)
-    );
-    out.push_str("\nBy class\n");
-    for change in diff.classes.iter().take(top) {
-        out.push_str(&format!(
-            "  {:>10} {:>10}  {}  ({} -> {})\n",
-            signed_size(change.resident),
-            if change.mapped != 0 {
-                format!("{} mapped", signed_size(change.mapped))
-            } else {
-                String::new()
-            },
-            change.name,
-            size(change.base),
-            size(change.new)
-        ));
-    }
-    out.push_str("\nBy site\n");
-    for change in diff.sites.iter().take(top) {
-        out.push_str(&format!(
-            "  {:>10} {:>16} {:>8}  {}  ({} -> {})\n",
-            signed_size(change.resident),
-            if change.mapped != 0 {
-                format!("{} mapped", signed_size(change.mapped))
-            } else {
-                String::new()
-            },
-            format!("{:+} faults", change.faults),
-            change.name,
-            size(change.base),
-            size(change.new)
-        ));
-    }
-    out
 }
