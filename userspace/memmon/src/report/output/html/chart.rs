@@ -10,8 +10,8 @@ use quick_xml::events::{BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
 use crate::report::model::picture::saturating_sum;
-use crate::report::model::replay::Analysis;
-use crate::report::model::timeline::GROUPS;
+use crate::report::model::replay::{Analysis, MarkState};
+use crate::report::model::timeline::{Point, GROUPS};
 use crate::report::output::html::markup::escape;
 use crate::report::output::text::{signed_size, size};
 use crate::report::view::memory::View;
@@ -89,13 +89,37 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
     }
 }
 
+/// The scales of the plot area: time across, resident bytes up.
+struct Plot {
+    /// The first point's time, at the left edge.
+    t0: u128,
+    /// Nanoseconds across the plot (at least 1).
+    span: u128,
+    /// The bytes at the top edge: the highest value and 5 % more.
+    top: f64,
+}
+
+impl Plot {
+    const WIDTH: f64 = WIDTH - LEFT - RIGHT;
+    const HEIGHT: f64 = HEIGHT - TOP - BOTTOM;
+
+    /// The x of a time.
+    fn x(&self, t: u128) -> f64 {
+        LEFT + (t.saturating_sub(self.t0)) as f64 / self.span as f64 * Plot::WIDTH
+    }
+
+    /// The y of a byte count.
+    fn y(&self, bytes: f64) -> f64 {
+        TOP + Plot::HEIGHT - bytes / self.top * Plot::HEIGHT
+    }
+}
+
 fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
     let series = &analysis.series;
     let (Some(first), Some(last)) = (series.first(), series.last()) else {
         return Ok(());
     };
     let t0 = first.time.as_nanos();
-    let span = (last.time.as_nanos().saturating_sub(t0)).max(1);
     let counters: Vec<(u128, u64)> = analysis
         .comparisons
         .iter()
@@ -109,13 +133,12 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
         .unwrap_or(0)
         .max(4096) as f64
         * 1.05;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |t: u128| LEFT + (t.saturating_sub(t0)) as f64 / span as f64 * plot_w;
-    let y = |bytes: f64| TOP + plot_h - bytes / top * plot_h;
+    let plot = Plot {
+        t0,
+        span: (last.time.as_nanos().saturating_sub(t0)).max(1),
+        top,
+    };
     let (width, height) = (WIDTH.to_string(), HEIGHT.to_string());
-    let (left, top_edge) = (LEFT.to_string(), TOP.to_string());
-    let (bottom_edge, plot_height) = ((TOP + plot_h).to_string(), plot_h.to_string());
     svg.0.write_event(Event::Start(Svg::start(
         "svg",
         &[
@@ -129,10 +152,22 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
         ],
     )))?;
     // Spikes first, under everything.
+    draw_spikes(svg, &plot, view)?;
+    draw_areas(svg, &plot, series)?;
+    draw_axes(svg, &plot)?;
+    draw_marks(svg, &plot, &analysis.marks)?;
+    draw_counters(svg, &plot, &counters)?;
+    draw_legend(svg)?;
+    svg.0.write_event(Event::End(BytesEnd::new("svg")))
+}
+
+/// The timeline's spikes, shaded, their top sites in the tooltip.
+fn draw_spikes(svg: &mut Svg, plot: &Plot, view: &View) -> io::Result<()> {
+    let (top_edge, plot_height) = (TOP.to_string(), Plot::HEIGHT.to_string());
     for row in view.timeline.iter().filter(|r| r.spike) {
         let (a, b) = (
-            x(row.interval.start.as_nanos()),
-            x(row.interval.end.as_nanos()),
+            plot.x(row.interval.start.as_nanos()),
+            plot.x(row.interval.end.as_nanos()),
         );
         let sites: Vec<String> = row
             .top
@@ -158,7 +193,11 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
             ),
         )?;
     }
-    // Stacked areas, bottom group first.
+    Ok(())
+}
+
+/// The resident bytes as stacked areas, bottom group first.
+fn draw_areas(svg: &mut Svg, plot: &Plot, series: &[Point]) -> io::Result<()> {
     let mut lower = vec![0u64; series.len()];
     for (group, colour) in COLOURS.iter().enumerate() {
         let upper: Vec<u64> = series
@@ -173,7 +212,7 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
             .iter()
             .zip(&upper)
             .chain(series.iter().zip(&lower).rev())
-            .map(|(p, value)| (x(p.time.as_nanos()), y(*value as f64)));
+            .map(|(p, value)| (plot.x(p.time.as_nanos()), plot.y(*value as f64)));
         svg.titled(
             "polygon",
             &[
@@ -187,8 +226,14 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
         )?;
         lower = upper;
     }
-    // Axes and ticks.
-    let right_edge = (LEFT + plot_w).to_string();
+    Ok(())
+}
+
+/// The axes, with five ticks of bytes and of time.
+fn draw_axes(svg: &mut Svg, plot: &Plot) -> io::Result<()> {
+    let (left, top_edge) = (LEFT.to_string(), TOP.to_string());
+    let bottom_edge = (TOP + Plot::HEIGHT).to_string();
+    let right_edge = (LEFT + Plot::WIDTH).to_string();
     for (x1, y1, x2, y2) in [
         (&left, &bottom_edge, &right_edge, &bottom_edge),
         (&left, &top_edge, &left, &bottom_edge),
@@ -205,13 +250,13 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
         )?;
     }
     for tick in 0u8..=4 {
-        let bytes = top / 1.05 * f64::from(tick) / 4.0;
-        let level = format!("{:.1}", y(bytes));
+        let bytes = plot.top / 1.05 * f64::from(tick) / 4.0;
+        let level = format!("{:.1}", plot.y(bytes));
         svg.text(
             "text",
             &[
                 ("x", &format!("{:.1}", LEFT - 6.0)),
-                ("y", &format!("{:.1}", y(bytes) + 4.0)),
+                ("y", &format!("{:.1}", plot.y(bytes) + 4.0)),
                 ("text-anchor", "end"),
             ],
             &escape(&size(bytes as u64)),
@@ -221,26 +266,31 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
             &[
                 ("x1", &left),
                 ("y1", &level),
-                ("x2", &format!("{:.1}", LEFT + plot_w)),
+                ("x2", &format!("{:.1}", LEFT + Plot::WIDTH)),
                 ("y2", &level),
                 ("stroke", "#ddd"),
             ],
         )?;
-        let t = t0 + span * u128::from(tick) / 4;
+        let t = plot.t0 + plot.span * u128::from(tick) / 4;
         svg.text(
             "text",
             &[
-                ("x", &format!("{:.1}", x(t))),
-                ("y", &format!("{:.1}", TOP + plot_h + 16.0)),
+                ("x", &format!("{:.1}", plot.x(t))),
+                ("y", &format!("{:.1}", TOP + Plot::HEIGHT + 16.0)),
                 ("text-anchor", "middle"),
             ],
             &format!("{:.3} s", seconds(t)),
         )?;
     }
-    // Marks.
+    Ok(())
+}
+
+/// The marks: dashed vertical lines, labelled at the top.
+fn draw_marks(svg: &mut Svg, plot: &Plot, marks: &[MarkState]) -> io::Result<()> {
+    let top_edge = TOP.to_string();
     let label_y = format!("{:.1}", TOP - 4.0);
-    for mark in &analysis.marks {
-        let mx = format!("{:.1}", x(mark.time.as_nanos()));
+    for mark in marks {
+        let mx = format!("{:.1}", plot.x(mark.time.as_nanos()));
         svg.empty(
             "line",
             &[
@@ -248,7 +298,7 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
                 ("x1", &mx),
                 ("y1", &top_edge),
                 ("x2", &mx),
-                ("y2", &format!("{:.1}", TOP + plot_h)),
+                ("y2", &format!("{:.1}", TOP + Plot::HEIGHT)),
                 ("stroke", "#555"),
                 ("stroke-dasharray", "4,2"),
             ],
@@ -265,33 +315,44 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
             &escape(&mark.text),
         )?;
     }
-    // The process's own counters.
-    if !counters.is_empty() {
-        let line = counters.iter().map(|&(t, bytes)| (x(t), y(bytes as f64)));
-        svg.empty(
-            "polyline",
-            &[
-                ("id", "counters"),
-                ("points", &points(line)),
-                ("fill", "none"),
-                ("stroke", "#000"),
-                ("stroke-width", "1.5"),
-            ],
-        )?;
-        for &(t, bytes) in &counters {
-            svg.titled(
-                "circle",
-                &[
-                    ("cx", &format!("{:.1}", x(t))),
-                    ("cy", &format!("{:.1}", y(bytes as f64))),
-                    ("r", "3"),
-                    ("fill", "#000"),
-                ],
-                &format!("process counters: {}", escape(&size(bytes))),
-            )?;
-        }
+    Ok(())
+}
+
+/// The process's own counters: a line over the areas, a dot with a tooltip per value.
+fn draw_counters(svg: &mut Svg, plot: &Plot, counters: &[(u128, u64)]) -> io::Result<()> {
+    if counters.is_empty() {
+        return Ok(());
     }
-    // Legend, under the time axis.
+    let line = counters
+        .iter()
+        .map(|&(t, bytes)| (plot.x(t), plot.y(bytes as f64)));
+    svg.empty(
+        "polyline",
+        &[
+            ("id", "counters"),
+            ("points", &points(line)),
+            ("fill", "none"),
+            ("stroke", "#000"),
+            ("stroke-width", "1.5"),
+        ],
+    )?;
+    for &(t, bytes) in counters {
+        svg.titled(
+            "circle",
+            &[
+                ("cx", &format!("{:.1}", plot.x(t))),
+                ("cy", &format!("{:.1}", plot.y(bytes as f64))),
+                ("r", "3"),
+                ("fill", "#000"),
+            ],
+            &format!("process counters: {}", escape(&size(bytes))),
+        )?;
+    }
+    Ok(())
+}
+
+/// The legend, under the time axis: the groups' colours, then the counters' line.
+fn draw_legend(svg: &mut Svg) -> io::Result<()> {
     let legend_y = HEIGHT - 14.0;
     let baseline = format!("{legend_y:.1}");
     let mut lx = LEFT;
@@ -329,6 +390,5 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
         "text",
         &[("x", &format!("{:.1}", lx + 18.0)), ("y", &baseline)],
         "process counters",
-    )?;
-    svg.0.write_event(Event::End(BytesEnd::new("svg")))
+    )
 }
