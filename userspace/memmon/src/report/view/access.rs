@@ -197,36 +197,56 @@ pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessV
     }
     let generations = generations
         .into_iter()
-        .map(|(n, row)| {
-            let mut per_site: Vec<GenerationSite> = row
-                .sites
-                .iter()
-                .map(|(&index, &(pages, cold))| GenerationSite {
-                    site: name::functions(&sites[index].frames, 2),
-                    pages,
-                    cold,
-                })
-                .collect();
-            per_site.sort_by(|a, b| {
-                (b.pages, b.cold)
-                    .cmp(&(a.pages, a.cold))
-                    .then(a.site.cmp(&b.site))
-            });
-            GenerationRow {
-                n,
-                start: row.start,
-                armed: row.armed,
-                resident: row.resident,
-                resident_cold: row.resident_cold,
-                touched: row.seen.len() as u64,
-                hot: row.hot,
-                warm: row.warm,
-                cold: row.cold,
-                budget_reached: row.budget_reached,
-                sites: per_site,
-            }
+        .map(|(n, row)| generation_row(n, row, &sites))
+        .collect();
+    let sites = site_rows(sites);
+    AccessView {
+        cold_after: k,
+        access_faults: log.access_faults,
+        accesses: log.touches.len() as u64,
+        pids: pids.into_iter().collect(),
+        stacks: analysis.has_stacks,
+        lost: analysis.lost,
+        symbol_warnings: symbols.warnings.clone(),
+        budget: log.budget,
+        generations,
+        sites,
+    }
+}
+
+/// The row of generation `n`, its sites named after `sites`.
+fn generation_row(n: u64, row: GenAcc, sites: &[SiteAcc]) -> GenerationRow {
+    let mut per_site: Vec<GenerationSite> = row
+        .sites
+        .iter()
+        .map(|(&index, &(pages, cold))| GenerationSite {
+            site: name::functions(&sites[index].frames, 2),
+            pages,
+            cold,
         })
         .collect();
+    per_site.sort_by(|a, b| {
+        (b.pages, b.cold)
+            .cmp(&(a.pages, a.cold))
+            .then(a.site.cmp(&b.site))
+    });
+    GenerationRow {
+        n,
+        start: row.start,
+        armed: row.armed,
+        resident: row.resident,
+        resident_cold: row.resident_cold,
+        touched: row.seen.len() as u64,
+        hot: row.hot,
+        warm: row.warm,
+        cold: row.cold,
+        budget_reached: row.budget_reached,
+        sites: per_site,
+    }
+}
+
+/// The site rows: those touching cold pages first (by cold pages), then by pages.
+fn site_rows(sites: Vec<SiteAcc>) -> Vec<AccessSiteRow> {
     let mut sites: Vec<AccessSiteRow> = sites
         .into_iter()
         .map(|site| AccessSiteRow {
@@ -243,16 +263,5 @@ pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessV
             .cmp(&(a.cold_pages, a.pages, a.accesses))
             .then_with(|| a.chain(64).cmp(&b.chain(64)))
     });
-    AccessView {
-        cold_after: k,
-        access_faults: log.access_faults,
-        accesses: log.touches.len() as u64,
-        pids: pids.into_iter().collect(),
-        stacks: analysis.has_stacks,
-        lost: analysis.lost,
-        symbol_warnings: symbols.warnings.clone(),
-        budget: log.budget,
-        generations,
-        sites,
-    }
+    sites
 }

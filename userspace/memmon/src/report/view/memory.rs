@@ -41,6 +41,16 @@ pub enum Lifetime {
 }
 
 impl Lifetime {
+    /// The lifetime of memory with `resident` bytes left and `released` bytes freed.
+    fn of(resident: u64, released: u64) -> Lifetime {
+        match (resident > 0, released > 0) {
+            (true, false) => Lifetime::Accumulating,
+            (false, true) => Lifetime::Temporary,
+            (true, true) => Lifetime::Mixed,
+            (false, false) => Lifetime::None,
+        }
+    }
+
     /// Name for tables.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -114,6 +124,41 @@ pub struct SiteRow {
 }
 
 impl SiteRow {
+    /// A row of `frames` with nothing counted yet.
+    fn empty(frames: Vec<FrameInfo>) -> SiteRow {
+        SiteRow {
+            frames,
+            resident: 0,
+            mapped: 0,
+            faults: FaultCounts::default(),
+            brought_in: 0,
+            released: 0,
+            paged_out: 0,
+            swapped_in: 0,
+            first_swapin: None,
+            last_swapin: None,
+            peak: 0,
+            lifetime: Lifetime::None,
+        }
+    }
+
+    /// Adds one merged site: its resident and mapped bytes and its statistics.
+    fn add(&mut self, resident: u64, mapped: u64, stats: &SiteStats) {
+        self.resident = self.resident.saturating_add(resident);
+        self.mapped = self.mapped.saturating_add(mapped);
+        self.faults.add(&stats.faults);
+        self.brought_in += stats.pages_in * PAGE;
+        self.released += stats.released * PAGE;
+        self.paged_out += stats.paged_out * PAGE;
+        self.swapped_in += stats.swapped_in * PAGE;
+        self.peak = self.peak.max(stats.peak_resident * PAGE);
+        self.first_swapin = match (self.first_swapin, stats.first_swapin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_swapin = self.last_swapin.max(stats.last_swapin);
+    }
+
     /// The innermost function.
     pub fn function(&self) -> &str {
         name::function(&self.frames)
@@ -449,54 +494,20 @@ fn site_rows(
         // What `Symbols::site` gives: every frame's functions, innermost first.
         let frames = by_frame.concat();
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
-        let entry = rows.entry(chain_key(&frames)).or_insert_with(|| {
-            (
-                SiteRow {
-                    frames: frames.clone(),
-                    resident: 0,
-                    mapped: 0,
-                    faults: FaultCounts::default(),
-                    brought_in: 0,
-                    released: 0,
-                    paged_out: 0,
-                    swapped_in: 0,
-                    first_swapin: None,
-                    last_swapin: None,
-                    peak: 0,
-                    lifetime: Lifetime::None,
-                },
-                0,
-            )
-        });
-        let (row, best) = entry;
+        let (row, best) = rows
+            .entry(chain_key(&frames))
+            .or_insert_with(|| (SiteRow::empty(frames.clone()), 0));
         if weight > *best {
             // Show the source location of the heaviest member.
             row.frames = frames;
             *best = weight;
         }
-        row.resident = row.resident.saturating_add(resident);
-        row.mapped = row.mapped.saturating_add(mapped);
-        row.faults.add(&stats.faults);
-        row.brought_in += stats.pages_in * PAGE;
-        row.released += stats.released * PAGE;
-        row.paged_out += stats.paged_out * PAGE;
-        row.swapped_in += stats.swapped_in * PAGE;
-        row.peak = row.peak.max(stats.peak_resident * PAGE);
-        row.first_swapin = match (row.first_swapin, stats.first_swapin) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        row.last_swapin = row.last_swapin.max(stats.last_swapin);
+        row.add(resident, mapped, stats);
     }
     let mut rows: Vec<SiteRow> = rows
         .into_values()
         .map(|(mut row, _)| {
-            row.lifetime = match (row.resident > 0, row.released > 0) {
-                (true, false) => Lifetime::Accumulating,
-                (false, true) => Lifetime::Temporary,
-                (true, true) => Lifetime::Mixed,
-                (false, false) => Lifetime::None,
-            };
+            row.lifetime = Lifetime::of(row.resident, row.released);
             row
         })
         .collect();

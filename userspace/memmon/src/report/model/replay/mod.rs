@@ -310,93 +310,99 @@ impl Replay {
     pub fn snapshot(&mut self, snapshot: &Snapshot) {
         let key = (self.capture, snapshot.pid);
         match snapshot.source {
-            SnapshotSource::Maps => {
-                if snapshot.reason == "end" || snapshot.lines.is_empty() {
-                    return;
-                }
-                let label = if snapshot.reason == "start" {
-                    LABEL_BEFORE
-                } else {
-                    LABEL_EXEC
-                };
-                let site = self.sites.label(label);
-                let mut regions = Vec::new();
-                for line in &snapshot.lines {
-                    let Some(maps) = MapsLine::parse(line) else {
-                        continue;
-                    };
-                    let class = Class::from_maps(&maps.path, maps.shared, maps.inode);
-                    let object = (maps.path.starts_with('/') && !class.is_shmem())
-                        .then(|| self.object(&maps.path));
-                    let shmem = class.is_shmem();
-                    let heap = (class == Class::Heap).then_some((maps.start, maps.end));
-                    let class = self.class(class);
-                    regions.push((
-                        maps.start,
-                        Vma {
-                            end: maps.end,
-                            class,
-                            site,
-                            offset: maps.offset,
-                            object,
-                            shared: maps.shared,
-                            shmem,
-                            exec: maps.exec,
-                        },
-                        heap,
-                    ));
-                }
-                let (stats, timeline) = (&mut self.stats, &mut self.timeline);
-                let new = !self.processes.contains_key(&key);
-                let process = self.processes.entry(key).or_default();
-                if new && snapshot.reason == "start" && self.command_capture {
-                    process.stub = true;
-                }
-                if !self.order.contains(&key) {
-                    self.order.push(key);
-                }
-                let mut ctx = Ctx { stats, timeline };
-                for (start, vma, heap) in regions {
-                    process.space.fill(&mut ctx, start, vma);
-                    if let Some((heap_start, heap_end)) = heap {
-                        if process.space.brk_start.is_none() {
-                            process.space.brk_start = Some(heap_start);
-                            process.space.brk = Some(heap_end);
-                        }
-                    }
-                }
-            }
+            SnapshotSource::Maps => self.maps_snapshot(key, snapshot),
             SnapshotSource::PerfMap => {
                 // `/tmp/perf-PID.map` names the code of that process only.
                 let space = self.space_of(key);
                 self.sites
                     .add_perf_map(space, snapshot.lines.iter().map(String::as_str));
             }
-            SnapshotSource::Status => {
-                let Some(counters) =
-                    Counters::from_status(snapshot.lines.iter().map(String::as_str))
-                else {
-                    return;
-                };
-                match snapshot.reason.as_str() {
-                    "start" => {
-                        self.start_counters.insert(key, counters);
-                    }
-                    "mark" => self.mark_counters(key, counters, CounterSource::StatusSnapshot),
-                    "end" => {
-                        let model = self.model_of(key);
-                        self.compare(
-                            format!("end of {}", snapshot.pid),
-                            snapshot.time,
-                            key,
-                            model,
-                            counters,
-                            CounterSource::StatusSnapshot,
-                        );
-                    }
-                    _ => {}
+            SnapshotSource::Status => self.status_snapshot(key, snapshot),
+        }
+    }
+
+    /// A maps snapshot: its regions fill the model's gaps (start and exec snapshots; the
+    /// end's add nothing).
+    fn maps_snapshot(&mut self, key: ProcessKey, snapshot: &Snapshot) {
+        if snapshot.reason == "end" || snapshot.lines.is_empty() {
+            return;
+        }
+        let label = if snapshot.reason == "start" {
+            LABEL_BEFORE
+        } else {
+            LABEL_EXEC
+        };
+        let site = self.sites.label(label);
+        let mut regions = Vec::new();
+        for line in &snapshot.lines {
+            let Some(maps) = MapsLine::parse(line) else {
+                continue;
+            };
+            let class = Class::from_maps(&maps.path, maps.shared, maps.inode);
+            let object =
+                (maps.path.starts_with('/') && !class.is_shmem()).then(|| self.object(&maps.path));
+            let shmem = class.is_shmem();
+            let heap = (class == Class::Heap).then_some((maps.start, maps.end));
+            let class = self.class(class);
+            regions.push((
+                maps.start,
+                Vma {
+                    end: maps.end,
+                    class,
+                    site,
+                    offset: maps.offset,
+                    object,
+                    shared: maps.shared,
+                    shmem,
+                    exec: maps.exec,
+                },
+                heap,
+            ));
+        }
+        let (stats, timeline) = (&mut self.stats, &mut self.timeline);
+        let new = !self.processes.contains_key(&key);
+        let process = self.processes.entry(key).or_default();
+        if new && snapshot.reason == "start" && self.command_capture {
+            process.stub = true;
+        }
+        if !self.order.contains(&key) {
+            self.order.push(key);
+        }
+        let mut ctx = Ctx { stats, timeline };
+        for (start, vma, heap) in regions {
+            process.space.fill(&mut ctx, start, vma);
+            if let Some((heap_start, heap_end)) = heap {
+                if process.space.brk_start.is_none() {
+                    process.space.brk_start = Some(heap_start);
+                    process.space.brk = Some(heap_end);
                 }
             }
+        }
+    }
+
+    /// A status snapshot: the process's counters at the start, a mark or the end.
+    fn status_snapshot(&mut self, key: ProcessKey, snapshot: &Snapshot) {
+        let Some(counters) = Counters::from_status(snapshot.lines.iter().map(String::as_str))
+        else {
+            return;
+        };
+        match snapshot.reason.as_str() {
+            "start" => {
+                self.start_counters.insert(key, counters);
+            }
+            "mark" => self.mark_counters(key, counters, CounterSource::StatusSnapshot),
+            "end" => {
+                let model = self.model_of(key);
+                self.compare(
+                    format!("end of {}", snapshot.pid),
+                    snapshot.time,
+                    key,
+                    model,
+                    counters,
+                    CounterSource::StatusSnapshot,
+                );
+            }
+            _ => {}
         }
     }
 
