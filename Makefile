@@ -90,12 +90,19 @@ userspace:
 
 # --- test programs (static C, run in the guest) -------------------------------------------
 UNWIND_PROGS_STAMP := $(BUILD)/progs/.unwind-built
-progs: $(PROGS) $(UNWIND_PROGS_STAMP)
+GLANCE_PROGS_STAMP := $(BUILD)/progs/glance/.built
+progs: $(PROGS) $(UNWIND_PROGS_STAMP) $(GLANCE_PROGS_STAMP)
 
 # The unwinding test programs: built with and without frame pointers, against Debian's shared
 # libraries, and in Rust (tests/unwind/build.sh).
 $(UNWIND_PROGS_STAMP): $(wildcard $(TOP)/tests/unwind/*) $(TOP)/tests/progs/gofile.h
 	@$(TOP)/tests/unwind/build.sh $(BUILD)/progs
+	@touch $@
+
+# The first-glance test programs: C against Debian's GLib and glibc, Rust static and
+# dynamic, Go (tests/glance/build.sh).
+$(GLANCE_PROGS_STAMP): $(wildcard $(TOP)/tests/glance/*)
+	@$(TOP)/tests/glance/build.sh $(BUILD)/progs/glance
 	@touch $@
 
 $(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)

@@ -75,6 +75,15 @@ pub struct ReportArgs {
     #[arg(long, value_name = "BY",
           value_parser = clap::builder::PossibleValuesParser::new(["cgroup", "process"]))]
     group_by: Option<String>,
+    /// Count the objects whose path matches GLOB as the program's own code (repeatable;
+    /// by default own code is the executables and every object outside the
+    /// distribution's library directories, less the language runtimes linked in).
+    #[arg(long = "own", value_name = "GLOB")]
+    own: Vec<String>,
+    /// Count the objects whose path matches GLOB as library code (repeatable; wins over
+    /// --own).
+    #[arg(long = "lib", value_name = "GLOB")]
+    lib: Vec<String>,
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -115,10 +124,25 @@ fn debuginfod(
     }
 }
 
+/// What `--own` and `--lib` say is own code.
+fn own_code(own: &[String], lib: &[String]) -> Result<memmon::report::view::own_code::OwnCode> {
+    let mut code = memmon::report::view::own_code::OwnCode::default();
+    for pattern in own {
+        code.add_own(pattern)
+            .with_context(|| format!("bad --own {pattern:?}"))?;
+    }
+    for pattern in lib {
+        code.add_lib(pattern)
+            .with_context(|| format!("bad --lib {pattern:?}"))?;
+    }
+    Ok(code)
+}
+
 /// `memmon report`.
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     use memmon::report::{Format, ReportOptions};
     let options = ReportOptions {
+        own_code: own_code(&args.own, &args.lib)?,
         format: Format::parse(&args.format).context("bad --format")?,
         weight: memmon::report::output::folded::Weight::parse(&args.weight)
             .context("bad --weight")?,

@@ -26,6 +26,7 @@ use crate::report::output::text::{self, memory::TextOptions};
 use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::diff;
 use crate::report::view::memory::{build, ViewOptions};
+use crate::report::view::own_code::OwnCode;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,6 +127,8 @@ pub struct ReportOptions {
     pub cold: u64,
     /// `--group-by cgroup|process`: the end's RSS tree and top sites per group too.
     pub group_by: Option<crate::report::view::memory::GroupBy>,
+    /// What is the program's own code (`--own GLOB`, `--lib GLOB`).
+    pub own_code: OwnCode,
 }
 
 impl Default for ReportOptions {
@@ -145,6 +148,7 @@ impl Default for ReportOptions {
             access: false,
             cold: crate::report::view::access::DEFAULT_COLD,
             group_by: None,
+            own_code: OwnCode::default(),
         }
     }
 }
@@ -229,6 +233,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
             at: options.at.clone(),
             spike: options.spike,
             group_by: options.group_by,
+            own_code: options.own_code.clone(),
         },
     )
     .map_err(|e| ReportError(e.to_string()))?;

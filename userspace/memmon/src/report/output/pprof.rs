@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -109,10 +108,7 @@ impl ProfileBuilder {
             return id;
         }
         let id = self.mappings.len() as u64 + 1;
-        let file = match &options.sysroot {
-            Some(root) => root.join(path.trim_start_matches('/')),
-            None => PathBuf::from(path),
-        };
+        let file = crate::report::symbolize::symbols::resolve(path, known, options);
         let build_id = match known {
             Some(known) => known.to_owned(),
             None if file.is_file() => {

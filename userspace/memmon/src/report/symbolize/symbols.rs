@@ -1,6 +1,8 @@
 //! Names for sites: frames normalised to (object, file offset) are symbolised with
 //! blazesym from the ELF symbols and DWARF of the mapped files. An object without
-//! symbols (or missing) gives `object+0xoffset`; nothing fails for lack of debug info.
+//! symbols gives `object+0xSTART`, the start of its function by the object's call frame
+//! information (or the frame's own offset when the object is missing or has none);
+//! nothing fails for lack of debug info.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -9,6 +11,8 @@ use blazesym::helper::ElfResolver;
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer, TranslateFileOffset};
 use serde::{Deserialize, Serialize};
+
+use memmon_objects::functions::FunctionRanges;
 
 use super::debug_file::{self, build_id};
 use super::debuginfod::{Debuginfod, DebuginfodOptions};
@@ -165,10 +169,26 @@ pub(crate) fn is_unnamed(function: &str, path: &str) -> bool {
         .is_some_and(|rest| rest.starts_with("+0x"))
 }
 
-fn resolve(path: &str, options: &SymbolOptions) -> PathBuf {
-    match &options.sysroot {
-        Some(root) => root.join(path.trim_start_matches('/')),
-        None => PathBuf::from(path),
+/// Where the object the capture names `path` is here: under the sysroot when it is there
+/// (in the capture's build, `wanted`, when the capture recorded one), else at `path`
+/// itself when that is the capture's build or nothing under the sysroot is, else under the
+/// sysroot (missing, or another build: the warnings name it).
+pub(crate) fn resolve(path: &str, wanted: Option<&str>, options: &SymbolOptions) -> PathBuf {
+    let here = PathBuf::from(path);
+    let Some(root) = &options.sysroot else {
+        return here;
+    };
+    let under = root.join(path.trim_start_matches('/'));
+    let is_wanted = |file: &Path| {
+        file.is_file() && wanted.is_none_or(|id| build_id_of(file).as_deref() == Some(id))
+    };
+    if is_wanted(&under) || (under.is_file() && !is_wanted(&here)) {
+        return under;
+    }
+    if here.is_file() && path.starts_with('/') {
+        here
+    } else {
+        under
     }
 }
 
@@ -183,6 +203,8 @@ struct Located {
     binary: Option<PathBuf>,
     /// The split debug file with the names and lines, when the binary has no DWARF.
     debug: Option<PathBuf>,
+    /// Nothing was found: where the binary was looked for.
+    missing: Option<PathBuf>,
 }
 
 /// The files to symbolise an object with: the binary at the path (under the sysroot)
@@ -198,7 +220,7 @@ fn locate(
     mut debuginfod: Option<&mut Debuginfod>,
     warnings: &mut Vec<String>,
 ) -> Located {
-    let file = resolve(path, options);
+    let file = resolve(path, wanted, options);
     let found = build_id_of(&file);
     let matches = file.is_file() && (wanted.is_none() || found.as_deref() == wanted);
     if matches && debug_file::has_dwarf(&file) {
@@ -206,6 +228,7 @@ fn locate(
             exact: true,
             binary: Some(file),
             debug: None,
+            missing: None,
         };
     }
     let mut binary = matches.then(|| file.clone());
@@ -219,6 +242,7 @@ fn locate(
                         exact: true,
                         binary,
                         debug: None,
+                        missing: None,
                     };
                 }
             }
@@ -240,21 +264,27 @@ fn locate(
             exact: true,
             binary,
             debug,
+            missing: None,
         };
     }
     match (found, wanted) {
         (Some(other), Some(wanted)) => warnings.push(format!(
             "{path}: build ID {other} is not the capture's {wanted}: the binary changed since the capture, names may be wrong (use --sysroot)"
         )),
-        _ => warnings.push(format!(
-            "{path}: not found ({}); its frames show as offsets",
-            file.display()
-        )),
+        _ => {
+            return Located {
+                exact: false,
+                binary: None,
+                debug: None,
+                missing: Some(file),
+            }
+        }
     }
     Located {
         exact: false,
         binary: file.is_file().then_some(file),
         debug: None,
+        missing: None,
     }
 }
 
@@ -291,6 +321,7 @@ impl Symbols {
         let mut debuginfod = options.debuginfod.as_ref().map(Debuginfod::new);
         let mut frames = HashMap::new();
         let mut warnings = Vec::new();
+        let mut missing: Vec<(&str, PathBuf)> = Vec::new();
         let mut debug_files = Vec::new();
         let mut unresolved = std::collections::HashSet::new();
         let mut objects: Vec<_> = by_object.into_iter().collect();
@@ -323,6 +354,9 @@ impl Symbols {
             let use_recorded = !located.exact && recorded.iter().any(Option::is_some);
             if !use_recorded {
                 warnings.append(&mut object_warnings);
+                if let Some(looked) = &located.missing {
+                    missing.push((path, looked.clone()));
+                }
             }
             if let Some(debug) = &located.debug {
                 debug_files.push((path.to_owned(), debug.clone()));
@@ -358,6 +392,9 @@ impl Symbols {
                     None => vec![None; lookups.len()],
                 },
             };
+            // Code no symbol names is named by the start of its function (its FDE), so
+            // that every instruction of one function is one frame.
+            let mut functions: Option<Option<FunctionRanges>> = None;
             for (index, &(offset, ret)) in wanted.iter().enumerate() {
                 let frame = Frame::Code {
                     object,
@@ -373,11 +410,22 @@ impl Symbols {
                 };
                 let infos = infos.unwrap_or_else(|| {
                     unresolved.insert(frame);
-                    vec![FrameInfo::named(format!("{}+{offset:#x}", basename(path)))]
+                    // Only the capture's build says where its functions start.
+                    let ranges = functions.get_or_insert_with(|| {
+                        let binary = located.binary.as_deref().filter(|_| located.exact);
+                        binary.and_then(FunctionRanges::read)
+                    });
+                    let lookup = lookups.get(index).copied().unwrap_or(offset);
+                    let start = ranges
+                        .as_ref()
+                        .and_then(|ranges| ranges.start_of(lookup))
+                        .unwrap_or(offset);
+                    vec![FrameInfo::named(format!("{}+{start:#x}", basename(path)))]
                 });
                 frames.insert(frame, infos);
             }
         }
+        warnings.extend(missing_note(&missing));
         Symbols {
             frames,
             warnings,
@@ -397,6 +445,19 @@ impl Symbols {
             .collect();
         out.sort_by_key(|(frame, _)| **frame);
         out
+    }
+
+    /// The objects some of whose frames have source lines (debug info was found for
+    /// them).
+    pub fn objects_with_lines(&self) -> BTreeSet<ObjectId> {
+        self.frames
+            .iter()
+            .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
+            .filter_map(|(frame, _)| match frame {
+                Frame::Code { object, .. } => Some(*object),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).
@@ -419,6 +480,31 @@ impl Symbols {
             .iter()
             .flat_map(|frame| self.frame_infos(sites, frame))
             .collect()
+    }
+}
+
+/// One line for the objects not found here (`(path, where it was looked for)`), `None`
+/// when all were.
+fn missing_note(missing: &[(&str, PathBuf)]) -> Option<String> {
+    match missing {
+        [] => None,
+        [(path, looked)] => Some(format!(
+            "{path}: not found ({}); its frames show as offsets",
+            looked.display()
+        )),
+        _ => {
+            const SHOWN: usize = 4;
+            let mut names: Vec<&str> = missing.iter().take(SHOWN).map(|(p, _)| *p).collect();
+            let more = format!("and {} more", missing.len().saturating_sub(SHOWN));
+            if missing.len() > SHOWN {
+                names.push(&more);
+            }
+            Some(format!(
+                "{} objects not found here, their frames show as offsets: {} (--sysroot DIR finds a copy of the capture machine's files)",
+                missing.len(),
+                names.join(", ")
+            ))
+        }
     }
 }
 
@@ -479,30 +565,30 @@ fn symbolize_object(
     convert(results)
 }
 
-/// blazesym's results as frames, inlined functions first.
+/// blazesym's results as frames, inlined functions first. Each function has its own
+/// location: blazesym gives the symbol's (the outer function's) for the address in its
+/// code, at the call it inlined, and each inlined function's for the address in its
+/// code (outermost first: the innermost is where the address is).
 fn convert(results: Vec<Symbolized<'_>>) -> Vec<Option<Vec<FrameInfo>>> {
+    let located = |code: Option<&blazesym::symbolize::CodeInfo<'_>>| {
+        code.map(|c| (c.to_path().display().to_string(), c.line))
+            .unzip()
+    };
     results
         .into_iter()
         .map(|result| match result {
             Symbolized::Sym(sym) => {
-                let mut infos = Vec::new();
-                // Inlined calls come outermost first: the innermost is the frame itself.
-                let code = sym.code_info.as_deref();
-                let mut location = code.map(|c| (c.to_path().display().to_string(), c.line));
+                let mut infos = Vec::with_capacity(sym.inlined.len() + 1);
                 for inlined in sym.inlined.iter().rev() {
-                    let (file, line) = location.take().unzip();
+                    let (file, line) = located(inlined.code_info.as_ref());
                     infos.push(FrameInfo {
                         function: inlined.name.to_string(),
                         file,
                         line: line.flatten(),
                         inlined: true,
                     });
-                    location = inlined
-                        .code_info
-                        .as_ref()
-                        .map(|c| (c.to_path().display().to_string(), c.line));
                 }
-                let (file, line) = location.unzip();
+                let (file, line) = located(sym.code_info.as_deref());
                 infos.push(FrameInfo {
                     function: sym.name.to_string(),
                     file,

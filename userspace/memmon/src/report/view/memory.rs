@@ -12,8 +12,10 @@ use crate::report::model::sites::SiteId;
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
+use crate::report::view::own_code::{OwnCode, Split};
 use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
+use crate::report::view::your_code::{your_code, YourCode};
 use crate::stream::event::Timestamp;
 
 /// An analysis with its symbols and its view: what the outputs render.
@@ -121,13 +123,23 @@ pub struct SiteRow {
     pub peak: u64,
     /// Temporary or accumulating.
     pub lifetime: Lifetime,
+    /// The indexes in `frames` of the program's own code ([`OwnCode::split`]), innermost
+    /// first: the first names the site.
+    #[serde(skip)]
+    pub own: Vec<usize>,
+    /// The system part of the stack innermost of its own code, summarised
+    /// (`[libsqlite3.so.0: sqlite3_step … libc.so.6: malloc]`).
+    #[serde(skip)]
+    pub library: Option<String>,
 }
 
 impl SiteRow {
     /// A row of `frames` with nothing counted yet.
-    fn empty(frames: Vec<FrameInfo>) -> SiteRow {
+    fn empty(frames: Vec<FrameInfo>, split: Split) -> SiteRow {
         SiteRow {
             frames,
+            own: split.own,
+            library: split.library,
             resident: 0,
             mapped: 0,
             faults: FaultCounts::default(),
@@ -174,9 +186,22 @@ impl SiteRow {
         name::chain(&self.frames, depth)
     }
 
-    /// `chain (file:line)`, as the text tables name the site.
+    /// The frames from the innermost function of own code on (all of them without own
+    /// code).
+    pub fn own_frames(&self) -> &[FrameInfo] {
+        let first = self.own.first().copied().unwrap_or(0);
+        self.frames.get(first..).unwrap_or_default()
+    }
+
+    /// The site as a person reads it, by the program's own code: `chain (file:line)` from
+    /// the innermost function of own code, then the library part it called, summarised
+    /// (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step … malloc]`).
     pub fn name(&self) -> String {
-        name::site(&self.frames)
+        let own = name::site(self.own_frames());
+        match &self.library {
+            Some(library) => format!("{own} → {library}"),
+            None => own,
+        }
     }
 }
 
@@ -241,6 +266,8 @@ pub struct View {
     pub mapped_by_class: Vec<MappedRow>,
     /// All sites, by resident bytes then brought-in bytes.
     pub sites: Vec<SiteRow>,
+    /// Resident bytes by function of the program's own code ([`your_code`]).
+    pub your_code: YourCode,
     /// Model against the process's counters.
     pub reconciliation: Vec<Check>,
     /// The timeline.
@@ -309,6 +336,8 @@ pub struct ViewOptions {
     pub spike: Option<u64>,
     /// Group the end's resident memory by cgroup or by process.
     pub group_by: Option<GroupBy>,
+    /// What is the program's own code.
+    pub own_code: OwnCode,
 }
 
 /// Why a view cannot be built.
@@ -343,10 +372,11 @@ pub fn build(
             (format!("mark {text:?}"), &mark.picture)
         }
     };
-    let (sites, stack_reach) = site_rows(analysis, symbols, picture);
+    let (sites, stack_reach) = site_rows(analysis, symbols, &options.own_code, picture);
+    let your_code = your_code(&sites);
     let tree = tree_rows(analysis, picture);
     let groups = match options.group_by {
-        Some(by) if options.at.is_none() => group_rows(analysis, symbols, by),
+        Some(by) if options.at.is_none() => group_rows(analysis, symbols, &options.own_code, by),
         _ => Vec::new(),
     };
     let mut mapped_by_class: Vec<MappedRow> = picture
@@ -381,6 +411,7 @@ pub fn build(
         tree,
         mapped_by_class,
         sites,
+        your_code,
         reconciliation: reconcile(analysis),
         timeline,
         groups,
@@ -413,7 +444,12 @@ fn tree_rows(analysis: &Analysis, picture: &Picture) -> Vec<ClassRow> {
 }
 
 /// The end's pictures grouped by cgroup or process, largest resident first.
-fn group_rows(analysis: &Analysis, symbols: &Symbols, by: GroupBy) -> Vec<GroupRow> {
+fn group_rows(
+    analysis: &Analysis,
+    symbols: &Symbols,
+    own_code: &OwnCode,
+    by: GroupBy,
+) -> Vec<GroupRow> {
     let mut groups: Vec<(String, Vec<u32>, Picture)> = Vec::new();
     for (key, picture) in &analysis.process_end {
         let name = match by {
@@ -440,7 +476,7 @@ fn group_rows(analysis: &Analysis, symbols: &Symbols, by: GroupBy) -> Vec<GroupR
             pids,
             totals: picture.kind_bytes(),
             tree: tree_rows(analysis, &picture),
-            sites: site_rows(analysis, symbols, &picture)
+            sites: site_rows(analysis, symbols, own_code, &picture)
                 .0
                 .into_iter()
                 .filter(|row| row.resident > 0)
@@ -464,11 +500,13 @@ fn chain_key(frames: &[FrameInfo]) -> Vec<String> {
 fn site_rows(
     analysis: &Analysis,
     symbols: &Symbols,
+    own_code: &OwnCode,
     picture: &Picture,
 ) -> (Vec<SiteRow>, StackReach) {
     let mut rows: HashMap<Vec<String>, (SiteRow, u64)> = HashMap::new();
     let mut reach = StackReach::default();
     let empty = SiteStats::default();
+    let with_lines = symbols.objects_with_lines();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
@@ -494,12 +532,15 @@ fn site_rows(
         // What `Symbols::site` gives: every frame's functions, innermost first.
         let frames = by_frame.concat();
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
+        let split = own_code.split(&analysis.sites, site_frames, &by_frame, &with_lines);
         let (row, best) = rows
             .entry(chain_key(&frames))
-            .or_insert_with(|| (SiteRow::empty(frames.clone()), 0));
+            .or_insert_with(|| (SiteRow::empty(frames.clone(), split.clone()), 0));
         if weight > *best {
             // Show the source location of the heaviest member.
             row.frames = frames;
+            row.own = split.own;
+            row.library = split.library;
             *best = weight;
         }
         row.add(resident, mapped, stats);

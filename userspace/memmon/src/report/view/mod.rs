@@ -1,5 +1,5 @@
 //! What the model means for a reader, with the sites named by `report::symbolize`: the memory view (site rows,
-//! RSS tree, timeline), the access view, the diff of two views and the reconciliation.
+//! RSS tree, timeline, your code first), the access view, the diff of two views and the reconciliation.
 
 pub mod access;
 pub mod diff;
@@ -7,3 +7,4 @@ pub mod memory;
 pub mod own_code;
 pub mod reach;
 pub mod reconcile;
+pub mod your_code;

@@ -10,10 +10,17 @@
 //! wherever it is (see [`OwnCode::add_executable`]), libraries under `/usr/local`, `/opt`,
 //! a home or build directory, and generated code outside any file (a JIT's, named by its
 //! perf map). Pseudo-frames (labels) are neither.
+//!
+//! Within an object of own code, the language's runtime and standard library that a
+//! static link or the toolchain put there are the system's too ([`is_runtime_function`]):
+//! Rust's `std`, `core`, `alloc` and its crates from the registry, Go's runtime and
+//! standard packages, and a static C library (code without source lines in a program
+//! that has them). `--own GLOB` and `--lib GLOB` ([`OwnCode::add_own`], [`OwnCode::add_lib`])
+//! say it for objects by path.
 
 use std::collections::BTreeSet;
 
-use crate::report::model::sites::{Frame, SiteTable};
+use crate::report::model::sites::{Frame, ObjectId, SiteTable};
 use crate::report::symbolize::symbols::{basename, is_unnamed, FrameInfo};
 
 /// The distribution's library directories: an object below one of them is system code.
@@ -58,11 +65,88 @@ pub fn owner(path: &str) -> Owner {
     }
 }
 
+/// Where the toolchains keep the sources of what they link into a program: Rust's standard
+/// library (`/rustc/HASH/library/`, its dependencies in `/rust/deps/`), system headers, and
+/// Debian's Go (`/usr/lib/go-1.N/src`).
+const SYSTEM_SOURCE_DIRS: &[&str] = &[
+    "/rustc/",
+    "/rust/deps/",
+    "/usr/include/",
+    "/usr/src/",
+    "/usr/lib/",
+];
+/// Where toolchains and package managers keep sources of what a program links in: rustup's
+/// copy of Rust's standard library, Cargo's registry and git checkouts, Go's module cache.
+const DEPENDENCY_SOURCE_DIRS: &[&str] = &[
+    "/lib/rustlib/src/rust/library/",
+    "/.cargo/registry/",
+    "/.cargo/git/",
+    "/go/pkg/mod/",
+];
+/// Functions of Rust's standard library and its allocator shims, by name.
+const RUST_RUNTIME_PREFIXES: &[&str] = &[
+    "std::",
+    "core::",
+    "alloc::",
+    "hashbrown::",
+    "__rust_",
+    "__rdl_",
+    "__rg_",
+];
+
+/// Whether a Go function (`PACKAGE.NAME`, `PACKAGE.(*TYPE).NAME`) is of Go's runtime or
+/// standard library: a package whose first path element has no dot (`runtime`, `fmt`,
+/// `internal/bytealg`), other than `main`; a module's packages start with a host name
+/// (`github.com/...`).
+fn is_go_standard(function: &str) -> bool {
+    let after_path = function.rfind('/').map_or(0, |slash| slash + 1);
+    let Some(dot) = function[after_path..].find('.') else {
+        return false;
+    };
+    let package = &function[..after_path + dot];
+    let first = package.split('/').next().unwrap_or(package);
+    package != "main" && !first.contains('.')
+}
+
+/// Whether a symbolised function in an object of own code is the language's runtime or
+/// standard library rather than the program's own code: its source is in a toolchain's or
+/// package manager's directory, its name is Rust's standard library's or Go's standard
+/// packages', or it has no source line while other code of its object has
+/// (`object_has_lines`: a static C library or runtime, built without debug info, in a
+/// program built with it).
+pub fn is_runtime_function(info: &FrameInfo, object_has_lines: bool) -> bool {
+    let function = info.function.as_str();
+    // `<alloc::vec::Vec<T>>::push`, `<[hashbrown::Tag] as Ext>::fill`, `<&mut std::X as Y>::z`:
+    // the type the method is of.
+    let type_path = function.trim_start_matches(['<', '[', '&', '*', '(']);
+    let type_path = ["mut ", "const ", "dyn "]
+        .iter()
+        .fold(type_path, |path, word| path.trim_start_matches(word));
+    if RUST_RUNTIME_PREFIXES
+        .iter()
+        .any(|p| type_path.starts_with(p))
+    {
+        return true;
+    }
+    match info.file.as_deref() {
+        Some(file) => {
+            SYSTEM_SOURCE_DIRS.iter().any(|dir| file.starts_with(dir))
+                || DEPENDENCY_SOURCE_DIRS.iter().any(|dir| file.contains(dir))
+                || (file.ends_with(".go") && is_go_standard(function))
+        }
+        None => object_has_lines,
+    }
+}
+
 /// The classification with the main executables known: they are own code even in a
 /// system directory.
 #[derive(Debug, Clone, Default)]
 pub struct OwnCode {
     executables: BTreeSet<String>,
+    /// `--own GLOB`: objects that are own code wherever they are.
+    own: Vec<glob::Pattern>,
+    /// `--lib GLOB`: objects that are library code wherever they are (wins over `own`).
+    lib: Vec<glob::Pattern>,
 }
 
 impl OwnCode {
@@ -73,9 +157,25 @@ impl OwnCode {
         }
     }
 
+    /// Counts the objects whose path matches `pattern` (a shell glob: `/opt/app/*`,
+    /// `*/libmine.so*`) as own code.
+    pub fn add_own(&mut self, pattern: &str) -> Result<(), glob::PatternError> {
+        self.own.push(glob::Pattern::new(pattern)?);
+        Ok(())
+    }
+
+    /// Counts the objects whose path matches `pattern` as library code, even the
+    /// executable.
+    pub fn add_lib(&mut self, pattern: &str) -> Result<(), glob::PatternError> {
+        self.lib.push(glob::Pattern::new(pattern)?);
+        Ok(())
+    }
+
     /// Whose code the object at `path` is.
     pub fn owner(&self, path: &str) -> Owner {
-        if self.executables.contains(path) {
+        if self.lib.iter().any(|p| p.matches(path)) {
+            Owner::System
+        } else if self.executables.contains(path) || self.own.iter().any(|p| p.matches(path)) {
             Owner::Own
         } else {
             owner(path)
@@ -92,6 +192,75 @@ impl OwnCode {
         }
     }
 
+    /// A stack's symbolised functions sorted into own code and the system's: `frames`
+    /// innermost first, `names` each frame's functions (inlined ones first), as
+    /// [`crate::report::symbolize::symbols::Symbols::frame_infos`] gives them. Functions
+    /// count by their object ([`OwnCode::owner`]) and, in own objects, by
+    /// [`is_runtime_function`].
+    /// `with_lines` are the objects with source lines for some of their code
+    /// ([`crate::report::symbolize::symbols::Symbols::objects_with_lines`]).
+    pub fn split(
+        &self,
+        sites: &SiteTable,
+        frames: &[Frame],
+        names: &[Vec<FrameInfo>],
+        with_lines: &BTreeSet<ObjectId>,
+    ) -> Split {
+        let object = |frame: &Frame| match frame {
+            Frame::Code { object, .. } => Some(*object),
+            _ => None,
+        };
+        let mut owners = Vec::new();
+        let mut system: Vec<(&str, Vec<FrameInfo>)> = Vec::new();
+        let mut own_seen = false;
+        for (frame, infos) in frames.iter().zip(names) {
+            let frame_owner = self.frame_owner(sites, frame);
+            let path = object(frame).map_or("?", |o| sites.object_path(o));
+            let has_lines = object(frame).is_some_and(|o| with_lines.contains(&o));
+            for info in infos {
+                let owner = match frame_owner {
+                    // Code outside any file that no perf map names is nobody's known code.
+                    Some(Owner::Own)
+                        if matches!(frame, Frame::Address { .. })
+                            && info.function.starts_with("[0x") =>
+                    {
+                        None
+                    }
+                    Some(Owner::Own)
+                        if object(frame).is_some() && is_runtime_function(info, has_lines) =>
+                    {
+                        Some(Owner::System)
+                    }
+                    other => other,
+                };
+                owners.push(owner);
+                own_seen |= owner == Some(Owner::Own);
+                if !own_seen && owner == Some(Owner::System) {
+                    match system.last_mut() {
+                        Some((last, infos)) if *last == path => infos.push(info.clone()),
+                        _ => system.push((path, vec![info.clone()])),
+                    }
+                }
+            }
+        }
+        let own: Vec<usize> = owners
+            .iter()
+            .enumerate()
+            .filter(|(_, owner)| **owner == Some(Owner::Own))
+            .map(|(index, _)| index)
+            .collect();
+        let library = if own.is_empty() {
+            None
+        } else {
+            let parts: Vec<(&str, &[FrameInfo])> = system
+                .iter()
+                .map(|(path, infos)| (*path, infos.as_slice()))
+                .collect();
+            system_summary(&parts)
+        };
+        Split { own, library }
+    }
+
     /// The index in `frames` (a stack, innermost first) of the innermost frame of own code;
     /// `None` when the stack has none (all of it is the system's, or it is a label).
     pub fn innermost_own(&self, sites: &SiteTable, frames: &[Frame]) -> Option<usize> {
@@ -99,6 +268,17 @@ impl OwnCode {
             .iter()
             .position(|frame| self.frame_owner(sites, frame) == Some(Owner::Own))
     }
+}
+
+/// A stack sorted into own code and the system's ([`OwnCode::split`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The indexes of the functions of own code in the stack's symbolised functions
+    /// (innermost first, inlined ones expanded): the first is the site's own function.
+    pub own: Vec<usize>,
+    /// The system part innermost of the first own function, summarised
+    /// ([`system_summary`]); `None` without own code or without such a part.
+    pub library: Option<String>,
 }
 
 /// The system part of a stack summarised: `[libsqlite3.so.0: sqlite3_step … malloc]`, the

@@ -4,20 +4,23 @@
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::symbolize::symbols::{basename, is_unnamed, FrameInfo};
+use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo};
 
 /// Where one site's stack ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// A frame is the program's `main` (C's `main`, Rust's `crate::main`), or the chain
+    /// A frame is the program's entry (C's `main`, Rust's `crate::main`, Go's `main.main`:
+    /// [`crate::report::symbolize::symbols::name::is_entry`]), or the chain
     /// goes from the C library's start into code the C library called as `main`
     /// ([`called_as_main`]: a stripped program's `main`, or what `main` tail-called).
     Main,
-    /// The outermost frame is a thread's start (`start_thread`, `clone`, `clone3`).
+    /// The outermost frame is a thread's start (`start_thread`, `clone`, `clone3`; Go's
+    /// `runtime.goexit` under every goroutine and `runtime.mstart` under a thread's
+    /// scheduler stack).
     ThreadStart,
     /// Before `main`: the outermost frame is in the dynamic loader (relocation,
     /// constructors run by `_dl_init`), or the chain goes through `_start` to the C
-    /// library's start-up without reaching `main`.
+    /// library's start-up without reaching `main` (Go: the runtime's `rt0_go`).
     StartUp,
     /// After `main`: through `exit`, its handlers or the loader's destructors.
     Exit,
@@ -39,6 +42,9 @@ const START_FUNCTIONS: &[&str] = &[
     "__libc_start_main_alias_2",
     "call_init",
     "__libc_csu_init",
+    "runtime.rt0_go",
+    "_rt0_amd64",
+    "_rt0_amd64_linux",
 ];
 /// The C library's start-up function that calls `main` (glibc's names).
 const START_MAIN_FUNCTIONS: &[&str] = &[
@@ -47,7 +53,16 @@ const START_MAIN_FUNCTIONS: &[&str] = &[
     "__libc_start_main_alias_2",
 ];
 /// Functions a thread's stack starts at.
-const THREAD_FUNCTIONS: &[&str] = &["start_thread", "clone", "__clone", "clone3", "__clone3"];
+const THREAD_FUNCTIONS: &[&str] = &[
+    "start_thread",
+    "clone",
+    "__clone",
+    "clone3",
+    "__clone3",
+    "runtime.goexit",
+    "runtime.mstart",
+    "runtime.mstart0",
+];
 
 /// Whether `path` names a dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`, `ld-musl-*`).
 fn is_dynamic_loader(path: &str) -> bool {
@@ -63,7 +78,7 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
     }
     let functions = || names.iter().flatten().map(|f| f.function.as_str());
     let named = |list: &[&str]| functions().any(|f| list.contains(&f));
-    if functions().any(|f| f == "main" || f.ends_with("::main")) {
+    if functions().any(name::is_entry) {
         return Reach::Main;
     }
     if named(EXIT_FUNCTIONS) {

@@ -5,6 +5,7 @@ use std::fmt::{Result, Write};
 
 use crate::report::model::class::PageKind;
 use crate::report::model::picture::saturating_sum;
+use crate::report::output::text::your_code::write_your_code;
 use crate::report::output::text::{signed_size, size, Table};
 use crate::report::view::memory::{SiteRow, View};
 use crate::report::view::reach::StackReach;
@@ -28,6 +29,7 @@ pub fn render(view: &View, options: TextOptions) -> String {
 
 fn write_all(out: &mut String, view: &View, options: TextOptions) -> Result {
     write_header(out, view)?;
+    write_your_code(out, &view.your_code, options.top)?;
     write_rss_tree(out, view)?;
     write_groups(out, view, options.top)?;
     write_by_resident(out, view, options.top)?;

@@ -1,5 +1,5 @@
-//! The text forms: the memory report ([`memory`]), the access report ([`access`]) and
-//! the diff ([`diff`]), with the sizes and the table layout they share (also used by the
+//! The text forms: the memory report ([`memory`], which opens with [`your_code`]), the
+//! access report ([`access`]) and the diff ([`diff`]), with the sizes and the table layout they share (also used by the
 //! HTML page, the summary and `memmon top`).
 
 use std::fmt::Write;
@@ -7,6 +7,7 @@ use std::fmt::Write;
 pub mod access;
 pub mod diff;
 pub mod memory;
+pub mod your_code;
 
 /// `1.5 MiB`, `12 KiB`, `300 B`.
 pub fn size(bytes: u64) -> String {

@@ -1,0 +1,87 @@
+# vm-add: /lib64/ld-linux-x86-64.so.2:/lib64/ld-linux-x86-64.so.2
+# vm-add: /lib/x86_64-linux-gnu/libc.so.6:/lib/x86_64-linux-gnu/libc.so.6
+# vm-add: /lib/x86_64-linux-gnu/libm.so.6:/lib/x86_64-linux-gnu/libm.so.6
+# vm-add: /lib/x86_64-linux-gnu/libgcc_s.so.1:/lib/x86_64-linux-gnu/libgcc_s.so.1
+# vm-add: /lib/x86_64-linux-gnu/libglib-2.0.so.0:/lib/x86_64-linux-gnu/libglib-2.0.so.0
+# vm-add: /lib/x86_64-linux-gnu/libpcre2-8.so.0:/lib/x86_64-linux-gnu/libpcre2-8.so.0
+# What a user sees first, with no options: `memmon record -- PROG` then `memmon report
+# CAPTURE`, on programs of the shapes people run (tests/glance/, not the project's
+# fixtures). The report's first table, "Your code", must name the program's own functions
+# with the memory they brought in, themselves or through the libraries they called:
+# - glib_catalog (C, Debian's GLib allocating for it): load_catalog and make_index;
+# - strings_fill (C, glibc's unnamed memset and memcpy touching the pages): clear_arena
+#   12 MiB and copy_records 8 MiB, each one site row (a function, not an instruction);
+# - rust_cache, static and dynamic: fill_cache and build_journal, not Rust's std or malloc;
+# - go_cache (Debian's Go): main.fillCache and main.buildJournal, its stacks whole.
+. /host/lib.sh
+load buflen=16777216
+
+# first_table FILE: the rows of the report's "Your code" table (after its header line).
+first_table() {
+    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
+}
+
+# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of the first table, exact,
+# from the JSON report's your_code.
+row_bytes() {
+    awk -v want="\"function\": \"$2\"," '
+        /"your_code":/ { code = 1 }
+        code && index($0, want) { found = 1; next }
+        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
+}
+
+# check PROG NAME MIN_MIB FUNCTION...: record PROG with no options, and check that the first
+# table's first rows are FUNCTION..., each with at least MIN_MIB MiB resident
+check() {
+    prog=$1 name=$2 min=$3
+    shift 3
+    memmon record -o "/tmp/$name.cap" -- "$prog" > "/tmp/$name.out" 2> "/tmp/$name.err" ||
+        { cat "/tmp/$name.err"; fail "memmon record -- $prog"; }
+    memmon report "/tmp/$name.cap" > "/tmp/$name.txt" 2> "/tmp/$name.report-err" ||
+        { cat "/tmp/$name.report-err"; fail "memmon report of $name"; }
+    memmon report --format json "/tmp/$name.cap" > "/tmp/$name.json" || fail "json report of $name"
+    echo "== $name: the report's first lines"
+    head -n 16 "/tmp/$name.txt"
+    # The first table is "Your code", before the RSS tree.
+    first=$(grep -m1 -E '^(Your code:|RSS tree)' "/tmp/$name.txt")
+    expect_match "$name: the first table" "$first" '^Your code:'
+    first_table "/tmp/$name.txt" > "/tmp/$name.first"
+    rank=0
+    for function in "$@"; do
+        rank=$((rank + 1))
+        row=$(sed -n "${rank}p" "/tmp/$name.first")
+        expect_match "$name: row $rank" "$row" " $function \\("
+        bytes=$(row_bytes "/tmp/$name.json" "$function")
+        [ -n "$bytes" ] || fail "$name: no $function in the JSON report's your_code"
+        echo "$name: $function brought in $bytes bytes"
+        [ "$bytes" -ge $((min << 20)) ] || fail "$name: $function has $bytes bytes, under $min MiB"
+    done
+}
+
+check /progs/glance/glib_catalog glib 4 load_catalog make_index
+# Its rows say what they called: GLib, then malloc.
+grep -q 'load_catalog (.*) → \[libglib-2.0.so.0: ' /tmp/glib.first ||
+    fail "load_catalog's row does not name GLib"
+
+check /progs/glance/strings_fill strings 8 clear_arena copy_records
+# Each function's pages come from one site: every instruction of the unnamed memset (and
+# memcpy) is one function, named libc.so.6+START by its unwind table; the data's pages are
+# all its own (the chunk's header page is malloc's, with the C library's code that its
+# first call ran).
+awk '/^Top sites by resident bytes/ { on = 1; next } on && /^$/ { exit } on' /tmp/strings.txt > /tmp/strings.sites
+cat /tmp/strings.sites
+for f in "clear_arena 12" "copy_records 8"; do
+    rows=$(grep " ${f% *} .* → \[libc.so.6+0x[0-9a-f]*\]$" /tmp/strings.sites)
+    expect_eq "${f% *}: rows in an unnamed libc function" "$(printf '%s\n' "$rows" | grep -c .)" 1
+    expect_match "${f% *}: its bytes" "$rows" "^ +${f#* } MiB "
+done
+check /progs/glance/rust_cache-static rust-static 4 'rust_cache::fill_cache' 'rust_cache::build_journal'
+check /progs/glance/rust_cache-dynamic rust-dynamic 4 'rust_cache::fill_cache' 'rust_cache::build_journal'
+
+check /progs/glance/go_cache go 4 main.fillCache main.buildJournal
+# Go's stacks are whole: they end at runtime.goexit (goroutines) or reach main.main.
+grep 'where their stacks end' /tmp/go.txt
+grep 'where their stacks end' /tmp/go.txt | grep -q 'short of these' &&
+    [ "$(grep -o 'short of these [^)]*' /tmp/go.txt | grep -oE '\(([0-9]+)\.' | tr -dc 0-9)" -ge 5 ] &&
+    fail "5 % or more of Go's resident bytes are short of a whole stack"
+unload
