@@ -4,8 +4,10 @@
 //! typed by the handler that resolved it (anonymous, file, swap-in, write-protect), and every
 //! mm system call, as text lines in `/proc/memmon/events`.
 //!
-//! - [`state`]: what the parts share; [`ring`]: the per-CPU rings of packed records;
-//!   [`watch`]: the watched processes;
+//! - [`state`]: what the producers and the readers share; [`ring`]: the per-CPU rings of
+//!   packed records; [`watch`]: the watched processes;
+//! - [`monitor`]: what the `/proc/memmon` files serve: the state, the probes' counters and
+//!   arming, the cgroup move probe;
 //! - [`probes`]: one file per kernel hook (faults, mm calls, fork/exec/exit, `rss`, user
 //!   stacks, access sampling);
 //! - [`record`]: the record format, kernel-free (events, packed form, text lines);
@@ -28,6 +30,7 @@ compile_error!("memmon does not support PREEMPT_RT kernels");
 mod bindings;
 mod files;
 mod kernel_ext;
+mod monitor;
 mod probes;
 mod record;
 mod ring;
@@ -37,9 +40,10 @@ mod watch;
 
 use kernel_ext::procfs::ProcDir;
 use kernel_ext::tracepoint::{Detached, TracepointProbe};
+use monitor::Monitor;
 use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
 use ring::Ring;
-use state::{Monitor, State};
+use state::State;
 use unwind::store::UnwindStore;
 use watch::WatchSet;
 

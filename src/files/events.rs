@@ -5,13 +5,13 @@
 use crate::kernel_ext::killable::lock_killable;
 use crate::kernel_ext::procfs::{PollTableRef, ProcFile};
 use crate::kernel_ext::task::now_ns;
+use crate::monitor::Monitor;
 use crate::record::copy::copy_bytes;
 use crate::record::event::Event;
 use crate::record::event::STACK_MAX;
 use crate::record::packed;
 use crate::record::text::{format_event, format_lost, Line};
 use crate::ring::{poll_mask, Cursor, Readiness, BLOCK_BYTES};
-use crate::state::Monitor;
 use kernel::{
     alloc::{KVec, VVec},
     fs::{file::flags::O_NONBLOCK, File, LocalFile},

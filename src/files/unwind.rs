@@ -5,7 +5,7 @@
 
 use super::{pin_box, read_generated};
 use crate::kernel_ext::procfs::ProcFile;
-use crate::state::Monitor;
+use crate::monitor::Monitor;
 use crate::unwind::format::{self, Command, WRITE_MAX};
 use crate::watch::ByteWriter;
 use kernel::{
