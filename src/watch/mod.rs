@@ -18,9 +18,13 @@
 //! nothing; exits and forks update single bits from probe context, under a spinlock that
 //! keeps the union exact.
 
-use crate::bindings;
-use crate::kernel_ext::{cgroup::Cgroup, task::current_ids};
-use core::{fmt::Write, ptr::NonNull};
+use crate::kernel_ext::{
+    atomic::read_once,
+    cgroup::{for_each_process, Cgroup},
+    pid::{current_in_initial_pid_ns, ProcessPid},
+    task::{current_ids, TaskExt},
+};
+use core::fmt::Write;
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
@@ -32,6 +36,7 @@ use kernel::{
         barrier::smp_mb,
         Mutex, SpinLock,
     },
+    task::Task,
 };
 
 /// Most cgroups watched at once.
@@ -186,7 +191,7 @@ impl PidBitmap {
 /// One parsed request of a `watch-pids` write.
 enum Request {
     /// `N` (follow = false) or `+N` (follow = true), N resolved to the process it names.
-    Add { process: Process, follow: bool },
+    Add { process: ProcessPid, follow: bool },
     /// `-N`, N resolved to a global tgid; `None` when there is nothing to remove.
     Remove { tgid: Option<i32> },
     /// `0`.
@@ -221,79 +226,10 @@ struct Membership {
 
 impl Membership {
     /// Whether the process of `task` is in a watched cgroup (not removed) or below one.
-    ///
-    /// # Safety
-    ///
-    /// `task` must be valid for the call.
-    unsafe fn has_process(&self, task: *mut bindings::task_struct) -> bool {
-        self.cgroups.iter().any(|cgroup| {
-            // SAFETY: The caller guarantees `task`.
-            !cgroup.is_dead() && unsafe { cgroup.has_process(task) }
-        })
-    }
-}
-
-/// A process named in a `watch-pids` write: its global thread-group id, and a reference to
-/// its thread-group `struct pid`, which is its identity: a later process that is given the
-/// same number has another one.
-///
-/// # Invariants
-///
-/// `group` holds a reference to a `struct pid`, dropped with `put_pid()` in `drop`.
-struct Process {
-    tgid: i32,
-    group: NonNull<bindings::pid>,
-}
-
-impl Process {
-    /// The process that task `nr` of the caller's pid namespace belongs to, if it has a live
-    /// thread; `ESRCH` otherwise.
-    fn resolve(nr: i32) -> Result<Self> {
-        // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
-        let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
-        let _rcu = kernel::sync::rcu::read_lock();
-        // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is
-        // the current task's namespace.
-        let task = unsafe {
-            let pid = bindings::find_pid_ns(nr, ns);
-            if pid.is_null() {
-                return Err(ESRCH);
-            }
-            bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
-        };
-        // SAFETY: `task` is null or valid while the RCU read lock is held.
-        if !unsafe { group_alive(task) } {
-            return Err(ESRCH);
-        }
-        // SAFETY: `task` is valid under the RCU read lock (and not null: its group is alive);
-        // `get_task_pid` returns its thread-group pid with a reference taken, or null.
-        let (tgid, group) = unsafe {
-            (
-                (*task).tgid,
-                bindings::get_task_pid(task, bindings::pid_type_PIDTYPE_TGID),
-            )
-        };
-        let group = NonNull::new(group).ok_or(ESRCH)?;
-        // INVARIANT: `get_task_pid` took a reference on `group`.
-        Ok(Self { tgid, group })
-    }
-
-    /// Whether this very process (not a later one with its number) still has a live thread.
-    fn alive(&self) -> bool {
-        let _rcu = kernel::sync::rcu::read_lock();
-        // SAFETY: `group` is referenced (type invariants); `pid_task` needs the RCU read lock,
-        // held by `_rcu`, and returns null once the group's leader is released.
-        let task =
-            unsafe { bindings::pid_task(self.group.as_ptr(), bindings::pid_type_PIDTYPE_TGID) };
-        // SAFETY: `task` is null or valid while the RCU read lock is held.
-        unsafe { group_alive(task) }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        // SAFETY: `group` holds a reference (type invariants), dropped once, here.
-        unsafe { bindings::put_pid(self.group.as_ptr()) };
+    fn has_process(&self, task: &Task) -> bool {
+        self.cgroups
+            .iter()
+            .any(|cgroup| !cgroup.is_dead() && cgroup.has_process(task))
     }
 }
 
@@ -369,16 +305,9 @@ impl WatchSet {
     /// no call, so that a handler can return before it saves a register.
     #[inline(always)]
     pub(crate) fn any_watched(&self) -> bool {
-        // FIXME(read_once): Replace with `read_once` when available on the Rust side.
-        //
-        // This `read_volatile` is intended to correspond to a READ_ONCE call, as in
-        // `kernel::fs::File::flags`: `Atomic::load` calls an out-of-line C helper, and that
-        // call made every fault of every process save and restore six registers.
-        //
-        // SAFETY: The pointer is `watched_bound`'s own, valid and aligned for `i64`. Every
-        // store to it is an atomic operation, so this marked (READ_ONCE) load is no data race
-        // under the LKMM; on x86_64 it is one aligned 8-byte load, as `atomic64_read()` is.
-        unsafe { self.watched_bound.as_ptr().read_volatile() > 0 }
+        // Not `Atomic::load`, which calls an out-of-line C helper: that call made every fault
+        // of every process save and restore six registers.
+        read_once(&self.watched_bound) > 0
     }
 
     /// Whether the current process is watched. While no process is watched, one load.
@@ -452,30 +381,15 @@ impl WatchSet {
     /// and its watched bit follow. Serialised with every other change by `membership`, so
     /// that the last look at the process's cgroup decides: a move's probe runs after the
     /// move, so it looks after it, or, if it ran first, this looks after the move.
-    ///
-    /// # Safety
-    ///
-    /// `task` must be valid for the call: `current`, a task a probe was passed, or one found
-    /// under the RCU read lock, still held.
-    unsafe fn refresh(&self, task: *mut bindings::task_struct) {
-        // SAFETY: The caller guarantees `task`; a kernel thread keeps `PF_KTHREAD` for life,
-        // and the task may change its other flags meanwhile (a racy read, as the kernel's
-        // own `READ_ONCE(p->flags)`). Kernel threads (in the root cgroup) have no user
-        // memory to watch.
-        let flags = unsafe { core::ptr::addr_of!((*task).flags).read_volatile() };
-        if flags & bindings::PF_KTHREAD != 0 {
+    fn refresh(&self, task: &Task) {
+        // Kernel threads (in the root cgroup) have no user memory to watch.
+        if task.is_kernel_thread() || !task.group_alive() {
             return;
         }
-        // SAFETY: The caller guarantees `task`.
-        if !unsafe { group_alive(task) } {
-            return;
-        }
-        // SAFETY: The caller guarantees `task`; `tgid` never changes.
-        let tgid = unsafe { (*task).tgid };
+        let tgid = task.tgid();
         let (was_watched, watched) = {
             let membership = self.membership.lock();
-            // SAFETY: The caller guarantees `task`.
-            let member = unsafe { membership.has_process(task) };
+            let member = membership.has_process(task);
             self.by_cgroup.update(tgid, member);
             let watched = member || self.by_pid.contains(tgid);
             (self.update_watched(tgid, watched), watched)
@@ -483,8 +397,7 @@ impl WatchSet {
         // As for a write that adds a process: it may have exited meanwhile (a fully ordered
         // decrement of `signal->live`; the bit was set with a full barrier), and then its
         // exit probe may have missed the bit.
-        // SAFETY: The caller guarantees `task`.
-        if !was_watched && watched && !unsafe { group_alive(task) } {
+        if !was_watched && watched && !task.group_alive() {
             self.remove(tgid);
         }
     }
@@ -492,17 +405,12 @@ impl WatchSet {
     /// A process was moved to another cgroup (`cgroup_attach_task`, fired after the move):
     /// it is watched by cgroup from now on if that is a watched one or below one, and no
     /// longer if it is not.
-    ///
-    /// # Safety
-    ///
-    /// `task` must be valid for the call (the tracepoint's, under `cgroup_mutex`).
-    pub(crate) unsafe fn moved(&self, task: *mut bindings::task_struct) {
+    pub(crate) fn moved(&self, task: &Task) {
         // After the move, against a write adding a cgroup (its count, then its walk): either
         // this sees the count, or the walk sees the process where it was moved to.
         smp_mb(Full);
         if self.cgroups_watched() {
-            // SAFETY: The caller guarantees `task`.
-            unsafe { self.refresh(task) };
+            self.refresh(task);
         }
     }
 
@@ -514,41 +422,30 @@ impl WatchSet {
         if !self.cgroups_watched() {
             return false;
         }
-        // SAFETY: `current` is valid.
-        unsafe { self.refresh(kernel::task::Task::current_raw()) };
+        self.refresh(kernel::current!());
         self.contains_current()
     }
 
     /// Process `parent` forked the new process `child`: if the parent is watched and
     /// followed, the child is watched too, and so it is if it is in a watched cgroup (its
     /// parent's, or the one `clone3(CLONE_INTO_CGROUP)` put it in). Returns `None` if the
-    /// parent is not watched, else whether the child is watched.
-    ///
-    /// # Safety
-    ///
-    /// `child` must be the valid new task of the `sched_process_fork` tracepoint, a thread
-    /// group leader.
-    pub(crate) unsafe fn fork(
-        &self,
-        parent: i32,
-        child: *mut bindings::task_struct,
-    ) -> Option<bool> {
+    /// parent is not watched, else whether the child is watched. `child` is the new task of
+    /// the `sched_process_fork` tracepoint, a thread group leader.
+    pub(crate) fn fork(&self, parent: i32, child: &Task) -> Option<bool> {
         // Fully ordered before the look at the parent's bit, against `if_empty`, which reads
         // the bits and then this count: either it sees this fork in progress, or this fork
         // sees the parent's bit as it was when the set was found empty (clear, since
         // `if_empty` found no bit set). And after the child was put in its cgroup, against a
         // write adding a cgroup: either this sees its count, or its walk sees the child.
         self.forks_in_progress.fetch_add(1, Full);
-        // SAFETY: The caller guarantees `child`.
-        let child_tgid = unsafe { (*child).tgid };
+        let child_tgid = child.tgid();
         let watched = self.contains(parent);
         let follow = watched && self.follows(parent);
         if follow {
             self.add(child_tgid, true);
         }
         if self.cgroups_watched() {
-            // SAFETY: The caller guarantees `child`.
-            unsafe { self.refresh(child) };
+            self.refresh(child);
         }
         let child_watched = self.contains(child_tgid);
         // After the child's bit (`add` sets it fully ordered, `refresh` under the lock).
@@ -624,11 +521,9 @@ impl WatchSet {
             // Fully ordered before the walk's first look at a process: see `moved`, `fork`.
             self.cgroup_count.fetch_add(1, Full);
         }
-        crate::kernel_ext::cgroup::for_each_process(|task| {
-            // SAFETY: The walk passes a valid task, under the RCU read lock.
-            if unsafe { cgroup.has_process(task) } {
-                // SAFETY: As above.
-                unsafe { self.refresh(task) };
+        for_each_process(|task| {
+            if cgroup.has_process(task) {
+                self.refresh(task);
             }
         });
     }
@@ -641,11 +536,9 @@ impl WatchSet {
             membership.cgroups.retain(|c| cgroup_key(c) != key);
             self.cgroup_count.store(membership.cgroups.len(), Release);
         }
-        crate::kernel_ext::cgroup::for_each_process(|task| {
-            // SAFETY: The walk passes a valid task, under the RCU read lock.
-            if self.by_cgroup.contains(unsafe { (*task).tgid }) {
-                // SAFETY: As above.
-                unsafe { self.refresh(task) };
+        for_each_process(|task| {
+            if self.by_cgroup.contains(task.tgid()) {
+                self.refresh(task);
             }
         });
     }
@@ -748,15 +641,15 @@ impl WatchSet {
         for request in requests {
             match request {
                 Request::Add { process, follow } => {
-                    self.add(process.tgid, follow);
+                    self.add(process.tgid(), follow);
                     // The process may have exited since it was looked up, and its number may
                     // even name a newer process by now: then nothing would ever clear the bit,
                     // or it would watch a stranger. The bit is set with a full barrier, the
                     // exit decrements `signal->live` with one: either the exit probes see the
                     // bit or this sees the group dead (through its own `struct pid`, not its
                     // number).
-                    if !process.alive() {
-                        self.remove(process.tgid);
+                    if !process.is_alive() {
+                        self.remove(process.tgid());
                     }
                 }
                 Request::Remove { tgid: Some(tgid) } => self.remove_by_pid(tgid),
@@ -949,7 +842,7 @@ fn parse_request(token: &[u8], cgroups: &[WatchedCgroup]) -> Result<Request, Rej
                 return Err(EINVAL.into());
             }
             Ok(Request::Add {
-                process: Process::resolve(nr)?,
+                process: ProcessPid::find_in_current_ns(nr)?,
                 follow: true,
             })
         }
@@ -960,9 +853,9 @@ fn parse_request(token: &[u8], cgroups: &[WatchedCgroup]) -> Result<Request, Rej
             }
             // A process that is gone has left the set already. Its number still names a watched
             // pid only when the writer sees global pids; from a child namespace it names none.
-            let tgid = match Process::resolve(nr) {
-                Ok(process) => Some(process.tgid),
-                Err(_) if writer_sees_global_pids() => Some(nr),
+            let tgid = match ProcessPid::find_in_current_ns(nr) {
+                Ok(process) => Some(process.tgid()),
+                Err(_) if current_in_initial_pid_ns() => Some(nr),
                 Err(_) => None,
             };
             Ok(Request::Remove { tgid })
@@ -970,7 +863,7 @@ fn parse_request(token: &[u8], cgroups: &[WatchedCgroup]) -> Result<Request, Rej
         digits => match parse_decimal(digits)? {
             0 => Ok(Request::Clear),
             nr => Ok(Request::Add {
-                process: Process::resolve(nr)?,
+                process: ProcessPid::find_in_current_ns(nr)?,
                 follow: false,
             }),
         },
@@ -1013,30 +906,4 @@ fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
             }
         }
     })
-}
-
-/// Whether the current task's pid namespace is the initial one.
-fn writer_sees_global_pids() -> bool {
-    // SAFETY: `current` is valid; its active pid namespace lives at least as long as it does,
-    // and `init_pid_ns` is static: only the addresses are compared.
-    unsafe {
-        bindings::task_active_pid_ns(kernel::task::Task::current_raw())
-            == &raw mut bindings::init_pid_ns
-    }
-}
-
-/// Whether `task`'s thread group has a live thread: `signal->live`, which `do_exit()`
-/// decrements (a fully ordered atomic) before it reports the exit of the last thread.
-///
-/// # Safety
-///
-/// `task` must be null or valid for reads, e.g. found under the RCU read lock, still held.
-unsafe fn group_alive(task: *const bindings::task_struct) -> bool {
-    if task.is_null() {
-        return false;
-    }
-    // SAFETY: `task` is valid (see above) and so is its `signal`, freed with the last task of
-    // the group; `live` is read once, racily, as `atomic_read()` does.
-    let live = unsafe { core::ptr::addr_of!((*(*task).signal).live.counter).read_volatile() };
-    live > 0
 }
