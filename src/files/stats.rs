@@ -3,10 +3,10 @@
 //! `/proc/memmon/stats`: counters and memory use, one `name value` line each.
 
 use super::{pin_box, read_generated, reader_bytes};
+use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::record::event::Kind;
-use crate::watch::ByteWriter;
 use core::fmt::Write;
 use kernel::{
     alloc::KVec,

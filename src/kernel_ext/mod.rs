@@ -3,6 +3,7 @@
 //! Safe wrappers for what `rust/kernel/` lacks, written as if for it: no memmon logic here.
 
 pub(crate) mod atomic;
+pub(crate) mod byte_writer;
 pub(crate) mod cgroup;
 pub(crate) mod delayed_work;
 pub(crate) mod hrtimer;

@@ -17,20 +17,33 @@
 //! Updates from `/proc/memmon/watch-pids` are serialised by a mutex so that a write is all or
 //! nothing; exits and forks update single bits from probe context, under a spinlock that
 //! keeps the union exact.
+//!
+//! - [`bitmap`]: the bitmap over every possible pid;
+//! - [`request`]: the items of a `watch-pids` write, parsed and resolved ([`rejected`]: why
+//!   one is refused);
+//! - [`cgroup`]: the watched cgroups: the lookup of a `c:PATH` item, the writers' and the
+//!   probes' lists.
+
+mod bitmap;
+mod cgroup;
+mod rejected;
+mod request;
 
 use crate::kernel_ext::{
     atomic::read_once,
+    byte_writer::ByteWriter,
     cgroup::{for_each_process, Cgroup},
-    pid::{current_in_initial_pid_ns, ProcessPid},
     task::{current_ids, TaskExt},
 };
+use bitmap::PidBitmap;
+use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
 use core::fmt::Write;
 use kernel::{
     alloc::flags::GFP_KERNEL,
-    alloc::{KVec, VVec},
+    alloc::KVec,
     new_mutex, new_spinlock,
     prelude::*,
-    str::{BStr, CStr},
+    str::BStr,
     sync::{
         atomic::{Atomic, Full, Relaxed, Release},
         barrier::smp_mb,
@@ -38,200 +51,7 @@ use kernel::{
     },
     task::Task,
 };
-
-/// Most cgroups watched at once.
-pub(crate) const CGROUPS_MAX: usize = 64;
-
-/// Longest path of a `c:PATH` item, in bytes.
-pub(crate) const CGROUP_PATH_MAX: usize = 1024;
-
-/// Highest pid the kernel can hand out, plus one (`PID_MAX_LIMIT` on 64-bit).
-pub(crate) const PID_LIMIT: usize = 4 * 1024 * 1024;
-
-const WORD_BITS: usize = 64;
-const WORDS: usize = PID_LIMIT / WORD_BITS;
-
-/// A bitmap over pids whose bits can be read and changed from any context.
-///
-/// A summary bitmap has a bit per word that may be non-zero, so that walking the set bits
-/// reads 1024 summary words and the used words rather than all 65536.
-struct PidBitmap {
-    words: VVec<Atomic<u64>>,
-    /// Bit `i % 64` of word `i / 64` is set once word `i` has had a bit set (cleared only
-    /// by [`PidBitmap::clear_all`]).
-    used: VVec<Atomic<u64>>,
-}
-
-impl PidBitmap {
-    fn new() -> Result<Self> {
-        let mut words = VVec::with_capacity(WORDS, GFP_KERNEL)?;
-        for _ in 0..WORDS {
-            words.push(Atomic::new(0), GFP_KERNEL)?;
-        }
-        let mut used = VVec::with_capacity(WORDS / WORD_BITS, GFP_KERNEL)?;
-        for _ in 0..WORDS / WORD_BITS {
-            used.push(Atomic::new(0), GFP_KERNEL)?;
-        }
-        Ok(Self { words, used })
-    }
-
-    /// Notes that word `index` may have bits set.
-    fn mark_used(&self, index: usize) {
-        if let Some(summary) = self.used.get(index / WORD_BITS) {
-            let bit = 1u64 << (index % WORD_BITS);
-            if summary.load(Relaxed) & bit == 0 {
-                let mut old = summary.load(Relaxed);
-                while let Err(current) = summary.cmpxchg(old, old | bit, Full) {
-                    old = current;
-                }
-            }
-        }
-    }
-
-    #[inline]
-    fn word(&self, pid: i32) -> Option<(&Atomic<u64>, u64)> {
-        let pid = usize::try_from(pid).ok()?;
-        let word = self.words.get(pid / WORD_BITS)?;
-        Some((word, 1 << (pid % WORD_BITS)))
-    }
-
-    #[inline]
-    fn contains(&self, pid: i32) -> bool {
-        self.word(pid)
-            .is_some_and(|(word, bit)| word.load(Relaxed) & bit != 0)
-    }
-
-    /// Sets or clears the bit of `pid`, fully ordered; returns whether it was set before.
-    fn update(&self, pid: i32, set: bool) -> bool {
-        let Some((word, bit)) = self.word(pid) else {
-            return false;
-        };
-        let mut old = word.load(Relaxed);
-        let was_set = loop {
-            let new = if set { old | bit } else { old & !bit };
-            if new == old {
-                break old & bit != 0;
-            }
-            match word.cmpxchg(old, new, Full) {
-                Ok(_) => break old & bit != 0,
-                Err(current) => old = current,
-            }
-        };
-        // After the bit: a `clear_all` in between (which clears the summary first) leaves the
-        // summary set, never a set bit under a clear summary.
-        if set {
-            // CAST: `word` succeeded, so `pid` is a valid non-negative index.
-            self.mark_used(pid as usize / WORD_BITS);
-        }
-        was_set
-    }
-
-    /// Clears every bit; returns how many it cleared (each bit set before or meanwhile is
-    /// cleared and counted once, by this or by an `update` that clears it first). Updates of
-    /// single bits may run meanwhile (from probes): the summaries are cleared before the
-    /// words, and `update` marks a word used after setting its bit, so a bit set meanwhile is
-    /// always found by `for_each`. Walks every word (the summaries are gone by then): a rare
-    /// request, under the writers' mutex.
-    fn clear_all(&self) -> u32 {
-        for summary in self.used.iter() {
-            summary.store(0, Release);
-        }
-        let mut cleared = 0;
-        for word in self.words.iter() {
-            if word.load(Relaxed) != 0 {
-                cleared += word.xchg(0, Full).count_ones();
-            }
-        }
-        cleared
-    }
-
-    fn for_each_used(&self, mut f: impl FnMut(usize, &Atomic<u64>)) {
-        for (summary_index, summary) in self.used.iter().enumerate() {
-            let mut used = summary.load(Relaxed);
-            while used != 0 {
-                // CAST: trailing_zeros of a u64 is below 64.
-                let index = summary_index * WORD_BITS + used.trailing_zeros() as usize;
-                if let Some(word) = self.words.get(index) {
-                    f(index, word);
-                }
-                used &= used - 1;
-            }
-        }
-    }
-
-    /// Clears every bit, walking only the words marked used; returns how many it cleared.
-    /// Only for a bitmap whose bits are all set and cleared under one lock, held.
-    fn clear_used(&self) -> u32 {
-        let mut cleared = 0;
-        self.for_each_used(|_, word| {
-            if word.load(Relaxed) != 0 {
-                cleared += word.xchg(0, Full).count_ones();
-            }
-        });
-        for summary in self.used.iter() {
-            summary.store(0, Release);
-        }
-        cleared
-    }
-
-    /// Calls `f` for every set pid, in increasing order.
-    fn for_each(&self, mut f: impl FnMut(usize)) {
-        self.for_each_used(|index, word| {
-            let mut bits = word.load(Relaxed);
-            while bits != 0 {
-                // CAST: trailing_zeros of a u64 is below 64.
-                let bit = bits.trailing_zeros() as usize;
-                f(index * WORD_BITS + bit);
-                bits &= bits - 1;
-            }
-        });
-    }
-}
-
-/// One parsed request of a `watch-pids` write.
-enum Request {
-    /// `N` (follow = false) or `+N` (follow = true), N resolved to the process it names.
-    Add { process: ProcessPid, follow: bool },
-    /// `-N`, N resolved to a global tgid; `None` when there is nothing to remove.
-    Remove { tgid: Option<i32> },
-    /// `0`.
-    Clear,
-    /// `c:PATH`: the cgroup, and PATH as written.
-    AddCgroup { cgroup: Cgroup, path: KVec<u8> },
-    /// `-c:PATH`: the key ([`cgroup_key`]) of the watched cgroup it names; `None` when it
-    /// names a cgroup that is not watched.
-    RemoveCgroup { key: Option<usize> },
-}
-
-/// A watched cgroup, as the writers see it: the reference, and the path it was first written
-/// with (how `watch-pids` lists it, and a name `-c:` accepts once the path leads elsewhere).
-struct WatchedCgroup {
-    cgroup: Cgroup,
-    path: KVec<u8>,
-}
-
-/// What identifies a cgroup while a reference to it is held: its address.
-fn cgroup_key(cgroup: &Cgroup) -> usize {
-    // CAST: an address, only compared.
-    cgroup.as_ptr() as usize
-}
-
-/// What the membership lock guards: the watched cgroups as the probes see them (the same as
-/// the writers' list, each with a reference of its own), and with the lock held, the right to
-/// change the `watched`, `by_pid` and `by_cgroup` bitmaps.
-struct Membership {
-    /// Allocated for [`CGROUPS_MAX`] at load: adding one never allocates under the lock.
-    cgroups: KVec<Cgroup>,
-}
-
-impl Membership {
-    /// Whether the process of `task` is in a watched cgroup (not removed) or below one.
-    fn has_process(&self, task: &Task) -> bool {
-        self.cgroups
-            .iter()
-            .any(|cgroup| !cgroup.is_dead() && cgroup.has_process(task))
-    }
-}
+use request::{parse_request, plan, Request};
 
 /// The watched processes.
 #[pin_data]
@@ -480,7 +300,7 @@ impl WatchSet {
     /// Bytes of the five bitmaps (fixed: allocated at load for every possible pid) and of
     /// the two lists of watched cgroups (allocated at load too) with their paths.
     pub(crate) fn bytes(&self) -> usize {
-        let bitmaps = 5 * (self.watched.words.len() + self.watched.used.len()) * size_of::<u64>();
+        let bitmaps = 5 * self.watched.bytes();
         let lists = CGROUPS_MAX * (size_of::<WatchedCgroup>() + size_of::<Cgroup>());
         let paths: usize = self.update.lock().iter().map(|c| c.path.len()).sum();
         bitmaps + lists + paths
@@ -719,52 +539,6 @@ impl WatchSet {
 /// Most bytes of a rejected item the kernel log shows.
 const SHOWN_MAX: usize = 64;
 
-/// Why an item of a write was refused: the error the write fails with, and the reason the
-/// kernel log gives.
-struct Rejected {
-    error: Error,
-    why: &'static str,
-}
-
-impl From<Error> for Rejected {
-    fn from(error: Error) -> Self {
-        let why = if error == ESRCH {
-            "no such process"
-        } else if error == ENOMEM {
-            "out of memory"
-        } else {
-            "not a pid (N, +N, -N, 0) nor a cgroup (c:PATH, -c:PATH)"
-        };
-        Self { error, why }
-    }
-}
-
-impl From<kernel::alloc::AllocError> for Rejected {
-    fn from(_: kernel::alloc::AllocError) -> Self {
-        ENOMEM.into()
-    }
-}
-
-/// Keeps `planned`, the keys of the cgroups watched once the items so far apply, up to date
-/// with `request`; refuses a cgroup beyond [`CGROUPS_MAX`].
-fn plan(planned: &mut KVec<usize>, request: Request) -> Result<Request, Rejected> {
-    match &request {
-        Request::Clear => planned.clear(),
-        Request::AddCgroup { cgroup, .. } => {
-            let key = cgroup_key(cgroup);
-            if !planned.contains(&key) {
-                planned.push_within_capacity(key).map_err(|_| Rejected {
-                    error: ENOSPC,
-                    why: "as many cgroups as can be are watched (64)",
-                })?;
-            }
-        }
-        Request::RemoveCgroup { key: Some(key) } => planned.retain(|k| k != key),
-        _ => {}
-    }
-    Ok(request)
-}
-
 fn write_range(out: &mut ByteWriter, (first, last): (usize, usize)) -> core::fmt::Result {
     if !out.0.is_empty() {
         out.write_str(",")?;
@@ -774,136 +548,4 @@ fn write_range(out: &mut ByteWriter, (first, last): (usize, usize)) -> core::fmt
     } else {
         write!(out, "{first}-{last}")
     }
-}
-
-/// `core::fmt::Write` into a growable byte vector.
-pub(crate) struct ByteWriter(pub(crate) KVec<u8>);
-
-impl Write for ByteWriter {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.0
-            .extend_from_slice(s.as_bytes(), GFP_KERNEL)
-            .map_err(|_| core::fmt::Error)
-    }
-}
-
-fn parse_decimal(digits: &[u8]) -> Result<i32> {
-    if digits.is_empty() || digits.len() > 10 {
-        return Err(EINVAL);
-    }
-    let mut value: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return Err(EINVAL);
-        }
-        value = value * 10 + i64::from(d - b'0');
-    }
-    // CAST: PID_LIMIT is 2^22.
-    if value >= PID_LIMIT as i64 {
-        return Err(EINVAL);
-    }
-    i32::try_from(value).map_err(|_| EINVAL)
-}
-
-fn parse_request(token: &[u8], cgroups: &[WatchedCgroup]) -> Result<Request, Rejected> {
-    match token {
-        [b'c', b':', path @ ..] => {
-            let cgroup = resolve_cgroup(path)?;
-            let mut written = KVec::with_capacity(path.len(), GFP_KERNEL)?;
-            written.extend_from_slice(path, GFP_KERNEL)?;
-            Ok(Request::AddCgroup {
-                cgroup,
-                path: written,
-            })
-        }
-        [b'-', b'c', b':', path @ ..] => {
-            let key = match resolve_cgroup(path) {
-                // Also one that an earlier item of the same write adds (`plan` and the apply
-                // step look the key up in what is watched by then); the address of a cgroup
-                // that is neither watched nor added names nothing.
-                Ok(cgroup) => Some(cgroup_key(&cgroup)),
-                // The path no longer resolves in the writer's mount namespace (cgroup2 has no
-                // rename, but the mount may have changed): the path it is listed with still
-                // names it. Else the error stands (a mistyped path is not taken for a removed
-                // cgroup).
-                Err(rejected) => Some(
-                    cgroups
-                        .iter()
-                        .find(|c| c.path.as_slice() == path)
-                        .map(|c| cgroup_key(&c.cgroup))
-                        .ok_or(rejected)?,
-                ),
-            };
-            Ok(Request::RemoveCgroup { key })
-        }
-        [b'+', digits @ ..] => {
-            let nr = parse_decimal(digits)?;
-            if nr == 0 {
-                return Err(EINVAL.into());
-            }
-            Ok(Request::Add {
-                process: ProcessPid::find_in_current_ns(nr)?,
-                follow: true,
-            })
-        }
-        [b'-', digits @ ..] => {
-            let nr = parse_decimal(digits)?;
-            if nr == 0 {
-                return Err(EINVAL.into());
-            }
-            // A process that is gone has left the set already. Its number still names a watched
-            // pid only when the writer sees global pids; from a child namespace it names none.
-            let tgid = match ProcessPid::find_in_current_ns(nr) {
-                Ok(process) => Some(process.tgid()),
-                Err(_) if current_in_initial_pid_ns() => Some(nr),
-                Err(_) => None,
-            };
-            Ok(Request::Remove { tgid })
-        }
-        digits => match parse_decimal(digits)? {
-            0 => Ok(Request::Clear),
-            nr => Ok(Request::Add {
-                process: ProcessPid::find_in_current_ns(nr)?,
-                follow: false,
-            }),
-        },
-    }
-}
-
-/// The cgroup v2 directory at `path` (the PATH of `c:PATH`, in the writer's mount
-/// namespace), with a reference taken.
-fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
-    let invalid = |why| Rejected { error: EINVAL, why };
-    if path.first() != Some(&b'/') {
-        return Err(invalid("not an absolute path (c:/sys/fs/cgroup/...)"));
-    }
-    if path.len() > CGROUP_PATH_MAX {
-        return Err(invalid("a path longer than 1024 bytes"));
-    }
-    if path.contains(&0) {
-        return Err(invalid("a NUL byte in the path"));
-    }
-    let mut bytes = KVec::with_capacity(path.len() + 1, GFP_KERNEL)?;
-    bytes.extend_from_slice(path, GFP_KERNEL)?;
-    bytes.push(0, GFP_KERNEL)?;
-    let path = CStr::from_bytes_with_nul(&bytes).map_err(|_| invalid("a NUL byte in the path"))?;
-    Cgroup::from_dir(path).map_err(|error| {
-        if error == ENOENT {
-            Rejected {
-                error,
-                why: "no such directory (or a cgroup outside the writer's cgroup namespace)",
-            }
-        } else if error == ENOTDIR {
-            invalid("not a directory")
-        } else if error == EMEDIUMTYPE {
-            invalid("not a cgroup v2 directory (not in a cgroup2 file system)")
-        } else if error == ELOOP || error == ENAMETOOLONG {
-            invalid("too many symbolic links, or a name too long")
-        } else {
-            Rejected {
-                error,
-                why: "the path cannot be looked up",
-            }
-        }
-    })
 }
