@@ -459,48 +459,53 @@ impl WatchSet {
             before_adding(adds_cgroup)?;
         }
         for request in requests {
-            match request {
-                Request::Add { process, follow } => {
-                    self.add(process.tgid(), follow);
-                    // The process may have exited since it was looked up, and its number may
-                    // even name a newer process by now: then nothing would ever clear the bit,
-                    // or it would watch a stranger. The bit is set with a full barrier, the
-                    // exit decrements `signal->live` with one: either the exit probes see the
-                    // bit or this sees the group dead (through its own `struct pid`, not its
-                    // number).
-                    if !process.is_alive() {
-                        self.remove(process.tgid());
-                    }
+            self.apply_request(&mut cgroups, request);
+        }
+        Ok(())
+    }
+
+    /// Applies one checked item of a write; `cgroups` is the writers' list, its lock held.
+    fn apply_request(&self, cgroups: &mut KVec<WatchedCgroup>, request: Request) {
+        match request {
+            Request::Add { process, follow } => {
+                self.add(process.tgid(), follow);
+                // The process may have exited since it was looked up, and its number may
+                // even name a newer process by now: then nothing would ever clear the bit,
+                // or it would watch a stranger. The bit is set with a full barrier, the
+                // exit decrements `signal->live` with one: either the exit probes see the
+                // bit or this sees the group dead (through its own `struct pid`, not its
+                // number).
+                if !process.is_alive() {
+                    self.remove(process.tgid());
                 }
-                Request::Remove { tgid: Some(tgid) } => self.remove_by_pid(tgid),
-                Request::Remove { tgid: None } | Request::RemoveCgroup { key: None } => {}
-                Request::Clear => {
-                    cgroups.clear();
-                    self.clear();
+            }
+            Request::Remove { tgid: Some(tgid) } => self.remove_by_pid(tgid),
+            Request::Remove { tgid: None } | Request::RemoveCgroup { key: None } => {}
+            Request::Clear => {
+                cgroups.clear();
+                self.clear();
+            }
+            Request::AddCgroup { cgroup, path } => {
+                if cgroups.iter().any(|c| c.cgroup.is(&cgroup)) {
+                    return;
                 }
-                Request::AddCgroup { cgroup, path } => {
-                    if cgroups.iter().any(|c| c.cgroup.is(&cgroup)) {
-                        continue;
-                    }
-                    let watched = WatchedCgroup {
-                        cgroup: cgroup.clone(),
-                        path,
-                    };
-                    // Room for it: `plan` kept the list within its capacity.
-                    if cgroups.push_within_capacity(watched).is_ok() {
-                        self.add_cgroup(cgroup);
-                    }
+                let watched = WatchedCgroup {
+                    cgroup: cgroup.clone(),
+                    path,
+                };
+                // Room for it: `plan` kept the list within its capacity.
+                if cgroups.push_within_capacity(watched).is_ok() {
+                    self.add_cgroup(cgroup);
                 }
-                Request::RemoveCgroup { key: Some(key) } => {
-                    let before = cgroups.len();
-                    cgroups.retain(|c| cgroup_key(&c.cgroup) != key);
-                    if cgroups.len() != before {
-                        self.remove_cgroup(key);
-                    }
+            }
+            Request::RemoveCgroup { key: Some(key) } => {
+                let before = cgroups.len();
+                cgroups.retain(|c| cgroup_key(&c.cgroup) != key);
+                if cgroups.len() != before {
+                    self.remove_cgroup(key);
                 }
             }
         }
-        Ok(())
     }
 
     /// The watched set as text: a line of the watched processes, sorted, consecutive pids as
