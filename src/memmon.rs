@@ -14,7 +14,8 @@
 //! - [`unwind`]: the unwind tables userspace loads, which the stack walker reads under RCU;
 //! - [`files`]: the `/proc/memmon` files;
 //! - [`kernel_ext`]: safe wrappers for what `rust/kernel/` lacks (kprobes, tracepoints,
-//!   procfs, poll queues, timers, work, runtime parameters, the current task).
+//!   procfs, poll queues, timers, work, runtime parameters, tasks and pids, cgroups, page
+//!   faults, `READ_ONCE`, a byte writer).
 //!
 //! Initialisation order: the state (rings, watch set), the kprobes (registered disarmed),
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
