@@ -61,9 +61,7 @@ impl Folio {
     /// Pages in the folio (`folio_nr_pages()`).
     pub(crate) fn nr_pages(&self) -> usize {
         // SAFETY: `self` is a valid folio.
-        let pages = unsafe { bindings::memmon_folio_nr_pages(self.0.get()) };
-        // CAST: an unsigned long is a usize on the kernel's targets.
-        pages as usize
+        unsafe { bindings::memmon_folio_nr_pages(self.0.get()) }
     }
 }
 
