@@ -4,15 +4,18 @@
 //! typed by the handler that resolved it (anonymous, file, swap-in, write-protect), and every
 //! mm system call, as text lines in `/proc/memmon/events`.
 //!
-//! - [`state`]: what the parts share; [`ring`]: the per-CPU rings of packed records;
-//!   [`watch`]: the watched processes;
+//! - [`state`]: what the producers and the readers share; [`ring`]: the per-CPU rings of
+//!   packed records; [`watch`]: the watched processes;
+//! - [`monitor`]: what the `/proc/memmon` files serve: the state, the probes' counters and
+//!   arming, the cgroup move probe;
 //! - [`probes`]: one file per kernel hook (faults, mm calls, fork/exec/exit, `rss`, user
 //!   stacks, access sampling);
 //! - [`record`]: the record format, kernel-free (events, packed form, text lines);
 //! - [`unwind`]: the unwind tables userspace loads, which the stack walker reads under RCU;
 //! - [`files`]: the `/proc/memmon` files;
 //! - [`kernel_ext`]: safe wrappers for what `rust/kernel/` lacks (kprobes, tracepoints,
-//!   procfs, poll queues, timers, work, runtime parameters, the current task).
+//!   procfs, poll queues, timers, work, runtime parameters, tasks and pids, cgroups, page
+//!   faults, `READ_ONCE`, a byte writer).
 //!
 //! Initialisation order: the state (rings, watch set), the kprobes (registered disarmed),
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
@@ -28,6 +31,7 @@ compile_error!("memmon does not support PREEMPT_RT kernels");
 mod bindings;
 mod files;
 mod kernel_ext;
+mod monitor;
 mod probes;
 mod record;
 mod ring;
@@ -37,9 +41,10 @@ mod watch;
 
 use kernel_ext::procfs::ProcDir;
 use kernel_ext::tracepoint::{Detached, TracepointProbe};
-use probes::{lifecycle::LifecycleProbes, syscalls::SyscallProbes};
+use monitor::Monitor;
+use probes::{fault::Source, lifecycle::LifecycleProbes, syscalls::SyscallProbes};
 use ring::Ring;
-use state::{Monitor, State};
+use state::State;
 use unwind::store::UnwindStore;
 use watch::WatchSet;
 
@@ -90,12 +95,18 @@ struct Memmon {
     sampler: Option<probes::sample::Sampler>,
 }
 
-impl kernel::Module for Memmon {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: No preconditions; it reads the kernel's utsname (and logs a mismatch).
-        if !unsafe { bindings::memmon_kernel_matches() } {
-            return Err(ENODEV);
-        }
+/// The load parameters, checked.
+struct Params {
+    buflen: usize,
+    unwind_max_bytes: usize,
+    sample_pages: u32,
+    fault_source: Source,
+}
+
+impl Params {
+    /// The parameters the module is loaded with; fails with `EINVAL`, and says why, for one
+    /// out of its range.
+    fn read() -> Result<Self> {
         let buflen = module_parameters::buflen.value();
         if !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
             pr_err!(
@@ -124,77 +135,51 @@ impl kernel::Module for Memmon {
             );
             return Err(EINVAL);
         }
-        // CAST: at most 4 GiB, in a usize of 64 bits.
-        let unwind_max_bytes = unwind_max_kb as usize * 1024;
+        let fault_source = if module_parameters::fault_kprobes.value() {
+            Source::Kprobes
+        } else {
+            Source::default_for_build()
+        };
+        Ok(Self {
+            // CAST: `buflen` is at most 256 MiB.
+            buflen: buflen as usize,
+            // CAST: at most 4 GiB, in a usize of 64 bits.
+            unwind_max_bytes: unwind_max_kb as usize * 1024,
+            sample_pages,
+            fault_source,
+        })
+    }
+}
+
+impl kernel::Module for Memmon {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: No preconditions; it reads the kernel's utsname (and logs a mismatch).
+        if !unsafe { bindings::memmon_kernel_matches() } {
+            return Err(ENODEV);
+        }
+        let params = Params::read()?;
         kernel_ext::task::check_task_layout()?;
-        // CAST: `buflen` is at most 256 MiB.
-        let buflen = buflen as usize;
+        let buflen = params.buflen;
         let state = Arc::pin_init(
             try_pin_init!(State {
                 ring <- Ring::new(buflen)?,
                 watch <- WatchSet::new()?,
-                unwind <- UnwindStore::new(unwind_max_bytes),
+                unwind <- UnwindStore::new(params.unwind_max_bytes),
                 buflen,
             }),
             GFP_KERNEL,
         )?;
-        let fault_source = if module_parameters::fault_kprobes.value() {
-            probes::fault::Source::Kprobes
-        } else {
-            probes::fault::Source::default_for_build()
-        };
-        let fault_kprobes = match fault_source {
-            probes::fault::Source::Kprobes => {
-                probes::sample::refuse_sampling()?;
-                Some(probes::fault::kprobes::FaultKprobes::register(&state)?)
-            }
-            probes::fault::Source::Tracepoint => None,
-        };
-        let monitor = Arc::new(
-            Monitor::new(
-                state.clone(),
-                SyscallProbes::register(&state, fault_kprobes)?,
-                LifecycleProbes::register(&state)?,
-                fault_source,
-            )?,
-            GFP_KERNEL,
-        )?;
-        // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
-        // where kprobes run in the probed task's context, through ftrace, not from an int3
-        // trap (NMI-like context).
-        if !monitor.syscalls.ftrace_based() || !monitor.lifecycle.ftrace_based() {
-            pr_err!(
-                "the kprobes do not go through ftrace (int3): build the kernel with \
-                 CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"
-            );
-            return Err(EOPNOTSUPP);
-        }
-        let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
-        #[cfg(memmon_mm_fault)]
-        if fault_source == probes::fault::Source::Tracepoint {
-            tracepoints.push(
-                probes::fault::tracepoint::attach(state.clone())?,
-                GFP_KERNEL,
-            )?;
-        }
-        tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
-        tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
-        let sampler = probes::sample::Sampler::start(state.clone(), sample_pages)?;
-        let proc_dir = ProcDir::new(c"memmon", monitor)?;
-        proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
-        proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
-        proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
-        proc_dir.create::<files::UnwindFile>(c"unwind", 0o600)?;
-        // Last: once it exists a reader may block in it, and nothing after it can fail (a
-        // failed init would remove the files without closing the ring first).
-        proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
+        let monitor = register_probes(&state, params.fault_source)?;
+        let tracepoints = attach_tracepoints(&state, params.fault_source)?;
+        let sampler = probes::sample::Sampler::start(state.clone(), params.sample_pages)?;
+        let proc_dir = create_files(monitor)?;
         let stats = state.ring.stats();
         pr_info!(
             "loaded: buflen={} ({} rings of {} bytes), fault source: {}\n",
             buflen,
             stats.rings,
             stats.ring_bytes,
-            fault_source.name()
+            params.fault_source.name()
         );
         Ok(Self {
             state,
@@ -203,6 +188,70 @@ impl kernel::Module for Memmon {
             sampler: Some(sampler),
         })
     }
+}
+
+/// Registers the kprobes (the fault source's if it is `fault_source`, the syscall and the
+/// lifecycle probes), all going through ftrace, into the monitor of `state`.
+fn register_probes(state: &Arc<State>, fault_source: Source) -> Result<Arc<Monitor>> {
+    let fault_kprobes = match fault_source {
+        Source::Kprobes => {
+            probes::sample::refuse_sampling()?;
+            Some(probes::fault::kprobes::FaultKprobes::register(state)?)
+        }
+        Source::Tracepoint => None,
+    };
+    let monitor = Arc::new(
+        Monitor::new(
+            state.clone(),
+            SyscallProbes::register(state, fault_kprobes)?,
+            LifecycleProbes::register(state)?,
+            fault_source,
+        )?,
+        GFP_KERNEL,
+    )?;
+    // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
+    // where kprobes run in the probed task's context, through ftrace, not from an int3
+    // trap (NMI-like context).
+    if !monitor.syscalls.ftrace_based() || !monitor.lifecycle.ftrace_based() {
+        pr_err!(
+            "the kprobes do not go through ftrace (int3): build the kernel with \
+             CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"
+        );
+        return Err(EOPNOTSUPP);
+    }
+    Ok(monitor)
+}
+
+/// Attaches the tracepoint probes: `mm:mm_fault` if it is the fault source, process exit,
+/// fork.
+fn attach_tracepoints(
+    state: &Arc<State>,
+    fault_source: Source,
+) -> Result<KVec<TracepointProbe<State>>> {
+    let mut tracepoints = KVec::with_capacity(3, GFP_KERNEL)?;
+    if fault_source == Source::Tracepoint {
+        #[cfg(memmon_mm_fault)]
+        tracepoints.push(
+            probes::fault::tracepoint::attach(state.clone())?,
+            GFP_KERNEL,
+        )?;
+    }
+    tracepoints.push(probes::lifecycle::attach_exit(state.clone())?, GFP_KERNEL)?;
+    tracepoints.push(probes::lifecycle::attach_fork(state.clone())?, GFP_KERNEL)?;
+    Ok(tracepoints)
+}
+
+/// Creates `/proc/memmon` and its files, served from `monitor`.
+fn create_files(monitor: Arc<Monitor>) -> Result<ProcDir<Monitor>> {
+    let proc_dir = ProcDir::new(c"memmon", monitor)?;
+    proc_dir.create::<files::WatchPidsFile>(c"watch-pids", 0o600)?;
+    proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
+    proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
+    proc_dir.create::<files::UnwindFile>(c"unwind", 0o600)?;
+    // Last: once it exists a reader may block in it, and nothing after it can fail (a
+    // failed init would remove the files without closing the ring first).
+    proc_dir.create::<files::EventsFile>(c"events", 0o400)?;
+    Ok(proc_dir)
 }
 
 impl Drop for Memmon {

@@ -5,13 +5,13 @@
 use crate::kernel_ext::killable::lock_killable;
 use crate::kernel_ext::procfs::{PollTableRef, ProcFile};
 use crate::kernel_ext::task::now_ns;
+use crate::monitor::Monitor;
 use crate::record::copy::copy_bytes;
 use crate::record::event::Event;
 use crate::record::event::STACK_MAX;
 use crate::record::packed;
 use crate::record::text::{format_event, format_lost, Line};
-use crate::ring::{poll_mask, Cursor, Readiness, BLOCK_BYTES};
-use crate::state::Monitor;
+use crate::ring::{poll_mask, Cursor, Readiness, Ring, BLOCK_BYTES};
 use kernel::{
     alloc::{KVec, VVec},
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
@@ -67,7 +67,21 @@ struct Output<'a> {
     lost_reported: u64,
 }
 
-impl Output<'_> {
+impl<'a> Output<'a> {
+    /// Nothing gathered yet, for `user`, in `chunk`.
+    fn new(user: &'a mut UserSliceWriter, chunk: &'a mut [u8]) -> Self {
+        Self {
+            user,
+            chunk,
+            len: 0,
+            events: 0,
+            lost: 0,
+            written: 0,
+            delivered: 0,
+            lost_reported: 0,
+        }
+    }
+
     /// Adds `line` (for `events` events, or reporting `lost` lost ones) if the reader's
     /// buffer has room for it. `Ok(false)`: it has not.
     fn push(&mut self, line: &Line, events: u64, lost: u64) -> Result<bool> {
@@ -177,16 +191,7 @@ impl EventsFile {
         // Every record stamped up to now is in a ring already: merging those by time gives
         // a stream in time order. Later ones wait for the next read.
         let until = now_ns();
-        let mut output = Output {
-            user: out,
-            chunk: chunk.as_mut_slice(),
-            len: 0,
-            events: 0,
-            lost: 0,
-            written: 0,
-            delivered: 0,
-            lost_reported: 0,
-        };
+        let mut output = Output::new(out, chunk.as_mut_slice());
         let mut too_long = false;
         let result = 'fill: {
             if *held {
@@ -200,45 +205,7 @@ impl EventsFile {
                 }
             }
             loop {
-                let mut next: Option<(u64, usize)> = None;
-                for (cpu, (cursor, part)) in cursors.iter_mut().zip(staged.iter_mut()).enumerate() {
-                    let Some(bytes) = stage.get_mut(cpu * BLOCK_BYTES..(cpu + 1) * BLOCK_BYTES)
-                    else {
-                        continue;
-                    };
-                    if part.start == part.end {
-                        // Whatever was not decoded of the last fetch (it cannot happen).
-                        *lost += part.records;
-                        let fetched = ring.fetch(cpu, cursor, bytes);
-                        *lost += fetched.lost;
-                        *part = Staged {
-                            start: 0,
-                            end: fetched.bytes,
-                            records: fetched.records,
-                        };
-                    }
-                    if part.start == part.end {
-                        continue;
-                    }
-                    match bytes
-                        .get(part.start..part.end)
-                        .and_then(|bytes| packed::time(bytes, &cursor.state))
-                    {
-                        // Newer than this read; but a time later than now cannot have been
-                        // stamped (it cannot happen): dropped, or it would never be read.
-                        Some(time) if time > until => {
-                            if time > now_ns() {
-                                drop_staged(cursor, part, lost);
-                            }
-                        }
-                        Some(time) => {
-                            if next.is_none_or(|(first, _)| time < first) {
-                                next = Some((time, cpu));
-                            }
-                        }
-                        None => drop_staged(cursor, part, lost),
-                    }
-                }
+                let next = earliest_ring(ring, cursors, stage, staged, lost, until);
                 if *lost > 0 {
                     format_lost(line, now_ns(), *lost);
                     match output.push(line, 0, *lost) {
@@ -250,7 +217,7 @@ impl EventsFile {
                         Err(e) => break 'fill Err(e),
                     }
                 }
-                let Some((_, cpu)) = next else {
+                let Some(cpu) = next else {
                     break 'fill Ok(());
                 };
                 let (Some(cursor), Some(part)) = (cursors.get_mut(cpu), staged.get_mut(cpu)) else {
@@ -290,6 +257,58 @@ impl EventsFile {
             _ => Ok(output.written),
         }
     }
+}
+
+/// Fetches more records from each ring whose staged ones ran out, and returns the ring whose
+/// next staged record is the earliest of those stamped up to `until`, if any. Records that do
+/// not decode, or are stamped later than now, are dropped and counted in `lost`.
+fn earliest_ring(
+    ring: &Ring,
+    cursors: &mut [Cursor],
+    stage: &mut [u8],
+    staged: &mut [Staged],
+    lost: &mut u64,
+    until: u64,
+) -> Option<usize> {
+    let mut next: Option<(u64, usize)> = None;
+    for (cpu, (cursor, part)) in cursors.iter_mut().zip(staged.iter_mut()).enumerate() {
+        let Some(bytes) = stage.get_mut(cpu * BLOCK_BYTES..(cpu + 1) * BLOCK_BYTES) else {
+            continue;
+        };
+        if part.start == part.end {
+            // Whatever was not decoded of the last fetch (it cannot happen).
+            *lost += part.records;
+            let fetched = ring.fetch(cpu, cursor, bytes);
+            *lost += fetched.lost;
+            *part = Staged {
+                start: 0,
+                end: fetched.bytes,
+                records: fetched.records,
+            };
+        }
+        if part.start == part.end {
+            continue;
+        }
+        match bytes
+            .get(part.start..part.end)
+            .and_then(|bytes| packed::time(bytes, &cursor.state))
+        {
+            // Newer than this read; but a time later than now cannot have been
+            // stamped (it cannot happen): dropped, or it would never be read.
+            Some(time) if time > until => {
+                if time > now_ns() {
+                    drop_staged(cursor, part, lost);
+                }
+            }
+            Some(time) => {
+                if next.is_none_or(|(first, _)| time < first) {
+                    next = Some((time, cpu));
+                }
+            }
+            None => drop_staged(cursor, part, lost),
+        }
+    }
+    next.map(|(_, cpu)| cpu)
 }
 
 /// Drops the records staged in `part`, which do not decode (it cannot happen), as lost, and

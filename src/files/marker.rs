@@ -4,8 +4,8 @@
 
 use super::{pin_box, read_small_write};
 use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
 use crate::record::event::Kind;
-use crate::state::Monitor;
 use kernel::{
     fs::{File, LocalFile},
     prelude::*,

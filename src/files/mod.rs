@@ -14,7 +14,8 @@ mod stats;
 mod unwind;
 mod watch_pids;
 
-pub(crate) use events::{reader_bytes, EventsFile};
+use events::reader_bytes;
+pub(crate) use events::EventsFile;
 pub(crate) use marker::MarkerFile;
 pub(crate) use stats::StatsFile;
 pub(crate) use unwind::UnwindFile;

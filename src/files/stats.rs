@@ -2,11 +2,11 @@
 
 //! `/proc/memmon/stats`: counters and memory use, one `name value` line each.
 
-use super::{pin_box, read_generated};
+use super::{pin_box, read_generated, reader_bytes};
+use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
 use crate::record::event::Kind;
-use crate::state::Monitor;
-use crate::watch::ByteWriter;
 use core::fmt::Write;
 use kernel::{
     alloc::KVec,
@@ -53,7 +53,7 @@ impl StatsFile {
             let (arm_ns, armed) = crate::probes::sample::arming_totals();
             writeln!(out, "sample_arm_ns {arm_ns}")?;
             writeln!(out, "sample_armed {armed}")?;
-            let memory = self.monitor.memory();
+            let memory = self.monitor.memory(reader_bytes(stats.rings));
             writeln!(out, "readers {}", memory.readers)?;
             writeln!(out, "memory_rings {}", memory.rings)?;
             writeln!(out, "memory_watch {}", memory.watch)?;

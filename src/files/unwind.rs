@@ -4,10 +4,10 @@
 //! write (docs/unwind.md); reading it lists what is loaded.
 
 use super::{pin_box, read_generated};
+use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::procfs::ProcFile;
-use crate::state::Monitor;
+use crate::monitor::Monitor;
 use crate::unwind::format::{self, Command, WRITE_MAX};
-use crate::watch::ByteWriter;
 use kernel::{
     alloc::{KVVec, KVec},
     fs::{File, LocalFile},

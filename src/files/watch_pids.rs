@@ -4,7 +4,7 @@
 
 use super::{pin_box, read_generated, read_small_write};
 use crate::kernel_ext::procfs::ProcFile;
-use crate::state::Monitor;
+use crate::monitor::Monitor;
 use kernel::{
     fs::{File, LocalFile},
     prelude::*,

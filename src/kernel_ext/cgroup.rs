@@ -4,10 +4,11 @@
 //! found by the path of its directory, and whether a process is in it; the walk over every
 //! process (`for_each_process`).
 
+use super::task::task_from_raw;
 use crate::bindings;
 
 use core::ptr::NonNull;
-use kernel::{error::to_result, prelude::*, str::CStr};
+use kernel::{error::to_result, prelude::*, str::CStr, task::Task};
 
 /// A reference to a cgroup of the default (v2) hierarchy.
 ///
@@ -49,14 +50,9 @@ impl Cgroup {
     }
 
     /// Whether the process of `task` (its thread-group leader) is in this cgroup or below.
-    ///
-    /// # Safety
-    ///
-    /// `task` must be valid for the call, e.g. `current`, or found under the RCU read lock
-    /// still held.
-    pub(crate) unsafe fn has_process(&self, task: *mut bindings::task_struct) -> bool {
-        // SAFETY: `ptr` is referenced (type invariants); the caller guarantees `task`.
-        unsafe { bindings::memmon_cgroup_has_process(self.ptr.as_ptr(), task) }
+    pub(crate) fn has_process(&self, task: &Task) -> bool {
+        // SAFETY: `ptr` is referenced (type invariants); `task` is valid.
+        unsafe { bindings::memmon_cgroup_has_process(self.ptr.as_ptr(), task.as_ptr()) }
     }
 
     /// The `struct cgroup`, valid while `self` is.
@@ -88,17 +84,19 @@ impl Drop for Cgroup {
 
 /// Calls `f` with every process (its thread-group leader, zombies included), under the RCU
 /// read lock: `f` must not sleep. The task is valid while `f` runs.
-pub(crate) fn for_each_process<F: FnMut(*mut bindings::task_struct)>(mut f: F) {
+pub(crate) fn for_each_process<F: FnMut(&Task)>(mut f: F) {
     /// # Safety
     ///
     /// Called by `memmon_for_each_process` with the `F` passed below and a valid task.
-    unsafe extern "C" fn visit<F: FnMut(*mut bindings::task_struct)>(
+    unsafe extern "C" fn visit<F: FnMut(&Task)>(
         data: *mut c_void,
         task: *mut bindings::task_struct,
     ) {
         // SAFETY: `data` is the `F` passed below, borrowed mutably for the walk only.
         let f = unsafe { &mut *data.cast::<F>() };
-        f(task);
+        // SAFETY: The walk passes a task that is valid during this call (under the RCU read
+        // lock); `f` cannot keep the reference past it.
+        f(unsafe { task_from_raw(task) });
     }
 
     // SAFETY: `visit::<F>` has the expected signature and uses `f` only during the call.

@@ -2,11 +2,15 @@
 
 //! Safe wrappers for what `rust/kernel/` lacks, written as if for it: no memmon logic here.
 
+pub(crate) mod atomic;
+pub(crate) mod byte_writer;
 pub(crate) mod cgroup;
 pub(crate) mod delayed_work;
 pub(crate) mod hrtimer;
 pub(crate) mod killable;
 pub(crate) mod kprobe;
+pub(crate) mod mm;
+pub(crate) mod pid;
 pub(crate) mod pollqueue;
 pub(crate) mod procfs;
 pub(crate) mod runtime_param;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The current task: its ids, the clock its records are stamped with, and its saved user
-//! registers.
+//! Tasks: the current task's ids, the clock its records are stamped with, and its saved user
+//! registers; a [`Task`] from a pointer the kernel passes, and what [`Task`] does not tell
+//! (whether it is a kernel thread, whether its thread group is alive).
 
 use crate::bindings;
 
-use kernel::prelude::*;
+use kernel::{prelude::*, task::Task};
 
 /// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
 /// different CPUs merge in order. Callable in any context but NMI (no producer runs there).
@@ -71,4 +72,43 @@ pub(crate) fn current_user_regs() -> Option<&'static bindings::pt_regs> {
     // SAFETY: A user task that entered the kernel saved its user registers there (the entry
     // code builds `pt_regs` at the top of the kernel stack); they stay while it runs.
     Some(unsafe { &*regs })
+}
+
+/// The task `ptr` points to, borrowed for `'a`.
+///
+/// # Safety
+///
+/// `ptr` must point to a task that stays valid for all of `'a`: `current`, a task a
+/// tracepoint passes (for the call), or one found under the RCU read lock (while it is held).
+pub(crate) unsafe fn task_from_raw<'a>(ptr: *mut bindings::task_struct) -> &'a Task {
+    // SAFETY: The caller guarantees that `ptr` is valid for `'a`; `Task` is a transparent
+    // wrapper of `struct task_struct`.
+    unsafe { &*ptr.cast::<Task>() }
+}
+
+/// What [`Task`] does not tell.
+pub(crate) trait TaskExt {
+    /// Whether the task is a kernel thread (`PF_KTHREAD`, which one keeps for life).
+    fn is_kernel_thread(&self) -> bool;
+
+    /// Whether the task's thread group has a live thread: `signal->live`, which `do_exit()`
+    /// decrements (a fully ordered atomic) before it reports the exit of the last thread.
+    fn group_alive(&self) -> bool;
+}
+
+impl TaskExt for Task {
+    fn is_kernel_thread(&self) -> bool {
+        // SAFETY: `self` is a valid task. It may change its other flags meanwhile: a racy read,
+        // as the kernel's own `READ_ONCE(p->flags)`.
+        let flags = unsafe { core::ptr::addr_of!((*self.as_ptr()).flags).read_volatile() };
+        flags & bindings::PF_KTHREAD != 0
+    }
+
+    fn group_alive(&self) -> bool {
+        // SAFETY: `self` is a valid task, and so is its `signal`, freed with the last task of
+        // the group; `live` is read once, racily, as `atomic_read()` does.
+        let live =
+            unsafe { core::ptr::addr_of!((*(*self.as_ptr()).signal).live.counter).read_volatile() };
+        live > 0
+    }
 }

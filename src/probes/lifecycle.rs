@@ -22,7 +22,7 @@ use crate::bindings;
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
-use crate::kernel_ext::task::current_ids;
+use crate::kernel_ext::task::{current_ids, task_from_raw};
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::Kind;
 use crate::state::State;
@@ -43,15 +43,15 @@ unsafe extern "C" fn process_fork(
 ) {
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
-    // SAFETY: The tracepoint passes the valid new task.
-    let (child_pid, child_tgid) = unsafe { ((*child).pid, (*child).tgid) };
-    if child_pid != child_tgid {
+    // SAFETY: The tracepoint passes the valid new task, for the call.
+    let child = unsafe { task_from_raw(child) };
+    let child_tgid = child.tgid();
+    if child.pid() != child_tgid {
         // A new thread, not a new process.
         return;
     }
     state.watch.new_process(child_tgid);
-    // SAFETY: The tracepoint passes the valid new task, a new process's leader (checked above).
-    let Some(child_watched) = (unsafe { state.watch.fork(current_ids().0, child) }) else {
+    let Some(child_watched) = state.watch.fork(current_ids().0, child) else {
         return;
     };
     let mut event = crate::probes::current_event(Kind::Fork);
@@ -138,8 +138,8 @@ unsafe extern "C" fn cgroup_moved(
 ) {
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
-    // SAFETY: The tracepoint passes a valid task.
-    unsafe { state.watch.moved(task) };
+    // SAFETY: The tracepoint passes a valid task, for the call.
+    state.watch.moved(unsafe { task_from_raw(task) });
 }
 
 /// `SIGNAL_GROUP_EXIT` of `linux/sched/signal.h`: a group exit is in progress.

@@ -458,48 +458,88 @@ fn write_stack(out: &mut Line, stack: &[u64], end: StackEnd) -> fmt::Result {
     Ok(())
 }
 
+/// Writes the line of `e` but its stack: the prefix, the fields of its kind, and the
+/// duration of a call.
 fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
     write_frame(out, e.time_ns, e.pid, e.tid, e.kind.name())?;
+    match e.kind {
+        Kind::Fault => write_fault(out, e)?,
+        Kind::Mmap
+        | Kind::Munmap
+        | Kind::Mremap
+        | Kind::Brk
+        | Kind::Mprotect
+        | Kind::PkeyMprotect
+        | Kind::Mseal
+        | Kind::Shmat
+        | Kind::Shmdt => write_mapping_call(out, e)?,
+        Kind::Madvise
+        | Kind::ProcessMadvise
+        | Kind::Mlock
+        | Kind::Munlock
+        | Kind::Mlock2
+        | Kind::Mlockall
+        | Kind::Munlockall
+        | Kind::Fsync
+        | Kind::Msync => write_residency_call(out, e)?,
+        Kind::Rss | Kind::Mark | Kind::Exec | Kind::Gen | Kind::Fork | Kind::Exit => {
+            write_process_event(out, e)?
+        }
+    }
+    if e.kind.is_syscall() {
+        out.push_bytes(b" dur=")?;
+        out.push_dec(e.dur_ns, 1)?;
+    }
+    Ok(())
+}
+
+/// The fields of a `fault` line.
+fn write_fault(out: &mut Line, e: &Event) -> fmt::Result {
+    let [a0, a1, a2, ..] = e.args;
+    let fault_type = e.fault_type.name();
+    let access = if e.flags & fault_flags::WRITE != 0 {
+        "W"
+    } else if e.flags & fault_flags::EXEC != 0 {
+        "X"
+    } else {
+        "R"
+    };
+    out.push_bytes(b" type=")?;
+    out.push_bytes(fault_type.as_bytes())?;
+    out.push_bytes(b" access=")?;
+    out.push_bytes(access.as_bytes())?;
+    out.push_bytes(b" addr=")?;
+    out.push_hex(a0)?;
+    out.push_bytes(b" ip=")?;
+    out.push_hex(a1)?;
+    if e.flags & fault_flags::USER == 0 {
+        out.write_str(" user=0")?;
+    }
+    if e.flags & fault_flags::HUGE != 0 {
+        out.write_str(" huge=1")?;
+    }
+    if e.flags & fault_flags::MAJOR != 0 {
+        out.write_str(" major=1")?;
+    }
+    if e.flags & fault_flags::RETRY != 0 {
+        out.write_str(" retry=1")?;
+    }
+    if e.fault_type.maps_pages() && a2 != 1 {
+        out.push_bytes(b" pages=")?;
+        out.push_dec(a2, 1)?;
+    }
+    if e.fault_type == FaultType::Access {
+        out.push_bytes(b" gen=")?;
+        out.push_dec(a2, 1)?;
+    }
+    Ok(())
+}
+
+/// The fields of the calls that map, unmap, move or protect memory: `mmap`, `munmap`,
+/// `mremap`, `brk`, `mprotect`, `pkey_mprotect`, `mseal`, `shmat`, `shmdt`.
+fn write_mapping_call(out: &mut Line, e: &Event) -> fmt::Result {
     let [a0, a1, a2, a3, a4, a5] = e.args;
     match e.kind {
-        Kind::Fault => {
-            let fault_type = e.fault_type.name();
-            let access = if e.flags & fault_flags::WRITE != 0 {
-                "W"
-            } else if e.flags & fault_flags::EXEC != 0 {
-                "X"
-            } else {
-                "R"
-            };
-            out.push_bytes(b" type=")?;
-            out.push_bytes(fault_type.as_bytes())?;
-            out.push_bytes(b" access=")?;
-            out.push_bytes(access.as_bytes())?;
-            out.push_bytes(b" addr=")?;
-            out.push_hex(a0)?;
-            out.push_bytes(b" ip=")?;
-            out.push_hex(a1)?;
-            if e.flags & fault_flags::USER == 0 {
-                out.write_str(" user=0")?;
-            }
-            if e.flags & fault_flags::HUGE != 0 {
-                out.write_str(" huge=1")?;
-            }
-            if e.flags & fault_flags::MAJOR != 0 {
-                out.write_str(" major=1")?;
-            }
-            if e.flags & fault_flags::RETRY != 0 {
-                out.write_str(" retry=1")?;
-            }
-            if e.fault_type.maps_pages() && a2 != 1 {
-                out.push_bytes(b" pages=")?;
-                out.push_dec(a2, 1)?;
-            }
-            if e.fault_type == FaultType::Access {
-                out.push_bytes(b" gen=")?;
-                out.push_dec(a2, 1)?;
-            }
-        }
         Kind::Mmap => {
             write!(out, " addr={a0:#x} len={a1} prot=")?;
             write_prot(out, a2)?;
@@ -513,7 +553,7 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
                 write_text(out, e)?;
             }
         }
-        Kind::Munmap | Kind::Mlock | Kind::Munlock => {
+        Kind::Munmap => {
             write!(out, " addr={a0:#x} len={a1}")?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
@@ -532,13 +572,55 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             write_prot(out, a2)?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
+        Kind::PkeyMprotect => {
+            write!(out, " addr={a0:#x} len={a1} prot=")?;
+            write_prot(out, a2)?;
+            // CAST: the pkey argument is a C int.
+            write!(out, " pkey={}", a3 as i32)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mseal => {
+            write!(out, " addr={a0:#x} len={a1} flags=")?;
+            write_flags(out, a2, &[])?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Shmat => {
+            // CAST: the shmid argument is a C int.
+            write!(out, " shmid={} addr={a1:#x} flags=", a0 as i32)?;
+            write_flags(out, a2, SHMAT_FLAGS)?;
+            write_ret(out, e.ret, RetForm::Hex)?;
+        }
+        Kind::Shmdt => {
+            write!(out, " addr={a0:#x}")?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        // Not a mapping call: `write_event` does not pass one.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The fields of the calls that advise on, lock or write back memory: `madvise`,
+/// `process_madvise`, `mlock`, `munlock`, `mlock2`, `mlockall`, `munlockall`, `fsync`,
+/// `msync`.
+fn write_residency_call(out: &mut Line, e: &Event) -> fmt::Result {
+    let [a0, a1, a2, a3, a4, _] = e.args;
+    match e.kind {
         Kind::Madvise => {
             write!(out, " addr={a0:#x} len={a1} advice=")?;
-            match advice_name(a2) {
-                Some(name) => out.write_str(name)?,
-                // CAST: the advice argument is a C int.
-                None => write!(out, "{}", a2 as i32)?,
-            }
+            write_advice(out, a2)?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::ProcessMadvise => {
+            // CAST: the pidfd and advice arguments are C ints.
+            write!(out, " pidfd={} vec={a1:#x} vlen={a2} advice=", a0 as i32)?;
+            write_advice(out, a3)?;
+            out.write_str(" flags=")?;
+            write_flags(out, a4, &[])?;
+            write_ret(out, e.ret, RetForm::Dec)?;
+        }
+        Kind::Mlock | Kind::Munlock => {
+            write!(out, " addr={a0:#x} len={a1}")?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
         Kind::Mlock2 => {
@@ -562,40 +644,26 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             write_flags(out, a2, MSYNC_FLAGS)?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
-        Kind::PkeyMprotect => {
-            write!(out, " addr={a0:#x} len={a1} prot=")?;
-            write_prot(out, a2)?;
-            // CAST: the pkey argument is a C int.
-            write!(out, " pkey={}", a3 as i32)?;
-            write_ret(out, e.ret, RetForm::Dec)?;
-        }
-        Kind::Mseal => {
-            write!(out, " addr={a0:#x} len={a1} flags=")?;
-            write_flags(out, a2, &[])?;
-            write_ret(out, e.ret, RetForm::Dec)?;
-        }
-        Kind::ProcessMadvise => {
-            // CAST: the pidfd and advice arguments are C ints.
-            write!(out, " pidfd={} vec={a1:#x} vlen={a2} advice=", a0 as i32)?;
-            match advice_name(a3) {
-                Some(name) => out.write_str(name)?,
-                // CAST: the advice argument is a C int.
-                None => write!(out, "{}", a3 as i32)?,
-            }
-            out.write_str(" flags=")?;
-            write_flags(out, a4, &[])?;
-            write_ret(out, e.ret, RetForm::Dec)?;
-        }
-        Kind::Shmat => {
-            // CAST: the shmid argument is a C int.
-            write!(out, " shmid={} addr={a1:#x} flags=", a0 as i32)?;
-            write_flags(out, a2, SHMAT_FLAGS)?;
-            write_ret(out, e.ret, RetForm::Hex)?;
-        }
-        Kind::Shmdt => {
-            write!(out, " addr={a0:#x}")?;
-            write_ret(out, e.ret, RetForm::Dec)?;
-        }
+        // Not such a call: `write_event` does not pass one.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Writes an `madvise` advice by name, or as a number if it has none.
+fn write_advice(out: &mut Line, advice: u64) -> fmt::Result {
+    match advice_name(advice) {
+        Some(name) => out.write_str(name),
+        // CAST: the advice argument is a C int.
+        None => write!(out, "{}", advice as i32),
+    }
+}
+
+/// The fields of the events that are not calls: `rss`, `mark`, `exec`, `gen`, `fork`,
+/// `exit`.
+fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
+    let [a0, a1, a2, a3, a4, a5] = e.args;
+    match e.kind {
         Kind::Rss => {
             let at = match a5 {
                 0 => "exit",
@@ -611,28 +679,29 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
             out.write_str(" text=")?;
             write_escaped(out, e.text(), e.text_truncated)?;
         }
-        Kind::Exec => {
-            let comm_len = e.args[0].min(16) as usize;
-            out.write_str(" comm=")?;
-            let comm = e.args[1..3]
-                .iter()
-                .flat_map(|word| word.to_le_bytes())
-                .take(comm_len);
-            let mut comm_bytes = [0u8; 16];
-            for (slot, byte) in comm_bytes.iter_mut().zip(comm) {
-                *slot = byte;
-            }
-            write_escaped(out, &comm_bytes[..comm_len], false)?;
-            out.write_str(" filename=")?;
-            write_escaped(out, e.text(), e.text_truncated)?;
-        }
+        Kind::Exec => write_exec(out, e)?,
         Kind::Gen => write!(out, " n={a0} armed={a1}")?,
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
-    }
-    if e.kind.is_syscall() {
-        out.push_bytes(b" dur=")?;
-        out.push_dec(e.dur_ns, 1)?;
+        // A call: `write_event` does not pass one.
+        _ => {}
     }
     Ok(())
+}
+
+/// The fields of an `exec` line: the new command name and the file executed.
+fn write_exec(out: &mut Line, e: &Event) -> fmt::Result {
+    let comm_len = e.args[0].min(16) as usize;
+    out.write_str(" comm=")?;
+    let comm = e.args[1..3]
+        .iter()
+        .flat_map(|word| word.to_le_bytes())
+        .take(comm_len);
+    let mut comm_bytes = [0u8; 16];
+    for (slot, byte) in comm_bytes.iter_mut().zip(comm) {
+        *slot = byte;
+    }
+    write_escaped(out, &comm_bytes[..comm_len], false)?;
+    out.write_str(" filename=")?;
+    write_escaped(out, e.text(), e.text_truncated)
 }

@@ -9,6 +9,7 @@
 
 use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES};
 use crate::bindings;
+use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::watch::WatchSet;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
@@ -527,22 +528,10 @@ fn oom(_: impl Into<Error>) -> Refused {
 /// of the process of task `nr` of the caller's pid namespace; `ESRCH` if there is none.
 fn resolve(nr: u32) -> Result<(i32, usize, u64, u64), Refused> {
     let nr = i32::try_from(nr).map_err(|_| refused(ESRCH, "SET_MAPS of no such process"))?;
-    // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
-    let ns = unsafe { bindings::task_active_pid_ns(kernel::task::Task::current_raw()) };
-    let _rcu = kernel::sync::rcu::read_lock();
-    // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is the
-    // current task's namespace.
-    let task = unsafe {
-        let pid = bindings::find_pid_ns(nr, ns);
-        if pid.is_null() {
-            core::ptr::null_mut()
-        } else {
-            bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
-        }
-    };
-    if task.is_null() {
-        return Err(refused(ESRCH, "SET_MAPS of no such process"));
-    }
+    let rcu = kernel::sync::rcu::read_lock();
+    let task = find_task_in_current_ns(nr, &rcu)
+        .ok_or_else(|| refused(ESRCH, "SET_MAPS of no such process"))?
+        .as_ptr();
     // SAFETY: `task` and its group leader are valid while the RCU read lock is held. The task
     // may be changing these fields in exec meanwhile: they are read once each, as READ_ONCE
     // does (marked, so no data race), and `mm` only as a value to compare, never dereferenced.

@@ -34,6 +34,7 @@ use crate::bindings;
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
+use crate::kernel_ext::mm::{fault_flag, vm_fault_reason, Folio, VmFault};
 use crate::record::event::FaultType;
 use crate::state::State;
 use core::{mem::MaybeUninit, ptr::NonNull};
@@ -80,7 +81,7 @@ impl KretprobeHandler for FaultCall {
         let flags = regs.dx as u32;
         // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault
         // of the current process's address space.
-        if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
+        if flags & fault_flag::REMOTE != 0 {
             return false;
         }
         data.write(PendingFault {
@@ -100,15 +101,14 @@ impl KretprobeHandler for FaultCall {
     fn exit(&self, call: &mut PendingFault, regs: &bindings::pt_regs) {
         // CAST: `vm_fault_t` is an unsigned int, the low half of rax.
         let ret = regs.ax as u32;
-        if ret & bindings::vm_fault_reason_VM_FAULT_RETRY != 0 || ret & VM_FAULT_ERROR != 0 {
+        if ret & vm_fault_reason::RETRY != 0 || ret & vm_fault_reason::ERROR != 0 {
             return;
         }
         // As the tracepoint: a process unwatched while the fault was handled is not recorded.
         if !self.state.watch.contains_current() {
             return;
         }
-        let major = ret & bindings::vm_fault_reason_VM_FAULT_MAJOR != 0
-            || call.flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0;
+        let major = ret & vm_fault_reason::MAJOR != 0 || call.flags & fault_flag::TRIED != 0;
         let fault = super::Fault {
             address: call.address,
             flags: call.flags,
@@ -124,14 +124,6 @@ impl KretprobeHandler for FaultCall {
         super::record(&self.state, &fault);
     }
 }
-
-/// `VM_FAULT_ERROR` of `linux/mm_types.h`.
-const VM_FAULT_ERROR: u32 = bindings::vm_fault_reason_VM_FAULT_OOM
-    | bindings::vm_fault_reason_VM_FAULT_SIGBUS
-    | bindings::vm_fault_reason_VM_FAULT_SIGSEGV
-    | bindings::vm_fault_reason_VM_FAULT_HWPOISON
-    | bindings::vm_fault_reason_VM_FAULT_HWPOISON_LARGE
-    | bindings::vm_fault_reason_VM_FAULT_FALLBACK;
 
 /// What a handler probe notes in the pending fault.
 #[derive(Clone, Copy)]
@@ -191,16 +183,17 @@ impl Note {
                     // SAFETY: `wp_fault` is the `struct vm_fault` of the pending
                     // `do_wp_page()` call of this fault (in `__handle_mm_fault()`'s frame),
                     // which calls this; the current task is the only one using it.
-                    let page = unsafe { (*fault.wp_fault).page };
-                    if page.is_null() {
+                    let wp_fault = unsafe { VmFault::from_raw(fault.wp_fault) };
+                    if !wp_fault.has_page() {
                         fault.pages = fault.pages.saturating_add(1);
                     }
                 } else if matches!(fault.fault_type, FaultType::Anon | FaultType::Swap)
                     && fault.is_vma(regs.si)
                 {
-                    let folio = regs.di as *const bindings::folio;
-                    // SAFETY: The probed function's first argument is a valid folio.
-                    let pages = unsafe { bindings::memmon_folio_nr_pages(folio) };
+                    // SAFETY: The probed function's first argument is a valid folio, for the
+                    // call.
+                    let folio = unsafe { Folio::from_raw(regs.di as *const bindings::folio) };
+                    let pages = folio.nr_pages();
                     fault.pages = fault
                         .pages
                         .saturating_add(u32::try_from(pages).unwrap_or(u32::MAX));

@@ -12,6 +12,7 @@
 //! exactly they can type some faults (docs/events.md lists the cases).
 
 use crate::bindings;
+use crate::kernel_ext::mm::fault_flag;
 use crate::probes::stack;
 use crate::record::event::{fault_flags, FaultType, Kind};
 use crate::state::State;
@@ -73,13 +74,13 @@ pub(crate) fn record(state: &State, fault: &Fault<'_>) {
     let mut event = crate::probes::current_event(Kind::Fault);
     event.fault_type = fault.fault_type;
     let mut bits = 0;
-    if fault.flags & bindings::fault_flag_FAULT_FLAG_WRITE != 0 {
+    if fault.flags & fault_flag::WRITE != 0 {
         bits |= fault_flags::WRITE;
     }
-    if fault.flags & bindings::fault_flag_FAULT_FLAG_INSTRUCTION != 0 {
+    if fault.flags & fault_flag::INSTRUCTION != 0 {
         bits |= fault_flags::EXEC;
     }
-    if fault.flags & bindings::fault_flag_FAULT_FLAG_TRIED != 0 {
+    if fault.flags & fault_flag::TRIED != 0 {
         bits |= fault_flags::RETRY;
     }
     if fault.huge {
@@ -89,7 +90,7 @@ pub(crate) fn record(state: &State, fault: &Fault<'_>) {
         bits |= fault_flags::MAJOR;
     }
     event.args[0] = fault.address;
-    let user_regs = if fault.flags & bindings::fault_flag_FAULT_FLAG_USER != 0 {
+    let user_regs = if fault.flags & fault_flag::USER != 0 {
         fault.regs
     } else {
         None

@@ -7,6 +7,7 @@
 
 use super::Fault;
 use crate::bindings;
+use crate::kernel_ext::mm::fault_flag;
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::FaultType;
 use crate::state::State;
@@ -65,7 +66,7 @@ unsafe fn record(
     }
     // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault of the
     // current process's address space.
-    if flags & bindings::fault_flag_FAULT_FLAG_REMOTE != 0 {
+    if flags & fault_flag::REMOTE != 0 {
         return;
     }
     // SAFETY: The caller passes a valid report for the duration of the call.
