@@ -143,16 +143,20 @@ bool memmon_cgroup_is_dead(struct cgroup *cgrp)
 
 /*
  * Whether the process of @task, that is its thread-group leader, is in @cgrp
- * or below it on the default (v2) hierarchy. @task must be valid (e.g. found
- * under RCU); its leader, replaced only by an exec, is freed after an RCU grace
- * period.
+ * or below it on the default (v2) hierarchy. @task must be valid (referenced,
+ * or found under RCU). A task already released (no longer pid_alive()) is in
+ * no cgroup: its leader may have been released and freed before it (an exec's
+ * de_thread(), or the last thread of a process). While @task is alive under
+ * RCU, its leader, replaced only by an exec, is freed after a grace period.
  */
 bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task)
 {
-	bool in;
+	bool in = false;
 
 	rcu_read_lock();
-	in = task_under_cgroup_hierarchy(READ_ONCE(task->group_leader), cgrp);
+	if (pid_alive(task))
+		in = task_under_cgroup_hierarchy(READ_ONCE(task->group_leader),
+						 cgrp);
 	rcu_read_unlock();
 	return in;
 }

@@ -49,9 +49,11 @@ impl Cgroup {
         unsafe { bindings::memmon_cgroup_is_dead(self.ptr.as_ptr()) }
     }
 
-    /// Whether the process of `task` (its thread-group leader) is in this cgroup or below.
+    /// Whether the process of `task` (its thread-group leader) is in this cgroup or below;
+    /// false for a task already released, whose leader may be gone.
     pub(crate) fn has_process(&self, task: &Task) -> bool {
-        // SAFETY: `ptr` is referenced (type invariants); `task` is valid.
+        // SAFETY: `ptr` is referenced (type invariants); `task` is valid; the helper reads its
+        // leader under RCU only while `task` is alive (`pid_alive`).
         unsafe { bindings::memmon_cgroup_has_process(self.ptr.as_ptr(), task.as_ptr()) }
     }
 

@@ -17,15 +17,16 @@ use kernel::{
 /// The task numbered `nr` in the current task's active pid namespace, if there is one; valid
 /// while the RCU read lock (`_rcu`) is held.
 pub(crate) fn find_task_in_current_ns<'a>(nr: Pid, _rcu: &'a rcu::Guard) -> Option<&'a Task> {
-    // SAFETY: `current` is valid and its active pid namespace lives as long as it does.
+    // SAFETY: `current` is valid and its active pid namespace lives as long as it does (NULL
+    // once it is exiting and its pid is detached).
     let ns = unsafe { bindings::task_active_pid_ns(Task::current_raw()) };
+    if ns.is_null() {
+        return None;
+    }
     // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`; `ns` is the
-    // current task's namespace.
+    // current task's namespace, not NULL; `pid_task` takes a NULL pid.
     let task = unsafe {
         let pid = bindings::find_pid_ns(nr, ns);
-        if pid.is_null() {
-            return None;
-        }
         bindings::pid_task(pid, bindings::pid_type_PIDTYPE_PID)
     };
     if task.is_null() {

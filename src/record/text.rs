@@ -594,8 +594,9 @@ fn write_mapping_call(out: &mut Line, e: &Event) -> fmt::Result {
             write!(out, " addr={a0:#x}")?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
-        // Not a mapping call: `write_event` does not pass one.
-        _ => {}
+        // Not a mapping call: `write_event` does not pass one; a kind routed here by mistake
+        // fails its line rather than printing it without its fields.
+        _ => return Err(fmt::Error),
     }
     Ok(())
 }
@@ -644,8 +645,9 @@ fn write_residency_call(out: &mut Line, e: &Event) -> fmt::Result {
             write_flags(out, a2, MSYNC_FLAGS)?;
             write_ret(out, e.ret, RetForm::Dec)?;
         }
-        // Not such a call: `write_event` does not pass one.
-        _ => {}
+        // Not such a call: `write_event` does not pass one; a kind routed here by mistake
+        // fails its line rather than printing it without its fields.
+        _ => return Err(fmt::Error),
     }
     Ok(())
 }
@@ -683,8 +685,9 @@ fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
         Kind::Gen => write!(out, " n={a0} armed={a1}")?,
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
-        // A call: `write_event` does not pass one.
-        _ => {}
+        // A call: `write_event` does not pass one; a kind routed here by mistake fails its
+        // line rather than printing it without its fields.
+        _ => return Err(fmt::Error),
     }
     Ok(())
 }
