@@ -21,11 +21,11 @@ use rustc_hash::FxHashMap;
 use crate::capture::file::Record;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{Replay, ReplayOptions};
-use crate::report::model::sites::{Frame, SiteId, SiteTable};
+use crate::report::model::sites::{SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
 use crate::report::output::text::size;
 use crate::report::symbolize::symbols::{name, FrameInfo, SymbolOptions, Symbols};
-use crate::report::view::own_code::{system_summary, OwnCode};
+use crate::report::view::own_code::OwnCode;
 use crate::stream::event::{Event, EventKind, FaultType};
 
 /// One process of a sample.
@@ -418,8 +418,9 @@ impl TopModel {
     }
 }
 
-/// A site's row name and function ([`SiteGrowthRow`]): from its innermost frame of own
-/// code, the system frames innermost of it summarised after.
+/// A site's row name and function ([`SiteGrowthRow`]): from its innermost function of own
+/// code ([`OwnCode::split`], as the report's), the system part innermost of it summarised
+/// after.
 fn site_name(
     table: &SiteTable,
     symbols: &Symbols,
@@ -431,24 +432,15 @@ fn site_name(
         .iter()
         .map(|frame| symbols.frame_infos(table, frame))
         .collect();
-    let own = own_code.innermost_own(table, frames).unwrap_or(0);
-    let own_infos: Vec<FrameInfo> = infos[own..].iter().flatten().cloned().collect();
-    let system: Vec<(&str, &[FrameInfo])> = frames[..own]
-        .iter()
-        .zip(&infos)
-        .map(|(frame, infos)| {
-            let path = match frame {
-                Frame::Code { object, .. } => table.object_path(*object),
-                _ => "?",
-            };
-            (path, infos.as_slice())
-        })
-        .collect();
-    let mut site = name::site(&own_infos);
-    if let Some(summary) = system_summary(&system) {
+    let split = own_code.split(table, frames, &infos, symbols.objects_with_lines());
+    let all: Vec<FrameInfo> = infos.into_iter().flatten().collect();
+    let first = split.own.first().copied().unwrap_or(0);
+    let own_infos = all.get(first..).unwrap_or_default();
+    let mut site = name::site(own_infos);
+    if let Some(summary) = split.library {
         site = format!("{site} → {summary}");
     }
-    (site, name::function(&own_infos).to_owned())
+    (site, name::function(own_infos).to_owned())
 }
 
 /// `+1.5 MiB`, `-4.0 KiB`, `0`.

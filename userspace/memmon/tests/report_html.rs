@@ -123,7 +123,7 @@ fn html_page_in_headless_chromium() {
     assert!(dom.contains("id=\"flame-faults\"") && dom.contains("id=\"flame-swapin\""));
     // The tables, with byte counts.
     let sites = &dom[dom.find("id=\"sites\"").expect("the sites table")..];
-    assert!(sites.contains("<td>keep_cache</td>"));
+    assert!(sites.contains("<td class=\"name\">keep_cache &lt; main ("));
     assert!(
         sites.contains("data-v=\"3141632\""),
         "keep_cache's 3 MiB - 1 page"
@@ -133,6 +133,97 @@ fn html_page_in_headless_chromium() {
     assert!(breakdown.contains("/tmp/alloc_sites.table"));
     assert!(breakdown.contains("data-v=\"1048576\""));
     assert!(dom.contains("ok: exit of "));
+}
+
+/// What a person sees first: at 1400×1000 the page shows "Your code", the program's
+/// functions with their bytes and bars, within the first 1000 pixels, and no table is
+/// wider than the window. Chromium lays the page out at that size; a script added for the
+/// test writes the positions into the DOM it dumps. The screenshot is kept beside
+/// (`first-screen.png` in the test's target directory).
+#[test]
+fn first_screen_answers_at_1400_by_1000() {
+    let bytes = report(
+        &[fixture("base.cap")],
+        &ReportOptions {
+            format: Format::Html,
+            sysroot: Some(sysroot()),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap();
+    let page = String::from_utf8(bytes).unwrap();
+    let measure = r#"<script>window.addEventListener('load', function () {
+  var b = document.body, table = document.getElementById('your-code-table');
+  var rows = table.tBodies[0].rows, last = rows[Math.min(rows.length, 3) - 1];
+  b.setAttribute('data-answer-top', String(Math.round(table.getBoundingClientRect().top)));
+  b.setAttribute('data-answer-bottom', String(Math.round(last.getBoundingClientRect().bottom)));
+  b.setAttribute('data-first-function', rows[0].cells[0].textContent);
+  b.setAttribute('data-bar-width', String(Math.round(rows[0].cells[1].firstChild.getBoundingClientRect().width)));
+  b.setAttribute('data-page-width', String(document.documentElement.scrollWidth));
+  b.setAttribute('data-sites-right', String(Math.round(document.getElementById('sites').getBoundingClientRect().right)));
+});</script></body>"#;
+    let measured = tmp("first-screen.html");
+    std::fs::write(&measured, page.replacen("</body>", measure, 1)).unwrap();
+    let output = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", measured.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "chromium failed");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let number = |name: &str| -> i64 {
+        attribute(&dom, name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the laid-out page"))
+    };
+    eprintln!(
+        "your code at {}..{} px, page {} px wide, sites table to {} px",
+        number("data-answer-top"),
+        number("data-answer-bottom"),
+        number("data-page-width"),
+        number("data-sites-right")
+    );
+    assert_eq!(
+        attribute(&dom, "data-first-function"),
+        Some("keep_cache (report/alloc_sites.c)")
+    );
+    assert!(
+        number("data-answer-bottom") <= 1000,
+        "the answer is below the fold"
+    );
+    assert!(number("data-bar-width") > 0, "no bar");
+    assert!(
+        number("data-page-width") <= 1400,
+        "the page is wider than the window"
+    );
+    assert!(
+        number("data-sites-right") <= 1400,
+        "the sites table is wider than the window"
+    );
+    // The screenshot a person would see, kept for looking at.
+    let shot = tmp("first-screen.png");
+    let status = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1000",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", measured.display()))
+        .output()
+        .unwrap();
+    assert!(status.status.success() && shot.is_file(), "no screenshot");
+    eprintln!("screenshot: {}", shot.display());
 }
 
 #[test]

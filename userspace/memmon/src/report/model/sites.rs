@@ -45,6 +45,8 @@ pub const LABEL_BEFORE: &str = "[mapped before watching]";
 pub const LABEL_EXEC: &str = "[exec]";
 /// Label of system calls without a stack.
 pub const LABEL_NO_STACK: &str = "[system call, no stack]";
+/// Label of what memmon's own image did before the command's exec (`record -- CMD`).
+pub const LABEL_MEMMON: &str = "[memmon, before the command's exec]";
 
 /// A perf map (`/tmp/perf-PID.map`): generated code's (start, end, line number, name), by
 /// start; and the longest entry, which bounds a lookup's scan.

@@ -1,7 +1,24 @@
 //! `--format folded` (flamegraph.pl / inferno input) and `--format svg` (an inferno flame
-//! graph), weighted by resident bytes, faults, mapped bytes or swapped-in bytes.
+//! graph), weighted by resident bytes, faults, mapped bytes or swapped-in bytes. The flame
+//! graph is coloured by whose code each frame is: the program's, its own libraries', the
+//! system's, or unknown ([`Whose`]).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use inferno::flamegraph::FuncFrameAttrsMap;
 
 use crate::report::view::memory::{SiteRow, View};
+use crate::report::view::own_code::Whose;
+
+/// The colours of [`Whose`] in flame graphs and the page's legend: the program green, its
+/// own libraries teal, the system's sand, unknown grey.
+pub const WHOSE_COLOURS: [(Whose, &str); 4] = [
+    (Whose::Program, "#5cb85c"),
+    (Whose::OwnLibrary, "#4fb3bf"),
+    (Whose::System, "#e0c48c"),
+    (Whose::Unknown, "#c8c8c8"),
+];
 
 /// What the width of a frame measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,8 +124,46 @@ pub fn render_svg_width(
     options.count_name = weight.unit().to_owned();
     options.name_type = "Site:".to_owned();
     options.image_width = width;
+    options.func_frameattrs = whose_classes(view);
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)
         .map_err(|error| format!("cannot draw the flame graph: {error}"))?;
-    Ok(out)
+    Ok(with_whose_colours(out))
+}
+
+/// Each frame's class (`whose-program`, ...), by its function's name as the folded lines
+/// give it: the first site that names a function decides.
+fn whose_classes(view: &View) -> FuncFrameAttrsMap {
+    let mut classes: HashMap<String, Whose> = HashMap::new();
+    for row in &view.sites {
+        for (frame, whose) in row.frames.iter().zip(&row.whose) {
+            classes.entry(clean(&frame.function)).or_insert(*whose);
+        }
+    }
+    let mut lines = String::new();
+    for (function, whose) in classes {
+        // The attributes file's format: the name, a tab, `name=value` pairs.
+        if !function.contains(['\t', '\n']) {
+            let _ = writeln!(lines, "{function}\tclass=whose-{}", whose.as_str());
+        }
+    }
+    FuncFrameAttrsMap::from_reader(lines.as_bytes()).unwrap_or_default()
+}
+
+/// The flame graph with a style that fills each class's frames with its colour (a CSS rule
+/// wins over the `fill` inferno writes on each frame).
+fn with_whose_colours(svg: Vec<u8>) -> Vec<u8> {
+    let mut rules = String::new();
+    for (whose, colour) in WHOSE_COLOURS {
+        let _ = write!(
+            rules,
+            "g.whose-{} rect {{ fill: {colour}; }} ",
+            whose.as_str()
+        );
+    }
+    let text = String::from_utf8_lossy(&svg);
+    match text.find("</style>") {
+        Some(at) => format!("{}{rules}{}", &text[..at], &text[at..]).into_bytes(),
+        None => svg,
+    }
 }

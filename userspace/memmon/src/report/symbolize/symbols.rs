@@ -154,6 +154,8 @@ pub struct Symbols {
     pub debug_files: Vec<(String, PathBuf)>,
     /// Code frames that nothing named (shown as `object+0xoffset`).
     unresolved: std::collections::HashSet<Frame>,
+    /// The objects some of whose frames have source lines.
+    with_lines: BTreeSet<ObjectId>,
 }
 
 /// The file name of `path`.
@@ -341,14 +343,19 @@ impl Symbols {
                 })
                 .collect();
             let mut object_warnings = Vec::new();
-            let located = locate(
-                path,
-                sites.object_build_id(object),
-                options,
-                &dirs,
-                debuginfod.as_mut(),
-                &mut object_warnings,
-            );
+            // The kernel's code mappings (`[vdso]`) are no file to read: offsets.
+            let located = if path.starts_with('[') {
+                Located::default()
+            } else {
+                locate(
+                    path,
+                    sites.object_build_id(object),
+                    options,
+                    &dirs,
+                    debuginfod.as_mut(),
+                    &mut object_warnings,
+                )
+            };
             // Without the capture's build here, the names resolved where it was recorded
             // are the right ones: no warning then.
             let use_recorded = !located.exact && recorded.iter().any(Option::is_some);
@@ -426,11 +433,20 @@ impl Symbols {
             }
         }
         warnings.extend(missing_note(&missing));
+        let with_lines = frames
+            .iter()
+            .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
+            .filter_map(|(frame, _)| match frame {
+                Frame::Code { object, .. } => Some(*object),
+                _ => None,
+            })
+            .collect();
         Symbols {
             frames,
             warnings,
             debug_files,
             unresolved,
+            with_lines,
         }
     }
 
@@ -449,15 +465,8 @@ impl Symbols {
 
     /// The objects some of whose frames have source lines (debug info was found for
     /// them).
-    pub fn objects_with_lines(&self) -> BTreeSet<ObjectId> {
-        self.frames
-            .iter()
-            .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
-            .filter_map(|(frame, _)| match frame {
-                Frame::Code { object, .. } => Some(*object),
-                _ => None,
-            })
-            .collect()
+    pub fn objects_with_lines(&self) -> &BTreeSet<ObjectId> {
+        &self.with_lines
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).

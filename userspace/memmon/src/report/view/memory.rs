@@ -12,7 +12,7 @@ use crate::report::model::sites::SiteId;
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
-use crate::report::view::own_code::{OwnCode, Split};
+use crate::report::view::own_code::{OwnCode, Split, Whose};
 use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::your_code::{your_code, YourCode};
@@ -127,6 +127,9 @@ pub struct SiteRow {
     /// first: the first names the site.
     #[serde(skip)]
     pub own: Vec<usize>,
+    /// Whose each of `frames` is.
+    #[serde(skip)]
+    pub whose: Vec<Whose>,
     /// The system part of the stack innermost of its own code, summarised
     /// (`[libsqlite3.so.0: sqlite3_step … libc.so.6: malloc]`).
     #[serde(skip)]
@@ -139,6 +142,7 @@ impl SiteRow {
         SiteRow {
             frames,
             own: split.own,
+            whose: split.whose,
             library: split.library,
             resident: 0,
             mapped: 0,
@@ -532,7 +536,7 @@ fn site_rows(
         // What `Symbols::site` gives: every frame's functions, innermost first.
         let frames = by_frame.concat();
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
-        let split = own_code.split(&analysis.sites, site_frames, &by_frame, &with_lines);
+        let split = own_code.split(&analysis.sites, site_frames, &by_frame, with_lines);
         let (row, best) = rows
             .entry(chain_key(&frames))
             .or_insert_with(|| (SiteRow::empty(frames.clone(), split.clone()), 0));
@@ -540,6 +544,7 @@ fn site_rows(
             // Show the source location of the heaviest member.
             row.frames = frames;
             row.own = split.own;
+            row.whose = split.whose;
             row.library = split.library;
             *best = weight;
         }

@@ -193,6 +193,7 @@ mod tests {
             peak: resident,
             lifetime: Lifetime::Accumulating,
             own: own.to_vec(),
+            whose: Vec::new(),
             library: (own.first() != Some(&0)).then(|| "[libc.so.6: malloc]".to_owned()),
         }
     }

@@ -6,7 +6,7 @@ use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
-use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_NO_STACK};
+use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK};
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::FaultClass;
 use crate::report::model::ProcessKey;
@@ -113,7 +113,18 @@ impl Replay {
             1
         };
         let ip = if *user { *ip } else { 0 };
-        let site = self.site(key, ip, event.stack.as_ref(), LABEL_KERNEL);
+        // The kernel's faults while it loads a new image (an exec's bss, its stack) carry
+        // the old image's user stack, which names none of the new one's code.
+        let in_exec = match self.processes.get_mut(&key) {
+            Some(process) if *user => {
+                process.exec_loading = false;
+                false
+            }
+            Some(process) => process.exec_loading,
+            None => false,
+        };
+        let stack = event.stack.as_ref().filter(|_| !in_exec);
+        let site = self.site(key, ip, stack, LABEL_KERNEL);
         self.fault(key, *fault_type, *access, *addr, count, site, event.time);
         if *fault_type == FaultType::Access {
             // A sampled first access: nothing enters RSS (count is ignored above).
@@ -200,6 +211,7 @@ impl Replay {
         self.release(key, RssAt::Exec);
         if let Some(process) = self.processes.get_mut(&key) {
             process.exited = false;
+            process.exec_loading = true;
         }
     }
 
@@ -326,7 +338,8 @@ impl Replay {
         process.space.release(&mut ctx);
     }
 
-    /// The site of an event: its stack (with the ip first), else its ip, else `label`.
+    /// The site of an event: its stack (with the ip first), else its ip, else `label`; in
+    /// memmon's own image before the command's exec (`record -- CMD`), [`LABEL_MEMMON`].
     fn site(
         &mut self,
         key: ProcessKey,
@@ -334,6 +347,10 @@ impl Replay {
         stack: Option<&Stack>,
         label: &'static str,
     ) -> SiteId {
+        if self.processes.get(&key).is_some_and(|p| p.stub) {
+            // memmon's own image before the command's exec: none of the command's code.
+            return self.sites.label(LABEL_MEMMON);
+        }
         let exact_first = ip != 0;
         let joined: Vec<u64>;
         let raw: &[u64] = match stack {

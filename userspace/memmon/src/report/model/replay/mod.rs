@@ -75,6 +75,9 @@ struct Process {
     /// The image before the first exec is memmon's own stub (`record -- CMD`), whose
     /// pages were faulted before watching began: its `rss at=exec` is not compared.
     stub: bool,
+    /// Exec'd, and no fault of the new image's user code yet: the kernel's faults (user=0)
+    /// still carry the old image's user stack.
+    exec_loading: bool,
 }
 
 /// Options of the replay.
@@ -339,8 +342,11 @@ impl Replay {
                 continue;
             };
             let class = Class::from_maps(&maps.path, maps.shared, maps.inode);
-            let object =
-                (maps.path.starts_with('/') && !class.is_shmem()).then(|| self.object(&maps.path));
+            // Files' code, and the kernel's code mappings, which ASLR places anywhere: as
+            // objects, their frames are offsets that match across runs.
+            let file = maps.path.starts_with('/') && !class.is_shmem();
+            let kernel_code = matches!(maps.path.as_str(), "[vdso]" | "[vsyscall]");
+            let object = (file || kernel_code).then(|| self.object(&maps.path));
             let shmem = class.is_shmem();
             let heap = (class == Class::Heap).then_some((maps.start, maps.end));
             let class = self.class(class);

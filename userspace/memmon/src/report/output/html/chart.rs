@@ -272,12 +272,14 @@ fn draw_axes(svg: &mut Svg, plot: &Plot) -> io::Result<()> {
             ],
         )?;
         let t = plot.t0 + plot.span * u128::from(tick) / 4;
+        // The last label ends at the plot's right edge, inside the picture.
+        let anchor = if tick == 4 { "end" } else { "middle" };
         svg.text(
             "text",
             &[
                 ("x", &format!("{:.1}", plot.x(t))),
                 ("y", &format!("{:.1}", TOP + Plot::HEIGHT + 16.0)),
-                ("text-anchor", "middle"),
+                ("text-anchor", anchor),
             ],
             &format!("{:.3} s", seconds(t)),
         )?;

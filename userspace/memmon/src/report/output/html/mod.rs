@@ -10,13 +10,13 @@ pub mod markup;
 
 use std::fmt::Write;
 
-use crate::report::output::folded::{folded_lines, render_svg_width, Weight};
+use crate::report::output::folded::{folded_lines, render_svg_width, Weight, WHOSE_COLOURS};
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::text::{signed_size, size};
-use crate::report::symbolize::symbols::name;
 use crate::report::view::diff::Diff;
 use crate::report::view::memory::{Prepared, View};
+use crate::report::view::own_code::Whose;
 
 /// The page's styles (page.css).
 const STYLE: &str = include_str!("page.css");
@@ -111,18 +111,75 @@ fn breakdown(view: &View) -> String {
     out
 }
 
+/// The answer first: the program's own functions by the resident bytes they brought in
+/// (themselves or through the library code they called), each with a bar, and what no own
+/// code holds.
+fn your_code(view: &View, top: usize) -> String {
+    let code = &view.your_code;
+    let mut out = String::from("<section id=\"your-code\"><h2>Your code</h2>");
+    if code.functions.is_empty() {
+        out.push_str(
+            "<p class=\"muted\">No function of the program's own code holds resident memory.</p></section>",
+        );
+        return out;
+    }
+    out.push_str(
+        "<p class=\"muted\">Resident bytes by function of the program, with the library code it called; inclusive adds its callees in the program.</p><table id=\"your-code-table\" class=\"fit\"><thead><tr><th>function</th><th class=\"bar\"></th><th class=\"n\">resident</th><th class=\"n\">inclusive</th><th>through</th></tr></thead><tbody>",
+    );
+    let most = code.functions.first().map_or(1, |row| row.resident.max(1));
+    for row in code.functions.iter().take(top) {
+        // CAST: a share of 0 to 100 of the largest row, for the bar's width.
+        let percent = (u128::from(row.resident) * 100 / u128::from(most)) as u64;
+        let _ = write!(
+            out,
+            "<tr><td class=\"name\">{}</td><td class=\"bar\"><div style=\"width: {percent}%\"></div></td>{}{}<td class=\"through\">{}</td></tr>",
+            escape(&row.name()),
+            number_cell(row.resident, &size(row.resident)),
+            number_cell(row.inclusive, &size(row.inclusive)),
+            escape(row.library.as_deref().unwrap_or("")),
+        );
+    }
+    out.push_str("</tbody></table>");
+    if code.outside > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the libraries' own).</p>",
+            escape(&size(code.outside))
+        );
+    }
+    out.push_str("</section>");
+    out
+}
+
+/// The flame graphs' colours, by whose code a frame is.
+fn legend() -> String {
+    let mut out = String::from("<p class=\"legend\">");
+    for (whose, colour) in WHOSE_COLOURS {
+        let _ = write!(
+            out,
+            "<span><i style=\"background: {colour}\"></i>{}</span>",
+            match whose {
+                Whose::Program => "the program",
+                Whose::OwnLibrary => "its own libraries",
+                Whose::System => "system libraries and runtime",
+                Whose::Unknown => "unknown",
+            }
+        );
+    }
+    out.push_str("</p>");
+    out
+}
+
 fn sites_table(view: &View, top: usize) -> String {
     let mut out = String::from(
-        "<h2>Top sites</h2><table id=\"sites\"><thead><tr><th>function</th><th>file:line</th><th>callers</th><th class=\"n\">resident</th><th class=\"n\">released</th><th class=\"n\">peak</th><th>lifetime</th><th class=\"n\">faults</th><th class=\"n\">first-touch</th><th class=\"n\">file</th><th class=\"n\">swap-in</th><th class=\"n\">cow</th><th class=\"n\">mapped</th></tr></thead><tbody>",
+        "<h2>Top sites</h2><table id=\"sites\" class=\"fit\"><thead><tr><th>site</th><th class=\"n\">resident</th><th class=\"n\">released</th><th class=\"n\">peak</th><th>lifetime</th><th class=\"n\">faults</th><th class=\"n\">first-touch</th><th class=\"n\">file</th><th class=\"n\">swap-in</th><th class=\"n\">cow</th><th class=\"n\">mapped</th></tr></thead><tbody>",
     );
     for row in view.sites.iter().take(top) {
         let f = row.faults;
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
-            escape(row.function()),
-            escape(&row.location().unwrap_or_default()),
-            escape(&name::callers(&row.frames)),
+            "<tr><td class=\"name\">{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
+            escape(&row.name()),
             number_cell(row.resident, &size(row.resident)),
             number_cell(row.released, &size(row.released)),
             number_cell(row.peak, &size(row.peak)),
@@ -141,10 +198,21 @@ fn sites_table(view: &View, top: usize) -> String {
 
 fn summary_line(view: &View) -> String {
     let t = view.totals;
+    let processes = match view.pids.as_slice() {
+        [pid] => format!("process {pid}"),
+        pids => format!(
+            "{} processes ({})",
+            pids.len(),
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     format!(
-        "<p>{} events, processes {}; at {}: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}; sites from {}.</p>",
+        "<p>{} events, {}; at {}: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}; sites from {}.</p>",
         view.events,
-        escape(&view.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+        escape(&processes),
         escape(&view.moment),
         escape(&size(t.resident())),
         escape(&size(t.anon)),
@@ -163,8 +231,10 @@ pub fn render(prepared: &Prepared, top: usize, cold: u64) -> String {
     let view = &prepared.view;
     let mut body = String::from("<h1>memmon report</h1>");
     body.push_str(&summary_line(view));
+    body.push_str(&your_code(view, top));
     body.push_str("<h2>RSS over time</h2>");
     body.push_str(&rss_chart(&prepared.analysis, view));
+    body.push_str(&legend());
     body.push_str(&flame_section(
         view,
         &[
