@@ -338,8 +338,9 @@ impl Replay {
         process.space.release(&mut ctx);
     }
 
-    /// The site of an event: its stack (with the ip first), else its ip, else `label`; in
-    /// memmon's own image before the command's exec (`record -- CMD`), [`LABEL_MEMMON`].
+    /// The site of an event: its stack (with the ip first), else its ip, else `label`; code
+    /// of memmon's own image before the command's exec (`record -- CMD`),
+    /// [`LABEL_MEMMON`].
     fn site(
         &mut self,
         key: ProcessKey,
@@ -347,10 +348,6 @@ impl Replay {
         stack: Option<&Stack>,
         label: &'static str,
     ) -> SiteId {
-        if self.processes.get(&key).is_some_and(|p| p.stub) {
-            // memmon's own image before the command's exec: none of the command's code.
-            return self.sites.label(LABEL_MEMMON);
-        }
         let exact_first = ip != 0;
         let joined: Vec<u64>;
         let raw: &[u64] = match stack {
@@ -389,7 +386,17 @@ impl Replay {
             })
             .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first, space))
             .collect();
-        let site = self.sites.intern(frames);
+        // memmon's own image before the command's exec (`record -- CMD`): its code is none
+        // of the command's, one label.
+        let in_stub = |frame: &Frame| match frame {
+            Frame::Code { object, .. } => process.stub_objects.contains(object),
+            _ => false,
+        };
+        let site = if process.stub && !frames.is_empty() && frames.iter().all(in_stub) {
+            self.sites.label(LABEL_MEMMON)
+        } else {
+            self.sites.intern(frames)
+        };
         let process = self.processes.entry(key).or_default();
         process.raw_sites.insert(raw.to_vec(), site);
         site

@@ -13,7 +13,7 @@ use crate::report::model::access::AccessLog;
 use crate::report::model::class::Class;
 use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::picture::{ClassId, KindBytes, Picture};
-use crate::report::model::sites::{SiteId, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC};
+use crate::report::model::sites::{ObjectId, SiteId, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC};
 use crate::report::model::space::{Ctx, Space, Vma};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
@@ -78,6 +78,8 @@ struct Process {
     /// Exec'd, and no fault of the new image's user code yet: the kernel's faults (user=0)
     /// still carry the old image's user stack.
     exec_loading: bool,
+    /// The objects of memmon's own image (the stub's start snapshot).
+    stub_objects: Vec<ObjectId>,
 }
 
 /// Options of the replay.
@@ -376,6 +378,9 @@ impl Replay {
         }
         let mut ctx = Ctx { stats, timeline };
         for (start, vma, heap) in regions {
+            if process.stub {
+                process.stub_objects.extend(vma.object);
+            }
             process.space.fill(&mut ctx, start, vma);
             if let Some((heap_start, heap_end)) = heap {
                 if process.space.brk_start.is_none() {
