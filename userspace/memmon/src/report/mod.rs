@@ -226,6 +226,10 @@ pub fn symbolize_capture(
 pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, ReportError> {
     let analysis = analyze(paths, options.slicing)?;
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
+    let mut own_code = options.own_code.clone();
+    for executable in &analysis.executables {
+        own_code.add_executable(executable);
+    }
     let view = build(
         &analysis,
         &symbols,
@@ -233,7 +237,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
             at: options.at.clone(),
             spike: options.spike,
             group_by: options.group_by,
-            own_code: options.own_code.clone(),
+            own_code,
         },
     )
     .map_err(|e| ReportError(e.to_string()))?;

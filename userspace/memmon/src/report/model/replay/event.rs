@@ -53,7 +53,13 @@ impl Replay {
                 advice,
                 ret: Ok(_),
             } => self.on_madvise(key, *addr, *len, *advice),
-            EventKind::Exec { .. } => self.on_exec(key),
+            EventKind::Exec { filename, .. } => {
+                let path = filename.to_string_lossy();
+                if path.starts_with('/') && !self.executables.contains(&path) {
+                    self.executables.push(path);
+                }
+                self.on_exec(key);
+            }
             EventKind::Exit { .. } => self.on_exit(key),
             EventKind::Fork {
                 child,

@@ -135,6 +135,9 @@ pub struct Analysis {
     pub pids: Vec<u32>,
     /// Paths of mapped files by object id, as the capture names them.
     pub commands: Vec<String>,
+    /// The programs the processes executed (absolute paths of their exec lines): own code
+    /// wherever they are installed.
+    pub executables: Vec<String>,
     /// Access sampling: generations and sampled accesses.
     pub access: AccessLog,
     /// Each process's last state before it released its memory (what [`Analysis::end`]
@@ -173,6 +176,8 @@ pub struct Replay {
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
     commands: Vec<String>,
+    /// The programs executed, as `Analysis::executables`.
+    pub(super) executables: Vec<String>,
     access: AccessLog,
     process_end: Vec<(ProcessKey, Picture)>,
     cgroups: HashMap<ProcessKey, String>,
@@ -205,6 +210,7 @@ impl Replay {
             has_pages: false,
             span: None,
             commands: Vec::new(),
+            executables: Vec::new(),
             access: AccessLog::default(),
             process_end: Vec::new(),
             cgroups: HashMap::new(),
@@ -552,6 +558,7 @@ impl Replay {
                 pids
             },
             commands: self.commands,
+            executables: self.executables,
             access: self.access,
             process_end: self.process_end,
             cgroups: self.cgroups,
