@@ -222,6 +222,10 @@ fn locate(
     mut debuginfod: Option<&mut Debuginfod>,
     warnings: &mut Vec<String>,
 ) -> Located {
+    if path.starts_with('[') {
+        // The kernel's code mappings (`[vdso]`) are no file to read: offsets.
+        return Located::default();
+    }
     let file = resolve(path, wanted, options);
     let found = build_id_of(&file);
     let matches = file.is_file() && (wanted.is_none() || found.as_deref() == wanted);
@@ -301,19 +305,6 @@ fn build_id_of(path: &Path) -> Option<String> {
 impl Symbols {
     /// Symbolises all code frames of `sites`.
     pub fn new(sites: &SiteTable, options: &SymbolOptions) -> Symbols {
-        let mut by_object: HashMap<ObjectId, BTreeSet<(u64, bool)>> = HashMap::new();
-        for id in 0..sites.len() {
-            for frame in sites.frames(id as SiteId) {
-                if let Frame::Code {
-                    object,
-                    offset,
-                    ret,
-                } = *frame
-                {
-                    by_object.entry(object).or_default().insert((offset, ret));
-                }
-            }
-        }
         let dirs = options.search_dirs();
         let symbolizer = Symbolizer::builder()
             .enable_code_info(true)
@@ -326,36 +317,18 @@ impl Symbols {
         let mut missing: Vec<(&str, PathBuf)> = Vec::new();
         let mut debug_files = Vec::new();
         let mut unresolved = std::collections::HashSet::new();
-        let mut objects: Vec<_> = by_object.into_iter().collect();
-        objects.sort_by_key(|(object, _)| *object);
-        for (object, wanted) in objects {
+        for (object, wanted) in code_frames_by_object(sites) {
             let path = sites.object_path(object);
-            let wanted: Vec<(u64, bool)> = wanted.into_iter().collect();
-            let recorded: Vec<Option<Vec<FrameInfo>>> = wanted
-                .iter()
-                .map(|&(offset, ret)| {
-                    let frame = Frame::Code {
-                        object,
-                        offset,
-                        ret,
-                    };
-                    serde_json::from_str(sites.recorded(&frame)?).ok()
-                })
-                .collect();
+            let recorded = recorded_names(sites, object, &wanted);
             let mut object_warnings = Vec::new();
-            // The kernel's code mappings (`[vdso]`) are no file to read: offsets.
-            let located = if path.starts_with('[') {
-                Located::default()
-            } else {
-                locate(
-                    path,
-                    sites.object_build_id(object),
-                    options,
-                    &dirs,
-                    debuginfod.as_mut(),
-                    &mut object_warnings,
-                )
-            };
+            let located = locate(
+                path,
+                sites.object_build_id(object),
+                options,
+                &dirs,
+                debuginfod.as_mut(),
+                &mut object_warnings,
+            );
             // Without the capture's build here, the names resolved where it was recorded
             // are the right ones: no warning then.
             let use_recorded = !located.exact && recorded.iter().any(Option::is_some);
@@ -368,37 +341,12 @@ impl Symbols {
             if let Some(debug) = &located.debug {
                 debug_files.push((path.to_owned(), debug.clone()));
             }
+            // A return address is looked up one byte back, inside its call.
             let lookups: Vec<u64> = wanted
                 .iter()
-                .map(|&(offset, ret)| {
-                    if ret {
-                        offset.saturating_sub(1)
-                    } else {
-                        offset
-                    }
-                })
+                .map(|&(offset, ret)| offset.saturating_sub(u64::from(ret)))
                 .collect();
-            let results = match &located.debug {
-                Some(debug) => {
-                    let results = symbolize_split(
-                        &symbolizer,
-                        located.binary.as_deref().unwrap_or(debug),
-                        debug,
-                        &lookups,
-                    );
-                    if located.binary.is_none() && results.iter().all(Option::is_none) {
-                        warnings.push(format!(
-                            "{path}: only its debug file {} was found, whose program headers do not map file offsets (it needs the binary: --sysroot); its frames show as offsets",
-                            debug.display()
-                        ));
-                    }
-                    results
-                }
-                None => match &located.binary {
-                    Some(binary) => symbolize_object(&symbolizer, binary, &lookups),
-                    None => vec![None; lookups.len()],
-                },
-            };
+            let results = symbolize_located(&symbolizer, path, &located, &lookups, &mut warnings);
             // Code no symbol names is named by the start of its function (its FDE), so
             // that every instruction of one function is one frame.
             let mut functions: Option<Option<FunctionRanges>> = None;
@@ -423,24 +371,13 @@ impl Symbols {
                         binary.and_then(FunctionRanges::read)
                     });
                     let lookup = lookups.get(index).copied().unwrap_or(offset);
-                    let start = ranges
-                        .as_ref()
-                        .and_then(|ranges| ranges.start_of(lookup))
-                        .unwrap_or(offset);
-                    vec![FrameInfo::named(format!("{}+{start:#x}", basename(path)))]
+                    vec![unnamed_frame(path, ranges.as_ref(), lookup, offset)]
                 });
                 frames.insert(frame, infos);
             }
         }
         warnings.extend(missing_note(&missing));
-        let with_lines = frames
-            .iter()
-            .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
-            .filter_map(|(frame, _)| match frame {
-                Frame::Code { object, .. } => Some(*object),
-                _ => None,
-            })
-            .collect();
+        let with_lines = objects_with_lines(&frames);
         Symbols {
             frames,
             warnings,
@@ -490,6 +427,97 @@ impl Symbols {
             .flat_map(|frame| self.frame_infos(sites, frame))
             .collect()
     }
+}
+
+/// The names `record --symbolize` stored for the frames `wanted` of `object`.
+fn recorded_names(
+    sites: &SiteTable,
+    object: ObjectId,
+    wanted: &[(u64, bool)],
+) -> Vec<Option<Vec<FrameInfo>>> {
+    wanted
+        .iter()
+        .map(|&(offset, ret)| {
+            let frame = Frame::Code {
+                object,
+                offset,
+                ret,
+            };
+            serde_json::from_str(sites.recorded(&frame)?).ok()
+        })
+        .collect()
+}
+
+/// The code frames of all sites, by object (in object order), each object's sorted.
+fn code_frames_by_object(sites: &SiteTable) -> Vec<(ObjectId, Vec<(u64, bool)>)> {
+    let mut by_object: HashMap<ObjectId, BTreeSet<(u64, bool)>> = HashMap::new();
+    for id in 0..sites.len() {
+        for frame in sites.frames(id as SiteId) {
+            if let Frame::Code {
+                object,
+                offset,
+                ret,
+            } = *frame
+            {
+                by_object.entry(object).or_default().insert((offset, ret));
+            }
+        }
+    }
+    let mut objects: Vec<(ObjectId, Vec<(u64, bool)>)> = by_object
+        .into_iter()
+        .map(|(object, wanted)| (object, wanted.into_iter().collect()))
+        .collect();
+    objects.sort_by_key(|(object, _)| *object);
+    objects
+}
+
+/// Symbolises the file offsets `lookups` of the object at `path` with the files
+/// [`locate`] found: its split debug file, else its binary; `None` for what they cannot
+/// name (all of it without files).
+fn symbolize_located(
+    symbolizer: &Symbolizer,
+    path: &str,
+    located: &Located,
+    lookups: &[u64],
+    warnings: &mut Vec<String>,
+) -> Vec<Option<Vec<FrameInfo>>> {
+    match (&located.debug, &located.binary) {
+        (Some(debug), binary) => {
+            let results =
+                symbolize_split(symbolizer, binary.as_deref().unwrap_or(debug), debug, lookups);
+            if binary.is_none() && results.iter().all(Option::is_none) {
+                warnings.push(format!(
+                    "{path}: only its debug file {} was found, whose program headers do not map file offsets (it needs the binary: --sysroot); its frames show as offsets",
+                    debug.display()
+                ));
+            }
+            results
+        }
+        (None, Some(binary)) => symbolize_object(symbolizer, binary, lookups),
+        (None, None) => vec![None; lookups.len()],
+    }
+}
+
+/// The frame of code no symbol names, at file offset `offset` (looked up at `lookup`):
+/// `object+0xSTART`, the start of the function that `ranges` (the object's FDEs) say holds
+/// it, else `object+0xOFFSET`.
+fn unnamed_frame(path: &str, ranges: Option<&FunctionRanges>, lookup: u64, offset: u64) -> FrameInfo {
+    let start = ranges
+        .and_then(|ranges| ranges.start_of(lookup))
+        .unwrap_or(offset);
+    FrameInfo::named(format!("{}+{start:#x}", basename(path)))
+}
+
+/// The objects some of whose frames have source lines.
+fn objects_with_lines(frames: &HashMap<Frame, Vec<FrameInfo>>) -> BTreeSet<ObjectId> {
+    frames
+        .iter()
+        .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
+        .filter_map(|(frame, _)| match frame {
+            Frame::Code { object, .. } => Some(*object),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One line for the objects not found here (`(path, where it was looked for)`), `None`
