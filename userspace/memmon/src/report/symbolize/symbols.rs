@@ -483,8 +483,12 @@ fn symbolize_located(
 ) -> Vec<Option<Vec<FrameInfo>>> {
     match (&located.debug, &located.binary) {
         (Some(debug), binary) => {
-            let results =
-                symbolize_split(symbolizer, binary.as_deref().unwrap_or(debug), debug, lookups);
+            let results = symbolize_split(
+                symbolizer,
+                binary.as_deref().unwrap_or(debug),
+                debug,
+                lookups,
+            );
             if binary.is_none() && results.iter().all(Option::is_none) {
                 warnings.push(format!(
                     "{path}: only its debug file {} was found, whose program headers do not map file offsets (it needs the binary: --sysroot); its frames show as offsets",
@@ -501,7 +505,12 @@ fn symbolize_located(
 /// The frame of code no symbol names, at file offset `offset` (looked up at `lookup`):
 /// `object+0xSTART`, the start of the function that `ranges` (the object's FDEs) say holds
 /// it, else `object+0xOFFSET`.
-fn unnamed_frame(path: &str, ranges: Option<&FunctionRanges>, lookup: u64, offset: u64) -> FrameInfo {
+fn unnamed_frame(
+    path: &str,
+    ranges: Option<&FunctionRanges>,
+    lookup: u64,
+    offset: u64,
+) -> FrameInfo {
     let start = ranges
         .and_then(|ranges| ranges.start_of(lookup))
         .unwrap_or(offset);
