@@ -110,6 +110,56 @@ fn is_go_standard(function: &str) -> bool {
     package != "main" && !first.contains('.')
 }
 
+/// The entry points of memory allocators and of the C library's memory functions, by name:
+/// where a program links one in (jemalloc, tcmalloc, mimalloc, a static glibc), the
+/// allocator's code is everything from the leaf up to its entry.
+const ALLOCATOR_ENTRIES: &[&str] = &[
+    "malloc",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "__libc_malloc",
+    "__libc_calloc",
+    "__libc_realloc",
+    "__libc_memalign",
+    "__malloc",
+    "__calloc",
+    "__realloc",
+    "__posix_memalign",
+    "je_malloc",
+    "je_calloc",
+    "je_realloc",
+    "je_mallocx",
+    "je_rallocx",
+    "je_posix_memalign",
+    "je_aligned_alloc",
+    "mallocx",
+    "rallocx",
+    "tc_malloc",
+    "tc_calloc",
+    "tc_realloc",
+    "tc_new",
+    "tc_newarray",
+    "mi_malloc",
+    "mi_calloc",
+    "mi_realloc",
+    "mi_zalloc",
+    "mi_new",
+];
+
+/// Whether `info` is an allocator's entry point ([`ALLOCATOR_ENTRIES`], or C++'s `operator
+/// new`).
+fn is_allocator_entry(info: &FrameInfo) -> bool {
+    let function = info.function.as_str();
+    ALLOCATOR_ENTRIES.contains(&function) || function.starts_with("operator new")
+}
+
 /// Whether a symbolised function in an object of own code is the language's runtime or
 /// standard library rather than the program's own code: its source is in a toolchain's or
 /// package manager's directory, its name is Rust's standard library's or Go's standard
@@ -209,67 +259,75 @@ impl OwnCode {
         names: &[Vec<FrameInfo>],
         with_lines: &BTreeSet<ObjectId>,
     ) -> Split {
-        let object = |frame: &Frame| match frame {
-            Frame::Code { object, .. } => Some(*object),
-            _ => None,
-        };
-        let mut owners = Vec::new();
-        let mut whose = Vec::new();
-        let mut system: Vec<(&str, Vec<FrameInfo>)> = Vec::new();
-        let mut own_seen = false;
+        // Each function of the stack, innermost first: its object's path, whether that is a
+        // file, and its owner (`None`: no known code).
+        let mut functions: Vec<(&str, bool, &FrameInfo, Option<Owner>)> = Vec::new();
         for (frame, infos) in frames.iter().zip(names) {
+            let object = match frame {
+                Frame::Code { object, .. } => Some(*object),
+                _ => None,
+            };
+            let path = object.map_or("?", |o| sites.object_path(o));
+            let has_lines = object.is_some_and(|o| with_lines.contains(&o));
             let frame_owner = self.frame_owner(sites, frame);
-            let path = object(frame).map_or("?", |o| sites.object_path(o));
-            let has_lines = object(frame).is_some_and(|o| with_lines.contains(&o));
             for info in infos {
                 let owner = match frame_owner {
                     // Code outside any file that no perf map names is nobody's known code.
-                    Some(Owner::Own)
-                        if matches!(frame, Frame::Address { .. })
-                            && info.function.starts_with("[0x") =>
-                    {
+                    Some(Owner::Own) if object.is_none() && info.function.starts_with("[0x") => {
                         None
                     }
                     Some(Owner::Own)
-                        if object(frame).is_some() && is_runtime_function(info, has_lines) =>
+                        if object.is_some() && is_runtime_function(info, has_lines) =>
                     {
                         Some(Owner::System)
                     }
                     other => other,
                 };
-                owners.push(owner);
-                whose.push(match owner {
-                    Some(Owner::Own) if object(frame).is_some() && is_shared_library(path) => {
-                        Whose::OwnLibrary
-                    }
-                    Some(Owner::Own) => Whose::Program,
-                    Some(Owner::System) => Whose::System,
-                    None => Whose::Unknown,
-                });
-                own_seen |= owner == Some(Owner::Own);
-                if !own_seen && owner == Some(Owner::System) {
-                    match system.last_mut() {
-                        Some((last, infos)) if *last == path => infos.push(info.clone()),
-                        _ => system.push((path, vec![info.clone()])),
-                    }
+                functions.push((path, object.is_some(), info, owner));
+            }
+        }
+        // An allocator linked into the program (jemalloc, a static glibc): its entry and all
+        // it called are the system's, whatever their names.
+        if let Some(entry) = functions
+            .iter()
+            .rposition(|(_, _, info, owner)| *owner == Some(Owner::Own) && is_allocator_entry(info))
+        {
+            for function in &mut functions[..=entry] {
+                if function.3 == Some(Owner::Own) {
+                    function.3 = Some(Owner::System);
                 }
             }
         }
-        let own: Vec<usize> = owners
+        let whose = functions
             .iter()
-            .enumerate()
-            .filter(|(_, owner)| **owner == Some(Owner::Own))
-            .map(|(index, _)| index)
+            .map(|&(path, in_file, _, owner)| match owner {
+                Some(Owner::Own) if in_file && is_shared_library(path) => Whose::OwnLibrary,
+                Some(Owner::Own) => Whose::Program,
+                Some(Owner::System) => Whose::System,
+                None => Whose::Unknown,
+            })
             .collect();
-        let library = if own.is_empty() {
-            None
-        } else {
-            let parts: Vec<(&str, &[FrameInfo])> = system
+        let own: Vec<usize> = (0..functions.len())
+            .filter(|&index| functions[index].3 == Some(Owner::Own))
+            .collect();
+        let library = own.first().and_then(|&first| {
+            // The system's functions innermost of the first own one, by object.
+            let mut parts: Vec<(&str, Vec<FrameInfo>)> = Vec::new();
+            for &(path, _, info, owner) in &functions[..first] {
+                if owner != Some(Owner::System) {
+                    continue;
+                }
+                match parts.last_mut() {
+                    Some((last, infos)) if *last == path => infos.push(info.clone()),
+                    _ => parts.push((path, vec![info.clone()])),
+                }
+            }
+            let parts: Vec<(&str, &[FrameInfo])> = parts
                 .iter()
                 .map(|(path, infos)| (*path, infos.as_slice()))
                 .collect();
             system_summary(&parts)
-        };
+        });
         Split {
             whose,
             own,
@@ -524,6 +582,50 @@ mod tests {
             None
         );
         assert_eq!(own.innermost_own(&table, &[]), None);
+    }
+
+    #[test]
+    fn an_allocator_linked_in_is_the_systems() {
+        // A stripped server with jemalloc linked in: no function has a line.
+        let mut table = SiteTable::default();
+        let server = table.object("/usr/bin/server");
+        let frames: Vec<Frame> = (0..5u64)
+            .map(|i| Frame::Code {
+                object: server,
+                offset: 0x1000 * (i + 1),
+                ret: i > 0,
+            })
+            .collect();
+        let names: Vec<Vec<FrameInfo>> = [
+            "je_extent_alloc_wrapper",
+            "je_arena_malloc_hard",
+            "je_malloc",
+            "store_value",
+            "main",
+        ]
+        .iter()
+        .map(|name| infos(&[name]))
+        .collect();
+        let split = OwnCode::default().split(&table, &frames, &names, &BTreeSet::new());
+        assert_eq!(split.own, [3, 4]);
+        assert_eq!(
+            split.whose,
+            [
+                Whose::System,
+                Whose::System,
+                Whose::System,
+                Whose::Program,
+                Whose::Program
+            ]
+        );
+        assert_eq!(
+            split.library.as_deref(),
+            Some("[server: je_malloc … je_extent_alloc_wrapper]")
+        );
+        // Without an allocator's entry on the stack, the program's functions are its own.
+        let split = OwnCode::default().split(&table, &frames[3..], &names[3..], &BTreeSet::new());
+        assert_eq!(split.own, [0, 1]);
+        assert_eq!(split.library, None);
     }
 
     fn infos(names: &[&str]) -> Vec<FrameInfo> {
