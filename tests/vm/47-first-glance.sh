@@ -11,7 +11,8 @@
 # - glib_catalog (C, Debian's GLib allocating for it): load_catalog and make_index;
 # - strings_fill (C, glibc's unnamed memset and memcpy touching the pages): clear_arena
 #   12 MiB and copy_records 8 MiB, each one site row (a function, not an instruction);
-# - rust_cache, static and dynamic: fill_cache and build_journal, not Rust's std or malloc;
+# - rust_cache, static, dynamic and static without its own debug info: fill_cache and
+#   build_journal, not Rust's std or malloc;
 # - go_cache (Debian's Go): main.fillCache and main.buildJournal, its stacks whole;
 # and no raw address or frame of memmon's own in any of them, nor in a diff of two runs.
 #
@@ -57,7 +58,7 @@ check() {
     for function in "$@"; do
         rank=$((rank + 1))
         row=$(sed -n "${rank}p" "/tmp/$name.first")
-        expect_match "$name: row $rank" "$row" " $function \\("
+        expect_match "$name: row $rank" "$row" " $function( \\(| →|$)"
         bytes=$(row_bytes "/tmp/$name.json" "$function")
         [ -n "$bytes" ] || fail "$name: no $function in the JSON report's your_code"
         echo "$name: $function brought in $bytes bytes"
@@ -84,6 +85,8 @@ for f in "clear_arena 12" "copy_records 8"; do
 done
 check /progs/glance/rust_cache-static rust-static 4 'rust_cache::fill_cache' 'rust_cache::build_journal'
 check /progs/glance/rust_cache-dynamic rust-dynamic 4 'rust_cache::fill_cache' 'rust_cache::build_journal'
+# Without debug info of its own (`rustc -O`): its functions are still its own, with no file.
+check /progs/glance/rust_cache-nodebug rust-nodebug 4 'rust_cache::fill_cache' 'rust_cache::build_journal'
 
 check /progs/glance/go_cache go 4 main.fillCache main.buildJournal
 # Go's stacks are whole: they end at runtime.goexit (goroutines) or reach main.main.
@@ -94,7 +97,7 @@ grep 'where their stacks end' /tmp/go.txt | grep -q 'short of these' &&
 # No frame of memmon's own image (before the command's exec) nor any raw address: the
 # kernel's faults while exec loads the program carry the old image's stack, and the vDSO,
 # wherever ASLR put it, is one object.
-for name in glib strings rust-static rust-dynamic go; do
+for name in glib strings rust-static rust-dynamic rust-nodebug go; do
     grep -n 'bin/memmon\|\[0x' "/tmp/$name.txt" && fail "$name: a raw address or memmon's own frame"
 done
 # Two runs of the same program compare site by site: nothing differs by where ASLR put the

@@ -12,8 +12,8 @@ use object::{Object, ObjectSection, ObjectSegment};
 /// The functions of an object, as sorted, disjoint ranges of file offsets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FunctionRanges {
-    /// `(start, end)`, end exclusive, sorted by start; an FDE that overlaps the previous
-    /// one is left out (the first one wins, as in the unwind tables).
+    /// `(start, end)`, end exclusive, sorted by start; an FDE that overlaps one kept before
+    /// it (by start, then by its place in the section) is left out.
     ranges: Vec<(u64, u64)>,
 }
 
@@ -68,7 +68,8 @@ impl FunctionRanges {
                 ranges.push((offset, offset.saturating_add(len)));
             }
         }
-        ranges.sort_unstable();
+        // By start; among FDEs of one start, the first in the section stays first.
+        ranges.sort_by_key(|&(start, _)| start);
         let mut kept: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
         for range in ranges {
             if kept.last().is_none_or(|last| range.0 >= last.1) {

@@ -13,7 +13,7 @@
 //! in its sites' figures): the table taken when the watched command has ended shows what
 //! the command had, not what is left after it.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write;
 
 use rustc_hash::FxHashMap;
@@ -21,11 +21,11 @@ use rustc_hash::FxHashMap;
 use crate::capture::file::Record;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{Replay, ReplayOptions};
-use crate::report::model::sites::{SiteId, SiteTable};
+use crate::report::model::sites::{ObjectId, SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
 use crate::report::output::text::size;
 use crate::report::symbolize::symbols::{name, FrameInfo, SymbolOptions, Symbols};
-use crate::report::view::own_code::OwnCode;
+use crate::report::view::own_code::{objects_with_own_lines, own_site_name, OwnCode};
 use crate::stream::event::{Event, EventKind, FaultType};
 
 /// One process of a sample.
@@ -189,8 +189,9 @@ pub struct TopModel {
     replay: Replay,
     activity: BTreeMap<u32, Activity>,
     symbol_options: SymbolOptions,
-    /// The symbols, and how many sites the table had when they were made.
-    symbols: Option<(Symbols, usize)>,
+    /// The symbols, how many sites the table had when they were made, and the objects with
+    /// lines of their own ([`objects_with_own_lines`]).
+    symbols: Option<(Symbols, usize, BTreeSet<ObjectId>)>,
     /// Which code is the system's; the executed programs are own code.
     own_code: OwnCode,
     /// Each site's row name and function, made with the current symbols.
@@ -373,11 +374,17 @@ impl TopModel {
 
     fn site_rows(&mut self, now: &FxHashMap<SiteId, u64>) -> Vec<SiteGrowthRow> {
         let table = self.replay.sites();
-        if self.symbols.as_ref().is_none_or(|(_, n)| *n != table.len()) {
-            self.symbols = Some((Symbols::new(table, &self.symbol_options), table.len()));
+        if self
+            .symbols
+            .as_ref()
+            .is_none_or(|(_, n, _)| *n != table.len())
+        {
+            let symbols = Symbols::new(table, &self.symbol_options);
+            let with_lines = objects_with_own_lines(&symbols);
+            self.symbols = Some((symbols, table.len(), with_lines));
             self.site_names.clear();
         }
-        let Some((symbols, _)) = &self.symbols else {
+        let Some((symbols, _, with_lines)) = &self.symbols else {
             return Vec::new();
         };
         let previous = &self.previous_sites;
@@ -392,7 +399,7 @@ impl TopModel {
             let (name, function) = self
                 .site_names
                 .entry(id)
-                .or_insert_with(|| site_name(table, symbols, &self.own_code, id));
+                .or_insert_with(|| site_name(table, symbols, with_lines, &self.own_code, id));
             let row = rows.entry(name.clone()).or_insert_with(|| SiteGrowthRow {
                 name: name.clone(),
                 function: function.clone(),
@@ -424,6 +431,7 @@ impl TopModel {
 fn site_name(
     table: &SiteTable,
     symbols: &Symbols,
+    with_lines: &BTreeSet<ObjectId>,
     own_code: &OwnCode,
     id: SiteId,
 ) -> (String, String) {
@@ -432,15 +440,12 @@ fn site_name(
         .iter()
         .map(|frame| symbols.frame_infos(table, frame))
         .collect();
-    let split = own_code.split(table, frames, &infos, symbols.objects_with_lines());
+    let split = own_code.split(table, frames, &infos, with_lines);
     let all: Vec<FrameInfo> = infos.into_iter().flatten().collect();
+    let site = own_site_name(&all, &split.own, split.library.as_deref());
     let first = split.own.first().copied().unwrap_or(0);
-    let own_infos = all.get(first..).unwrap_or_default();
-    let mut site = name::site(own_infos);
-    if let Some(summary) = split.library {
-        site = format!("{site} → {summary}");
-    }
-    (site, name::function(own_infos).to_owned())
+    let function = name::function(all.get(first..).unwrap_or_default());
+    (site, function.to_owned())
 }
 
 /// `+1.5 MiB`, `-4.0 KiB`, `0`.

@@ -229,6 +229,11 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
     let mut own_code = options.own_code.clone();
     for executable in &analysis.executables {
         own_code.add_executable(executable);
+        // Run through a link (`/usr/bin/firefox`), the object is named by the file the link
+        // names, as here.
+        if let Ok(target) = std::fs::canonicalize(executable) {
+            own_code.add_executable(&target.to_string_lossy());
+        }
     }
     let view = build(
         &analysis,

@@ -150,20 +150,39 @@ fn whose_classes(view: &View) -> FuncFrameAttrsMap {
     FuncFrameAttrsMap::from_reader(lines.as_bytes()).unwrap_or_default()
 }
 
-/// The flame graph with a style that fills each class's frames with its colour (a CSS rule
-/// wins over the `fill` inferno writes on each frame).
+/// The flame graph with each class's frames filled with its colour: the `fill` of the
+/// first `rect` after each `<g class="whose-...">` is rewritten (as an attribute, which
+/// the flame graph's search still overrides when it highlights a frame).
 fn with_whose_colours(svg: Vec<u8>) -> Vec<u8> {
-    let mut rules = String::new();
-    for (whose, colour) in WHOSE_COLOURS {
-        let _ = write!(
-            rules,
-            "g.whose-{} rect {{ fill: {colour}; }} ",
-            whose.as_str()
-        );
-    }
+    const OPEN: &str = "<g class=\"whose-";
     let text = String::from_utf8_lossy(&svg);
-    match text.find("</style>") {
-        Some(at) => format!("{}{rules}{}", &text[..at], &text[at..]).into_bytes(),
-        None => svg,
+    let mut out = String::with_capacity(text.len());
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find(OPEN) {
+        let (before, group) = rest.split_at(at);
+        out.push_str(before);
+        let class = &group[OPEN.len()..];
+        let colour = WHOSE_COLOURS
+            .iter()
+            .find(|(whose, _)| class.starts_with(&format!("{}\"", whose.as_str())))
+            .map(|(_, colour)| *colour);
+        let fill = group
+            .find("fill=\"")
+            .filter(|&f| !group[..f].contains("</g>"));
+        match (colour, fill) {
+            (Some(colour), Some(fill)) => {
+                let value = fill + "fill=\"".len();
+                let end = group[value..].find('"').map_or(value, |e| value + e);
+                out.push_str(&group[..value]);
+                out.push_str(colour);
+                rest = &group[end..];
+            }
+            _ => {
+                out.push_str(&group[..OPEN.len()]);
+                rest = &group[OPEN.len()..];
+            }
+        }
     }
+    out.push_str(rest);
+    out.into_bytes()
 }

@@ -154,8 +154,6 @@ pub struct Symbols {
     pub debug_files: Vec<(String, PathBuf)>,
     /// Code frames that nothing named (shown as `object+0xoffset`).
     unresolved: std::collections::HashSet<Frame>,
-    /// The objects some of whose frames have source lines.
-    with_lines: BTreeSet<ObjectId>,
 }
 
 /// The file name of `path`.
@@ -377,13 +375,11 @@ impl Symbols {
             }
         }
         warnings.extend(missing_note(&missing));
-        let with_lines = objects_with_lines(&frames);
         Symbols {
             frames,
             warnings,
             debug_files,
             unresolved,
-            with_lines,
         }
     }
 
@@ -400,10 +396,12 @@ impl Symbols {
         out
     }
 
-    /// The objects some of whose frames have source lines (debug info was found for
-    /// them).
-    pub fn objects_with_lines(&self) -> &BTreeSet<ObjectId> {
-        &self.with_lines
+    /// The code frames symbolised, by object, with their functions.
+    pub fn code_frames(&self) -> impl Iterator<Item = (ObjectId, &[FrameInfo])> {
+        self.frames.iter().filter_map(|(frame, infos)| match frame {
+            Frame::Code { object, .. } => Some((*object, infos.as_slice())),
+            _ => None,
+        })
     }
 
     /// The symbolised frames of one frame (several when functions were inlined).
@@ -515,18 +513,6 @@ fn unnamed_frame(
         .and_then(|ranges| ranges.start_of(lookup))
         .unwrap_or(offset);
     FrameInfo::named(format!("{}+{start:#x}", basename(path)))
-}
-
-/// The objects some of whose frames have source lines.
-fn objects_with_lines(frames: &HashMap<Frame, Vec<FrameInfo>>) -> BTreeSet<ObjectId> {
-    frames
-        .iter()
-        .filter(|(_, infos)| infos.iter().any(|info| info.file.is_some()))
-        .filter_map(|(frame, _)| match frame {
-            Frame::Code { object, .. } => Some(*object),
-            _ => None,
-        })
-        .collect()
 }
 
 /// One line for the objects not found here (`(path, where it was looked for)`), `None`

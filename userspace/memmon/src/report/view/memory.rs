@@ -8,11 +8,11 @@ use serde::Serialize;
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::Analysis;
-use crate::report::model::sites::SiteId;
+use crate::report::model::sites::{ObjectId, SiteId};
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
-use crate::report::view::own_code::{OwnCode, Split, Whose};
+use crate::report::view::own_code::{objects_with_own_lines, own_site_name, OwnCode, Split, Whose};
 use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::your_code::{your_code, YourCode};
@@ -130,6 +130,9 @@ pub struct SiteRow {
     /// Whose each of `frames` is.
     #[serde(skip)]
     pub whose: Vec<Whose>,
+    /// The object of each of `frames` (`None` outside files).
+    #[serde(skip)]
+    pub objects: Vec<Option<ObjectId>>,
     /// The system part of the stack innermost of its own code, summarised
     /// (`[libsqlite3.so.0: sqlite3_step … libc.so.6: malloc]`).
     #[serde(skip)]
@@ -143,6 +146,7 @@ impl SiteRow {
             frames,
             own: split.own,
             whose: split.whose,
+            objects: split.objects,
             library: split.library,
             resident: 0,
             mapped: 0,
@@ -201,11 +205,7 @@ impl SiteRow {
     /// the innermost function of own code, then the library part it called, summarised
     /// (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step … malloc]`).
     pub fn name(&self) -> String {
-        let own = name::site(self.own_frames());
-        match &self.library {
-            Some(library) => format!("{own} → {library}"),
-            None => own,
-        }
+        own_site_name(&self.frames, &self.own, self.library.as_deref())
     }
 }
 
@@ -510,7 +510,7 @@ fn site_rows(
     let mut rows: HashMap<Vec<String>, (SiteRow, u64)> = HashMap::new();
     let mut reach = StackReach::default();
     let empty = SiteStats::default();
-    let with_lines = symbols.objects_with_lines();
+    let with_lines = &objects_with_own_lines(symbols);
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
@@ -545,6 +545,7 @@ fn site_rows(
             row.frames = frames;
             row.own = split.own;
             row.whose = split.whose;
+            row.objects = split.objects;
             row.library = split.library;
             *best = weight;
         }

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use crate::report::model::sites::ObjectId;
 use crate::report::view::memory::SiteRow;
 
 /// One function of own code.
@@ -39,10 +40,13 @@ impl FunctionRow {
 }
 
 /// The function a frame's code belongs to, as a person names it: a closure's is its
-/// enclosing function's (Rust's `f::{{closure}}` and `f::{closure#0}`, Go's `f.func1`), and
-/// a compiler's clone of a function is the function (GCC's `f.constprop.0`, `f.part.0`,
-/// `f.isra.0`, `f.cold`).
-pub fn function_of(name: &str) -> &str {
+/// enclosing function's (Rust's `f::{{closure}}` and `f::{closure#0}`; Go's `f.func1`,
+/// `f.func2.1` and `f.gowrap1`), and a compiler's clone of a C or C++ function is the
+/// function (GCC's `f.constprop.0`, `f.part.0`, `f.isra.0`, `f.cold`). `go` says the code
+/// is Go's (its source a `.go` file), whose names have dots of their own (`main.part`).
+pub fn function_of(name: &str, go: bool) -> &str {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let numbered = |s: &str, word: &str| s.strip_prefix(word).is_some_and(digits);
     let mut name = name;
     loop {
         let before = name;
@@ -50,22 +54,27 @@ pub fn function_of(name: &str) -> &str {
             name = outer;
         }
         if let Some((outer, last)) = name.rsplit_once("::{closure#") {
-            if last
-                .strip_suffix('}')
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            {
+            if last.strip_suffix('}').is_some_and(digits) {
                 name = outer;
             }
         }
-        if let Some((outer, last)) = name.rsplit_once('.') {
-            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            let go_closure = last.strip_prefix("func").is_some_and(digits) && !outer.is_empty();
-            let gcc_clone = ["constprop", "isra", "part", "cold", "lto_priv"].contains(&last)
-                || (digits(last)
-                    && outer.rsplit_once('.').is_some_and(|(_, kind)| {
-                        ["constprop", "isra", "part", "lto_priv"].contains(&kind)
-                    }));
-            if go_closure || gcc_clone {
+        if let Some((outer, last)) = name.rsplit_once('.').filter(|(outer, _)| !outer.is_empty()) {
+            let fold = if go {
+                // Go: `f.func1`, `f.gowrap1`, and `f.func2.1` (a closure in a closure).
+                numbered(last, "func")
+                    || numbered(last, "gowrap")
+                    || (digits(last)
+                        && outer
+                            .rsplit_once('.')
+                            .is_some_and(|(_, f)| numbered(f, "func")))
+            } else {
+                ["constprop", "isra", "part", "cold", "lto_priv"].contains(&last)
+                    || (digits(last)
+                        && outer.rsplit_once('.').is_some_and(|(_, kind)| {
+                            ["constprop", "isra", "part", "lto_priv"].contains(&kind)
+                        }))
+            };
+            if fold {
                 name = outer;
             }
         }
@@ -98,8 +107,10 @@ pub struct YourCode {
 
 /// The functions of own code of `sites` with the resident bytes they brought in.
 pub fn your_code(sites: &[SiteRow]) -> YourCode {
-    let mut rows: HashMap<String, (FunctionRow, u64)> = HashMap::new();
-    let mut files: HashMap<String, BTreeSet<Option<String>>> = HashMap::new();
+    // Functions by object and name: two programs' `main`s are two rows.
+    type Key = (Option<ObjectId>, String);
+    let mut rows: HashMap<Key, (FunctionRow, u64)> = HashMap::new();
+    let mut files: HashMap<Key, BTreeSet<Option<String>>> = HashMap::new();
     let mut outside = 0u64;
     for site in sites.iter().filter(|site| site.resident > 0) {
         let Some(&innermost) = site.own.first() else {
@@ -111,7 +122,12 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
             let Some(frame) = site.frames.get(index) else {
                 continue;
             };
-            let key = function_of(&frame.function).to_owned();
+            let go = frame.file.as_deref().is_some_and(|f| f.ends_with(".go"));
+            let function = function_of(&frame.function, go);
+            let key = (
+                site.objects.get(index).copied().flatten(),
+                function.to_owned(),
+            );
             files
                 .entry(key.clone())
                 .or_default()
@@ -123,7 +139,7 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
             let (row, heaviest) = rows.entry(key).or_insert_with(|| {
                 (
                     FunctionRow {
-                        function: function_of(&frame.function).to_owned(),
+                        function: function.to_owned(),
                         file: frame.file.clone(),
                         resident: 0,
                         inclusive: 0,
@@ -143,11 +159,11 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
         }
     }
     let mut functions: Vec<FunctionRow> = rows
-        .into_values()
-        .map(|(mut row, _)| {
+        .into_iter()
+        .map(|(key, (mut row, _))| {
             // A function's frames may name different files (code inlined from a header):
             // the file only when they agree.
-            let mut file = files.remove(&row.function).unwrap_or_default().into_iter();
+            let mut file = files.remove(&key).unwrap_or_default().into_iter();
             row.file = match (file.next(), file.next()) {
                 (Some(only), None) => only,
                 _ => None,
@@ -160,6 +176,7 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
             .cmp(&a.resident)
             .then(b.inclusive.cmp(&a.inclusive))
             .then_with(|| a.function.cmp(&b.function))
+            .then_with(|| a.file.cmp(&b.file))
     });
     YourCode { functions, outside }
 }
@@ -194,27 +211,31 @@ mod tests {
             lifetime: Lifetime::Accumulating,
             own: own.to_vec(),
             whose: Vec::new(),
+            objects: Vec::new(),
             library: (own.first() != Some(&0)).then(|| "[libc.so.6: malloc]".to_owned()),
         }
     }
 
     #[test]
     fn closures_and_clones_are_their_function() {
-        for (name, function) in [
-            ("app::build::{{closure}}", "app::build"),
-            ("app::build::{{closure}}::{{closure}}", "app::build"),
-            ("app::build::{closure#0}", "app::build"),
-            ("main.buildJournal.func1", "main.buildJournal"),
-            ("main.buildJournal.func2.1", "main.buildJournal.func2.1"),
-            ("clear_arena.constprop.0", "clear_arena"),
-            ("load.part.0", "load"),
-            ("load.cold", "load"),
-            ("load.isra.0.cold", "load"),
-            ("main", "main"),
-            ("main.main", "main.main"),
-            ("libc.so.6+0x153480", "libc.so.6+0x153480"),
+        for (name, go, function) in [
+            ("app::build::{{closure}}", false, "app::build"),
+            ("app::build::{{closure}}::{{closure}}", false, "app::build"),
+            ("app::build::{closure#0}", false, "app::build"),
+            ("main.buildJournal.func1", true, "main.buildJournal"),
+            ("main.buildJournal.func2.1", true, "main.buildJournal"),
+            ("main.serve.gowrap1", true, "main.serve"),
+            ("main.part", true, "main.part"),
+            ("main.cold", true, "main.cold"),
+            ("main.main", true, "main.main"),
+            ("clear_arena.constprop.0", false, "clear_arena"),
+            ("load.part.0", false, "load"),
+            ("load.cold", false, "load"),
+            ("load.isra.0.cold", false, "load"),
+            ("main", false, "main"),
+            ("libc.so.6+0x153480", false, "libc.so.6+0x153480"),
         ] {
-            assert_eq!(function_of(name), function, "{name}");
+            assert_eq!(function_of(name, go), function, "{name}");
         }
     }
 

@@ -218,6 +218,8 @@ impl Replay {
         if let Some(process) = self.processes.get_mut(&key) {
             process.exited = false;
             process.exec_loading = true;
+            // memmon's own image is gone.
+            process.stub_objects.clear();
         }
     }
 
@@ -398,7 +400,8 @@ impl Replay {
             Frame::Code { object, .. } => process.stub_objects.contains(object),
             _ => false,
         };
-        let site = if process.stub && !frames.is_empty() && frames.iter().all(in_stub) {
+        let before_exec = !process.stub_objects.is_empty();
+        let site = if before_exec && !frames.is_empty() && frames.iter().all(in_stub) {
             self.sites.label(LABEL_MEMMON)
         } else {
             self.sites.intern(frames)

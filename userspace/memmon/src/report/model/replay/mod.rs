@@ -78,7 +78,7 @@ struct Process {
     /// Exec'd, and no fault of the new image's user code yet: the kernel's faults (user=0)
     /// still carry the old image's user stack.
     exec_loading: bool,
-    /// The objects of memmon's own image (the stub's start snapshot).
+    /// The objects of memmon's own image (the stub's start snapshot), until the exec.
     stub_objects: Vec<ObjectId>,
 }
 
@@ -133,7 +133,7 @@ pub struct Analysis {
     pub span: Option<(Timestamp, Timestamp)>,
     /// Processes seen (pid of each).
     pub pids: Vec<u32>,
-    /// Paths of mapped files by object id, as the capture names them.
+    /// The commands of the captures (their `# command` or `# pids` headers).
     pub commands: Vec<String>,
     /// The programs the processes executed (absolute paths of their exec lines): own code
     /// wherever they are installed.

@@ -198,16 +198,17 @@ fn sites_table(view: &View, top: usize) -> String {
 
 fn summary_line(view: &View) -> String {
     let t = view.totals;
+    const LISTED: usize = 8;
     let processes = match view.pids.as_slice() {
+        [] => "no process".to_owned(),
         [pid] => format!("process {pid}"),
-        pids => format!(
-            "{} processes ({})",
-            pids.len(),
-            pids.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        pids => {
+            let mut listed: Vec<String> = pids.iter().take(LISTED).map(u32::to_string).collect();
+            if pids.len() > LISTED {
+                listed.push("…".to_owned());
+            }
+            format!("{} processes ({})", pids.len(), listed.join(", "))
+        }
     };
     format!(
         "<p>{} events, {}; at {}: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}; sites from {}.</p>",

@@ -9,6 +9,13 @@ use crate::report::view::your_code::YourCode;
 /// Writes the table (its `top` first functions), and what no own code holds.
 pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fmt::Result {
     if code.functions.is_empty() {
+        if code.outside > 0 {
+            writeln!(
+                out,
+                "\nYour code: no function of the program's own code holds resident memory ({} is the system's: --own GLOB says which objects are yours)",
+                size(code.outside)
+            )?;
+        }
         return Ok(());
     }
     writeln!(
