@@ -445,6 +445,55 @@ pub struct Split {
     pub library: Option<String>,
 }
 
+/// A library function's name, short enough for a summary: template and generic arguments
+/// (`<...>`) and parameter lists (`(...)`) of over 16 characters become `<…>` and `(…)`
+/// (`std::vector<…>::_M_realloc_insert(int const&)`); the rest is kept, and so is a
+/// leading `<Type as Trait>`, which says whose method it is.
+pub fn abridged(function: &str) -> String {
+    const LONGEST: usize = 16;
+    let mut out = String::with_capacity(function.len());
+    let mut depth = 0usize;
+    let mut group = String::new();
+    let mut closing = ' ';
+    let mut leading = false;
+    for c in function.chars() {
+        if depth == 0 {
+            match c {
+                '<' | '(' => {
+                    leading = out.is_empty();
+                    depth = 1;
+                    closing = if c == '<' { '>' } else { ')' };
+                    group.clear();
+                    group.push(c);
+                }
+                _ => out.push(c),
+            }
+            continue;
+        }
+        group.push(c);
+        let opening = if closing == '>' { '<' } else { '(' };
+        if c == opening {
+            depth += 1;
+        } else if c == closing {
+            depth -= 1;
+            if depth == 0 {
+                if !leading && group.chars().count() > LONGEST + 2 {
+                    out.push(opening);
+                    out.push('…');
+                    out.push(closing);
+                } else {
+                    out.push_str(&group);
+                }
+            }
+        }
+    }
+    // An unbalanced name is kept as it is.
+    if depth > 0 {
+        out.push_str(&group);
+    }
+    out
+}
+
 /// The system part of a stack summarised: `[libsqlite3.so.0: sqlite3_step … malloc]`, the
 /// function own code called (the outermost system frame) and the innermost one, each after
 /// its object's name when it is not the previous one's (`[libsqlite3.so.0: sqlite3_step …
@@ -459,7 +508,7 @@ pub fn system_summary(system: &[(&str, &[FrameInfo])]) -> Option<String> {
     // its inlined chain); the innermost frame is named by its innermost function.
     let function = |infos: &[FrameInfo], entered: bool| {
         let info = if entered { infos.last() } else { infos.first() };
-        info.map_or("?".to_owned(), |f| f.function.clone())
+        info.map_or("?".to_owned(), |f| abridged(&f.function))
     };
     // `object: function`, or only `object+0xoffset` when nothing named the code.
     let in_object = |path: &str, function: String| {
@@ -697,6 +746,25 @@ mod tests {
                 inlined: false,
             })
             .collect()
+    }
+
+    #[test]
+    fn long_arguments_are_abridged() {
+        for (name, short) in [
+            ("malloc", "malloc"),
+            ("operator new(unsigned long)", "operator new(unsigned long)"),
+            (
+                "std::vector<int, std::allocator<int> >::_M_realloc_insert(int const&)",
+                "std::vector<…>::_M_realloc_insert(int const&)",
+            ),
+            (
+                "<std::sync::once::Once>::call_once_force::<<std::sync::once_lock::OnceLock<std::io::Stdout>>::initialize<F>::{closure#0}>",
+                "<std::sync::once::Once>::call_once_force::<…>",
+            ),
+            ("a<b", "a<b"),
+        ] {
+            assert_eq!(abridged(name), short, "{name}");
+        }
     }
 
     #[test]
