@@ -52,19 +52,19 @@ fn chromium() -> &'static str {
     panic!("Chromium is not installed: install it (Debian package chromium) to run this test");
 }
 
-/// The DOM after load, as headless Chromium dumps it.
-fn dump_dom(page: &Path) -> String {
-    let output = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
+/// Headless Chromium on `page`, with the options `extra` (what to do, the window size).
+fn headless(page: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu"])
+        .args(extra)
         .arg(format!("file://{}", page.display()))
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// The DOM after load, as headless Chromium dumps it.
+fn dump_dom(page: &Path) -> String {
+    let output = headless(page, &["--virtual-time-budget=5000", "--dump-dom"]);
     assert!(
         output.status.success(),
         "chromium failed: {}",
@@ -164,19 +164,15 @@ fn first_screen_answers_at_1400_by_1000() {
 });</script></body>"#;
     let measured = tmp("first-screen.html");
     std::fs::write(&measured, page.replacen("</body>", measure, 1)).unwrap();
-    let output = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
+    let output = headless(
+        &measured,
+        &[
             "--hide-scrollbars",
             "--window-size=1400,1000",
             "--virtual-time-budget=5000",
             "--dump-dom",
-        ])
-        .arg(format!("file://{}", measured.display()))
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(output.status.success(), "chromium failed");
     let dom = String::from_utf8_lossy(&output.stdout);
     let number = |name: &str| -> i64 {
@@ -210,18 +206,11 @@ fn first_screen_answers_at_1400_by_1000() {
     );
     // The screenshot a person would see, kept for looking at.
     let shot = tmp("first-screen.png");
-    let status = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--window-size=1400,1000",
-        ])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", measured.display()))
-        .output()
-        .unwrap();
+    let screenshot = format!("--screenshot={}", shot.display());
+    let status = headless(
+        &measured,
+        &["--hide-scrollbars", "--window-size=1400,1000", &screenshot],
+    );
     assert!(status.status.success() && shot.is_file(), "no screenshot");
     eprintln!("screenshot: {}", shot.display());
 }

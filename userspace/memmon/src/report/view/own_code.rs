@@ -90,6 +90,13 @@ const RUST_RUNTIME_PREFIXES: &[&str] = &[
     "__rg_",
 ];
 
+/// Whether source `file` is a toolchain's, a system header or a dependency's
+/// ([`SYSTEM_SOURCE_DIRS`], [`DEPENDENCY_SOURCE_DIRS`]), not the program's own.
+fn is_toolchain_source(file: &str) -> bool {
+    SYSTEM_SOURCE_DIRS.iter().any(|dir| file.starts_with(dir))
+        || DEPENDENCY_SOURCE_DIRS.iter().any(|dir| file.contains(dir))
+}
+
 /// The package of a Go function (`PACKAGE.NAME`, `PACKAGE.(*TYPE).NAME`, `a/b/pkg.F`).
 fn go_package(function: &str) -> Option<&str> {
     let after_path = function.rfind('/').map_or(0, |slash| slash + 1);
@@ -185,11 +192,7 @@ pub fn is_runtime_function(info: &FrameInfo, object_has_lines: bool) -> bool {
         return true;
     }
     match info.file.as_deref() {
-        Some(file) => {
-            SYSTEM_SOURCE_DIRS.iter().any(|dir| file.starts_with(dir))
-                || DEPENDENCY_SOURCE_DIRS.iter().any(|dir| file.contains(dir))
-                || is_go_runtime(function, file)
-        }
+        Some(file) => is_toolchain_source(file) || is_go_runtime(function, file),
         None => object_has_lines,
     }
 }
@@ -240,10 +243,9 @@ pub fn objects_with_own_lines(symbols: &Symbols) -> BTreeSet<ObjectId> {
         .code_frames()
         .filter(|(_, infos)| {
             infos.iter().any(|info| {
-                info.file.as_deref().is_some_and(|file| {
-                    !SYSTEM_SOURCE_DIRS.iter().any(|dir| file.starts_with(dir))
-                        && !DEPENDENCY_SOURCE_DIRS.iter().any(|dir| file.contains(dir))
-                })
+                info.file
+                    .as_deref()
+                    .is_some_and(|file| !is_toolchain_source(file))
             })
         })
         .map(|(object, _)| object)
