@@ -2,8 +2,10 @@
 
 //! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats`, `marker` and `unwind`.
 
+use crate::kernel_ext::capability::Capability;
 use kernel::{
     alloc::KVec,
+    fs::LocalFile,
     prelude::*,
     uaccess::{UserSliceReader, UserSliceWriter},
 };
@@ -27,6 +29,31 @@ pub(crate) const WRITE_MAX: usize = 4096;
 /// `value` in a pinned box, for [`ProcFile::open`].
 pub(crate) fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
     Ok(KBox::pin(value, GFP_KERNEL)?)
+}
+
+/// Refuses a write to `file` (the `watch-pids` or `unwind` file, `name`) with `EPERM` unless
+/// both the writer and the task that opened the file hold `CAP_SYS_ADMIN`: a root process
+/// that opened it and then dropped its privileges, or passed the open file to a process
+/// without them, cannot write through it (the file's mode, 0600 root, is checked at open
+/// only). The opener's credentials are those of the open (`file->f_cred`), as the kernel's
+/// own privileged files check them (`/proc/PID/uid_map`).
+pub(crate) fn check_writer(file: &LocalFile, name: &str) -> Result {
+    let writer = Capability::SYS_ADMIN.held_by_current();
+    let opener = Capability::SYS_ADMIN.held_by_opener(file);
+    if writer && opener {
+        return Ok(());
+    }
+    let why = match (writer, opener) {
+        (false, false) => {
+            "neither the writer nor the process that opened the file has CAP_SYS_ADMIN"
+        }
+        (false, true) => {
+            "the writer has no CAP_SYS_ADMIN (the process that opened the file had it)"
+        }
+        _ => "the process that opened the file had no CAP_SYS_ADMIN",
+    };
+    pr_info!("{}: refused a write: {}\n", name, why);
+    Err(EPERM)
 }
 
 /// Reads all of a small write, refusing one over [`WRITE_MAX`] bytes.
