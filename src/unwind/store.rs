@@ -16,7 +16,7 @@
 //! may copy in together ([`UnwindStore::stage`]), and refuses a table that cannot fit before
 //! its rows are copied.
 
-use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES, SET_MAPS_WRITE_MAX};
+use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES, KEY_BYTES, SET_MAPS_WRITE_MAX};
 use crate::bindings;
 use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::watch::WatchSet;
@@ -285,6 +285,7 @@ pub(crate) struct Refused {
 impl UnwindStore {
     /// An empty store that takes at most `max_bytes`.
     pub(crate) fn new(max_bytes: usize) -> impl PinInit<Self, Error> {
+        let staging_max = max_bytes.max(STAGING_MIN);
         // INVARIANT: `current` is null.
         try_pin_init!(Self {
             current: AtomicPtr::new(core::ptr::null_mut()),
@@ -294,7 +295,7 @@ impl UnwindStore {
             processes: AtomicUsize::new(0),
             max_bytes,
             staged: AtomicUsize::new(0),
-            staging_max: max_bytes.max(STAGING_MIN),
+            staging_max,
         })
     }
 
@@ -310,12 +311,14 @@ impl UnwindStore {
     /// So the writes in flight hold at most the staging bound together.
     pub(crate) fn stage(&self, len: usize, what: Staging) -> Result<Staged<'_>, Refused> {
         if let Staging::Table { key, rows } = what {
-            // Bounded: a binary search, under a mutex a reader holds for a few lines at most.
-            let inner = self.inner.lock();
-            if inner.find(&key).is_err() {
-                let least = table_bytes(rows, 1);
+            let least = table_bytes(rows, 1);
+            // Whether the table is loaded is asked (under the mutex) only of a table that
+            // does not fit now.
+            let fits = |now: usize| now.saturating_add(least) <= self.max_bytes;
+            if !fits(self.bytes.load(Ordering::Relaxed)) {
+                let inner = self.inner.lock();
                 let now = self.bytes.load(Ordering::Relaxed);
-                if now.saturating_add(least) > self.max_bytes {
+                if !fits(now) && inner.find(&key).is_err() {
                     pr_err!(
                         "unwind: an ADD_TABLE of {} rows needs {} bytes or more, which would \
                          pass unwind_max_kb={} ({} bytes in use): refused before its rows \
@@ -662,9 +665,7 @@ impl UnwindStore {
                             continue;
                         };
                         out.write_str("table ")?;
-                        for byte in table.key {
-                            write!(out, "{byte:02x}")?;
-                        }
+                        out.write_str(key_hex(&table.key, &mut [0; 2 * KEY_BYTES]))?;
                         writeln!(
                             out,
                             " rows={} bytes={} ranges={}",
@@ -722,6 +723,23 @@ impl PinnedDrop for UnwindStore {
             drop(unsafe { KBox::from_raw(old) });
         }
     }
+}
+
+/// `key` in lowercase hexadecimal, written into `out`: without `core::fmt`'s machinery for
+/// each byte, as the listing makes many (the time a reader holds the mutex).
+fn key_hex<'a>(key: &Key, out: &'a mut [u8; 2 * KEY_BYTES]) -> &'a str {
+    let digit = |nibble: u8| match nibble {
+        0..=9 => b'0' + nibble,
+        _ => b'a' + (nibble - 10),
+    };
+    for (pair, byte) in out.chunks_exact_mut(2).zip(key) {
+        if let [high, low] = pair {
+            *high = digit(byte >> 4);
+            *low = digit(byte & 0xf);
+        }
+    }
+    // Only ASCII digits were written.
+    core::str::from_utf8(out).unwrap_or("")
 }
 
 fn refused(error: Error, why: &str) -> Refused {

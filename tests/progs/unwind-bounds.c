@@ -15,16 +15,19 @@
 //       {noop,setmaps}_{alone,reading}_{max,median}_us and _count.
 //   oversize WRITERS LEN
 //       WRITERS threads each write an ADD_TABLE of LEN bytes at once (rows that fill it,
-//       a key each; the buffer is not touched past its first page) while a thread samples
-//       MemAvailable every millisecond. Prints errnos=E1,E2,... (0 for success),
-//       max_us (the slowest write), avail_drop_kb (MemAvailable before the writes less
-//       its lowest during them).
+//       a key each; the buffer is not touched past its first page), each through its own
+//       open file, while a thread samples /proc/meminfo every millisecond. Prints
+//       errnos=E1,E2,... (0 for success), max_us (the slowest write), avail_drop_kb
+//       (MemAvailable before the writes less its lowest during them) and vmalloc_rise_kb
+//       (VmallocUsed's highest during them less before: what the module copies writes
+//       into).
 //   staging WRITERS LEN
 //       one write of an ADD_TABLE of LEN bytes of valid rows whose buffer's pages past the
 //       first are missing (userfaultfd): the module copies it in and waits there; then
 //       WRITERS - 1 other writes of the same bytes, then the pages are given and the first
-//       write completes. Prints first=ERRNO, others=E1,E2,..., others_max_us,
-//       avail_drop_kb (MemAvailable before the first write less while it waits),
+//       write completes (each write through its own open file). Prints first=ERRNO,
+//       others=E1,E2,..., others_max_us, avail_drop_kb (MemAvailable before the first
+//       write less while it waits), vmalloc_rise_kb (the same of VmallocUsed, up),
 //       after=ERRNO (the same write once more, after the first is done) and
 //       after_other=ERRNO (the same with another key).
 //   cred
@@ -176,19 +179,27 @@ static int write_errno(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static long mem_available_kb(void)
+// A field of /proc/meminfo, in KiB.
+static long meminfo_kb(const char *field)
 {
-	char line[256];
-	long kb = -1;
+	char line[256], name[64];
+	long kb = -1, value;
 	FILE *f = fopen("/proc/meminfo", "r");
 
 	if (!f)
 		die("/proc/meminfo");
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1)
+		if (sscanf(line, "%63[^:]: %ld kB", name, &value) == 2 && !strcmp(name, field)) {
+			kb = value;
 			break;
+		}
 	fclose(f);
 	return kb;
+}
+
+static long mem_available_kb(void)
+{
+	return meminfo_kb("MemAvailable");
 }
 
 // The whole unwind file, read `chunk` bytes at a time from a new open file (malloc'ed,
@@ -464,6 +475,8 @@ static int listing(int argc, char **argv)
 
 // --- oversize and staging ------------------------------------------------------------------
 
+// A write of its own open file: writes through one open file wait for each other (the
+// file position's lock of a file shared by threads).
 struct writer {
 	int fd;
 	const uint8_t *buf;
@@ -482,17 +495,19 @@ static void *write_once(void *arg)
 	return NULL;
 }
 
-static volatile long lowest_avail;
+static volatile long lowest_avail, highest_vmalloc;
 static volatile int sampling;
 
-static void *sample_avail(void *arg)
+static void *sample_memory(void *arg)
 {
 	(void)arg;
 	while (sampling) {
-		long kb = mem_available_kb();
+		long avail = mem_available_kb(), vmalloc = meminfo_kb("VmallocUsed");
 
-		if (kb < lowest_avail)
-			lowest_avail = kb;
+		if (avail < lowest_avail)
+			lowest_avail = avail;
+		if (vmalloc > highest_vmalloc)
+			highest_vmalloc = vmalloc;
 		usleep(1000);
 	}
 	return NULL;
@@ -512,13 +527,22 @@ static uint8_t *untouched_table(size_t len, const uint8_t *key, size_t *mapped)
 	return p;
 }
 
+static int open_unwind(void)
+{
+	int fd = open(UNWIND, O_WRONLY);
+
+	if (fd < 0)
+		die(UNWIND);
+	return fd;
+}
+
 static int oversize(int argc, char **argv)
 {
-	int writers, fd;
+	int writers;
 	size_t len, mapped;
 	struct writer *w;
 	pthread_t *threads, sampler;
-	long before;
+	long before, vmalloc_before;
 	long long max = 0;
 
 	if (argc != 4)
@@ -527,22 +551,20 @@ static int oversize(int argc, char **argv)
 	len = strtoul(argv[3], NULL, 0);
 	if (writers < 1 || len < ADD_TABLE_FIXED + ROW_BYTES || (len - ADD_TABLE_FIXED) % ROW_BYTES)
 		return fprintf(stderr, "unwind-bounds: bad WRITERS or LEN\n"), 2;
-	fd = open(UNWIND, O_WRONLY);
-	if (fd < 0)
-		die(UNWIND);
 	w = calloc(writers, sizeof(*w));
 	threads = calloc(writers, sizeof(*threads));
 	for (int i = 0; i < writers; i++) {
 		uint8_t key[KEY_BYTES];
 
 		key_of(key, 'O', i);
-		w[i].fd = fd;
+		w[i].fd = open_unwind();
 		w[i].buf = untouched_table(len, key, &mapped);
 		w[i].len = len;
 	}
 	before = lowest_avail = mem_available_kb();
+	vmalloc_before = highest_vmalloc = meminfo_kb("VmallocUsed");
 	sampling = 1;
-	if (pthread_create(&sampler, NULL, sample_avail, NULL))
+	if (pthread_create(&sampler, NULL, sample_memory, NULL))
 		die("pthread_create");
 	for (int i = 0; i < writers; i++)
 		if (pthread_create(&threads[i], NULL, write_once, &w[i]))
@@ -559,6 +581,7 @@ static int oversize(int argc, char **argv)
 	pthread_join(sampler, NULL);
 	printf("max_us=%lld\n", max);
 	printf("avail_drop_kb=%ld\n", before - lowest_avail);
+	printf("vmalloc_rise_kb=%ld\n", highest_vmalloc - vmalloc_before);
 	return 0;
 }
 
@@ -573,8 +596,8 @@ static int staging(int argc, char **argv)
 	pthread_t thread;
 	uint8_t key[KEY_BYTES], *source, *buf;
 	size_t len, mapped, rows;
-	int writers, fd, uffd;
-	long before, waiting;
+	int writers, uffd;
+	long before, waiting, vmalloc_before, vmalloc_waiting;
 	long long max = 0;
 
 	if (argc != 4)
@@ -596,11 +619,9 @@ static int staging(int argc, char **argv)
 	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
 		die("UFFDIO_REGISTER");
-	fd = open(UNWIND, O_WRONLY);
-	if (fd < 0)
-		die(UNWIND);
 	before = mem_available_kb();
-	first = (struct writer){ .fd = fd, .buf = buf, .len = len };
+	vmalloc_before = meminfo_kb("VmallocUsed");
+	first = (struct writer){ .fd = open_unwind(), .buf = buf, .len = len };
 	if (pthread_create(&thread, NULL, write_once, &first))
 		die("pthread_create");
 	// The first write is copying in once it faults on the second page.
@@ -608,10 +629,11 @@ static int staging(int argc, char **argv)
 	if (poll(&pfd, 1, 10000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg))
 		die("waiting for the first write to fault");
 	waiting = mem_available_kb();
+	vmalloc_waiting = meminfo_kb("VmallocUsed");
 	others = calloc(writers - 1, sizeof(*others));
 	printf("others=");
 	for (int i = 0; i < writers - 1; i++) {
-		others[i] = (struct writer){ .fd = fd, .buf = buf, .len = len };
+		others[i] = (struct writer){ .fd = open_unwind(), .buf = buf, .len = len };
 		write_once(&others[i]);
 		printf("%s%d", i ? "," : "", others[i].err);
 		if (others[i].us > max)
@@ -619,6 +641,7 @@ static int staging(int argc, char **argv)
 	}
 	printf("\nothers_max_us=%lld\n", max);
 	printf("avail_drop_kb=%ld\n", before - waiting);
+	printf("vmalloc_rise_kb=%ld\n", vmalloc_waiting - vmalloc_before);
 	copy = (struct uffdio_copy){
 		.dst = (unsigned long)buf + PAGE,
 		.src = (unsigned long)source + PAGE,
@@ -641,9 +664,9 @@ static int staging(int argc, char **argv)
 	printf("first=%d\n", first.err);
 	// Nothing is held for it any more: the same write again (of a table now loaded,
 	// which changes nothing) is taken, and one of another table of its size cannot fit.
-	printf("after=%d\n", write_errno(fd, buf, len));
+	printf("after=%d\n", write_errno(first.fd, buf, len));
 	key_of(buf + HEADER_BYTES, 'S', 1);
-	printf("after_other=%d\n", write_errno(fd, buf, len));
+	printf("after_other=%d\n", write_errno(first.fd, buf, len));
 	return 0;
 }
 
