@@ -11,6 +11,7 @@
 
 use super::check_writer;
 use crate::kernel_ext::byte_writer::ByteWriter;
+use crate::kernel_ext::killable::lock_killable;
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::unwind::format::{self, Command, Prefix, PREFIX_BYTES, WRITE_MAX};
@@ -40,7 +41,8 @@ struct Listing {
 #[pin_data]
 pub(crate) struct UnwindFile {
     monitor: Arc<Monitor>,
-    /// Its reads, one at a time.
+    /// Its reads, one at a time (taken before the store's mutex, which a read takes to
+    /// format lines).
     #[pin]
     listing: Mutex<Listing>,
 }
@@ -71,7 +73,9 @@ impl ProcFile for UnwindFile {
     }
 
     fn read(&self, _file: &LocalFile, mut out: UserSliceWriter, pos: &mut i64) -> Result<usize> {
-        let mut listing = self.listing.lock();
+        // Killable: another read of the open file may be stuck copying out to a buffer
+        // whose pages do not come (userfaultfd), holding it.
+        let mut listing = lock_killable(&self.listing)?;
         let mut copied = 0;
         while !out.is_empty() {
             let listing = &mut *listing;
@@ -81,15 +85,26 @@ impl ProcFile for UnwindFile {
                 }
                 // Formatted into room made here, so that nothing is allocated under the
                 // store's mutex; copied out once it is released.
+                listing.text.clear();
+                listing.sent = 0;
+                listing.text.reserve(LISTING_CHUNK, GFP_KERNEL)?;
                 let mut text = ByteWriter(core::mem::take(&mut listing.text));
-                text.0.clear();
-                text.0.reserve(LISTING_CHUNK, GFP_KERNEL)?;
                 let listed = self
                     .store()
                     .list(&mut listing.cursor, &mut text, LISTING_LINES);
                 listing.text = text.0;
-                listing.sent = 0;
-                listed.map_err(|_| ENOMEM)?;
+                if listed.is_err() {
+                    // Out of memory for a line (none is longer than the room made): the
+                    // lines before it are whole, and the cursor is past them only.
+                    let whole = listing.text.iter().rposition(|&byte| byte == b'\n');
+                    listing.text.truncate(whole.map_or(0, |at| at + 1));
+                    if listing.text.is_empty() {
+                        if copied == 0 {
+                            return Err(ENOMEM);
+                        }
+                        break;
+                    }
+                }
                 continue;
             }
             let rest = listing.text.get(listing.sent..).unwrap_or(&[]);
