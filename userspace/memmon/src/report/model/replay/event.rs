@@ -1,10 +1,9 @@
 //! How each event changes the model: [`Replay::event`] sends each kind to its method.
 
-use std::collections::HashMap;
-
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
-use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::moment::When;
+use crate::report::model::picture::{KindBytes, PAGE};
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK};
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
@@ -17,8 +16,14 @@ use crate::stream::flags::{Advice, MmapFlags, MremapFlags, Prot};
 const MAX_PAGES_PER_FAULT: u64 = 262_144;
 
 impl Replay {
-    /// Applies one event.
+    /// Applies one event. The state after it is a moment: the peak's tracker sees it.
     pub fn event(&mut self, event: &Event) {
+        self.before_event(event.time);
+        self.apply(event);
+        self.peak_tracker.settle(event.time);
+    }
+
+    fn apply(&mut self, event: &Event) {
         self.count(event);
         let key = (self.capture, event.pid);
         match &event.kind {
@@ -226,9 +231,7 @@ impl Replay {
     /// An exit: the process's last state counts for the end, then its memory goes.
     fn on_exit(&mut self, key: ProcessKey) {
         if let Some(process) = self.processes.get(&key) {
-            let picture = process.space.picture.clone();
-            self.finished.merge(&picture);
-            self.process_end.push((key, picture));
+            self.finished.add(key, process.space.picture.clone());
         }
         self.release(key, RssAt::Exit);
     }
@@ -245,6 +248,8 @@ impl Replay {
             let space = parent.space.clone();
             let process = self.processes.entry(child_key).or_default();
             if process.space.is_empty() {
+                self.peak_tracker
+                    .replaced(child_key, &process.space.picture, &space.picture);
                 process.space = space;
             }
             if !self.order.contains(&child_key) {
@@ -260,19 +265,13 @@ impl Replay {
     /// A mark: the timeline's, and the state of the capture's live processes then.
     fn on_mark(&mut self, text: String, time: Timestamp) {
         self.timeline.mark(time, &text);
-        let mut picture = Picture::default();
-        let mut per_process = HashMap::new();
-        for (&k, process) in &self.processes {
-            if k.0 == self.capture && !process.exited {
-                picture.merge(&process.space.picture);
-                per_process.insert(k, process.space.picture.kind_bytes());
-            }
-        }
+        let holdings = self.live_holdings();
+        let resident = holdings.total.kind_bytes().resident();
+        let start = self.start.unwrap_or(time);
         self.marks.push(MarkState {
             text,
-            time,
-            picture,
-            per_process,
+            when: When::new(self.capture, time, start, resident),
+            holdings,
         });
     }
 
@@ -328,6 +327,8 @@ impl Replay {
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         f(&mut process.space, &mut ctx);
     }
@@ -342,6 +343,8 @@ impl Replay {
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         process.space.release(&mut ctx);
     }
@@ -465,6 +468,8 @@ impl Replay {
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         let mut brought = 0;
         for vpn in targets {
