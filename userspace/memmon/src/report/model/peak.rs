@@ -13,7 +13,7 @@ use crate::report::model::picture::{ClassId, Picture, PictureChanges, PAGE};
 use crate::report::model::sites::SiteId;
 use crate::report::model::ProcessKey;
 use crate::stream::event::Timestamp;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The highest moment so far of one capture.
 #[derive(Debug, Clone, Copy)]
@@ -43,16 +43,34 @@ pub struct PeakTracker {
     since: FxHashMap<ProcessKey, Since>,
     /// The processes with changes since.
     changed: Vec<ProcessKey>,
+    /// The processes that exited (and did not exec or fork anew since): what the stream
+    /// still says of them holds nothing live.
+    exited: FxHashSet<ProcessKey>,
 }
 
 impl PeakTracker {
-    fn changes(&mut self, key: ProcessKey) -> &mut PictureChanges {
+    /// The changes of process `key`, unless it exited.
+    fn changes(&mut self, key: ProcessKey) -> Option<&mut PictureChanges> {
+        if self.exited.contains(&key) {
+            return None;
+        }
         let since = self.since.entry(key).or_default();
         if !since.listed {
             since.listed = true;
             self.changed.push(key);
         }
-        &mut since.changes
+        Some(&mut since.changes)
+    }
+
+    /// Process `key` exited (its memory released): it holds nothing live any more.
+    pub fn exited(&mut self, key: ProcessKey) {
+        self.exited.insert(key);
+    }
+
+    /// Process `key` lives again (an exec, or a fork that reuses its pid), holding nothing
+    /// yet.
+    pub fn revived(&mut self, key: ProcessKey) {
+        self.exited.remove(&key);
     }
 
     /// `delta` resident pages of `site` in (`kind`, `class`) for process `key`.
@@ -64,31 +82,39 @@ impl PeakTracker {
         class: ClassId,
         delta: i64,
     ) {
-        self.pages = self.pages.saturating_add_signed(delta);
-        self.changes(key).resident(site, kind, class, delta);
+        if let Some(changes) = self.changes(key) {
+            changes.resident(site, kind, class, delta);
+            self.pages = self.pages.saturating_add_signed(delta);
+        }
     }
 
     /// `delta` mapped bytes of `site` in `class` for process `key`.
     pub fn mapped(&mut self, key: ProcessKey, site: SiteId, class: ClassId, delta: i64) {
-        self.changes(key).mapped(site, class, delta);
+        if let Some(changes) = self.changes(key) {
+            changes.mapped(site, class, delta);
+        }
     }
 
     /// `delta` swapped pages for process `key`.
     pub fn swapped(&mut self, key: ProcessKey, delta: i64) {
-        self.changes(key).swapped(delta);
+        if let Some(changes) = self.changes(key) {
+            changes.swapped(delta);
+        }
     }
 
     /// Process `key`'s picture `old` replaced by `new` at once (a forked child's copy of
     /// its parent).
     pub fn replaced(&mut self, key: ProcessKey, old: &Picture, new: &Picture) {
         let resident = |p: &Picture| p.kinds.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        let Some(changes) = self.changes(key) else {
+            return;
+        };
+        changes.picture(old, -1);
+        changes.picture(new, 1);
         self.pages = self
             .pages
             .saturating_sub(resident(old))
             .saturating_add(resident(new));
-        let changes = self.changes(key);
-        changes.picture(old, -1);
-        changes.picture(new, 1);
     }
 
     /// An event has been applied at `time`: a moment. If it is the highest so far (the

@@ -205,7 +205,11 @@ impl PictureChanges {
         for (class, delta) in self.class_mapped.drain() {
             add_to(&mut picture.class_mapped, class, delta);
         }
-        for (total, delta) in picture.kinds.iter_mut().zip(std::mem::take(&mut self.kinds)) {
+        for (total, delta) in picture
+            .kinds
+            .iter_mut()
+            .zip(std::mem::take(&mut self.kinds))
+        {
             *total = total.saturating_add_signed(delta);
         }
         picture.swapped(std::mem::take(&mut self.swapped));

@@ -32,11 +32,7 @@ pub fn other_moments(view: &Shown, hint: bool) -> Vec<String> {
 /// `at the peak, 9.1 s: 147 MiB (at the end: 46 MiB)`.
 pub fn moment_line(view: &Shown) -> String {
     let others = other_moments(view, false);
-    let shown = format!(
-        "at {}: {}",
-        view.moment_label,
-        size(view.moment_resident)
-    );
+    let shown = format!("at {}: {}", view.moment_label, size(view.moment_resident));
     if others.is_empty() {
         shown
     } else {

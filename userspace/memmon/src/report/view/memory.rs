@@ -340,7 +340,6 @@ pub struct View {
     pub groups: Vec<GroupRow>,
 }
 
-
 /// What `--group-by` groups the resident memory at the moment by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -419,19 +418,24 @@ fn times(when: &[When]) -> String {
     times.join(", ")
 }
 
-/// The moment for people (`the peak, 9.1 s`), of `processes` processes.
+/// The moment for people (`the peak, 9.1 s`), in captures of `processes` processes.
 fn moment_label(moment: &Moment, when: &[When], processes: usize) -> String {
-    let whose = match (when.len(), processes) {
-        (2.., _) => format!(" of each of the {} captures, summed", when.len()),
-        (_, 2..) => format!(" of the {processes} processes together"),
-        _ => String::new(),
-    };
+    let several = when.len() > 1;
     match moment {
         Moment::Peak if when.is_empty() => "the end (no event)".to_owned(),
-        Moment::Peak => format!("the peak{whose}, {}", times(when)),
+        Moment::Peak if several => format!(
+            "the peak of each of the {} captures ({}), summed",
+            when.len(),
+            times(when)
+        ),
+        Moment::Peak if processes > 1 => format!(
+            "the peak of the {processes} processes together, {}",
+            times(when)
+        ),
+        Moment::Peak => format!("the peak, {}", times(when)),
         Moment::End => "the end".to_owned(),
         Moment::Mark(text) => format!("mark {text:?}, {}", times(when)),
-        Moment::Time(_) if when.len() > 1 => {
+        Moment::Time(_) if several => {
             format!("{} after each capture's start, summed", times(&when[..1]))
         }
         Moment::Time(_) => times(when),
@@ -495,11 +499,7 @@ pub fn build(
                 peak.holdings,
                 peak.when,
             ),
-            end: MomentTotals::of(
-                moment_label(&Moment::End, &[], 0),
-                &analysis.end,
-                &[],
-            ),
+            end: MomentTotals::of(moment_label(&Moment::End, &[], 0), &analysis.end, &[]),
             at: options.at.clone(),
         },
         events: analysis.events,

@@ -3,7 +3,7 @@
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
 use crate::report::model::moment::When;
-use crate::report::model::picture::{KindBytes, PAGE};
+use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK};
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
@@ -151,6 +151,7 @@ impl Replay {
     /// A new generation of access sampling, with the pages resident when it starts.
     fn on_gen(&mut self, key: ProcessKey, n: u64, armed: u64, time: Timestamp) {
         let stack = self.class_ids.get(&Class::Stack).copied();
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let resident = process
             .space
@@ -220,6 +221,7 @@ impl Replay {
         // A new image: its generated code is not the old one's.
         self.spaces.remove(&key);
         self.release(key, RssAt::Exec);
+        self.peak_tracker.revived(key);
         if let Some(process) = self.processes.get_mut(&key) {
             process.exited = false;
             process.exec_loading = true;
@@ -234,6 +236,13 @@ impl Replay {
             self.finished.add(key, process.space.picture.clone());
         }
         self.release(key, RssAt::Exit);
+        if self
+            .processes
+            .get(&key)
+            .is_some_and(|process| process.exited)
+        {
+            self.peak_tracker.exited(key);
+        }
     }
 
     /// A watched fork: the child starts with a copy of its parent's address space (its
@@ -248,6 +257,11 @@ impl Replay {
             let space = parent.space.clone();
             let process = self.processes.entry(child_key).or_default();
             if process.space.is_empty() {
+                // A pid that exited before is a new process now.
+                if std::mem::replace(&mut process.exited, false) {
+                    self.peak_tracker.revived(child_key);
+                    process.space.picture = Picture::default();
+                }
                 self.peak_tracker
                     .replaced(child_key, &process.space.picture, &space.picture);
                 process.space = space;
@@ -319,10 +333,16 @@ impl Replay {
         }
     }
 
-    fn with_space(&mut self, key: ProcessKey, f: impl FnOnce(&mut Space, &mut Ctx)) {
+    /// A process seen for the first time takes its place in the order (the end, the
+    /// moments and `--group-by` list the processes in it).
+    fn register(&mut self, key: ProcessKey) {
         if !self.processes.contains_key(&key) {
             self.order.push(key);
         }
+    }
+
+    fn with_space(&mut self, key: ProcessKey, f: impl FnOnce(&mut Space, &mut Ctx)) {
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let mut ctx = Ctx {
             stats: &mut self.stats,
@@ -374,6 +394,7 @@ impl Replay {
             _ => return self.sites.label(label),
         };
         let space = self.space_of(key);
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         if process.raw_epoch != process.space.code_epoch {
             process.raw_sites.clear();
@@ -443,6 +464,7 @@ impl Replay {
             return;
         }
         let unknown = self.class(Class::Unknown);
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let space = &mut process.space;
         let (region, class_id, shared, shmem) = match space.find(addr) {

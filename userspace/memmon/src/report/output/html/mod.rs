@@ -37,7 +37,11 @@ fn flame_section(view: &View, weights: &[Weight]) -> String {
     let mut out = String::from("<h2>Flame graph</h2><div class=\"switch\">");
     let mut frames = String::new();
     for &weight in weights {
-        let title = format!("memmon: {} by site at {}", weight.name(), view.shown.moment_label);
+        let title = format!(
+            "memmon: {} by site at {}",
+            weight.name(),
+            view.shown.moment_label
+        );
         let Ok(svg) = render_svg_width(view, weight, &title, Some(1100)) else {
             continue;
         };
