@@ -16,7 +16,6 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
 use memmon::report::model::replay::{Replay, ReplayOptions};
-use memmon::report::model::timeline::Slicing;
 use memmon::report::output::summary::summary;
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
@@ -765,8 +764,7 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     }
     if !asked.quiet {
         // From the file, after recording: the summary costs the recording nothing.
-        let every_second = Slicing::Every(1_000_000_000);
-        match memmon::report::analyze(&[asked.output], every_second) {
+        match memmon::report::analyze(&[asked.output], ReplayOptions::default()) {
             Ok(analysis) => eprint!("{}", summary(&analysis)),
             Err(error) => eprintln!("memmon: warning: no summary: {error}"),
         }
