@@ -2,7 +2,7 @@
 
 //! `/proc/memmon/watch-pids`: which processes are watched.
 
-use super::{pin_box, read_generated, read_small_write};
+use super::{pin_box, read_generated, read_small_write, WATCH_WRITE_MAX};
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use kernel::{
@@ -34,7 +34,7 @@ impl ProcFile for WatchPidsFile {
 
     fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
         let len = input.len();
-        let request = read_small_write(input, "watch-pids")?;
+        let request = read_small_write(input, "watch-pids", WATCH_WRITE_MAX)?;
         self.monitor.apply_watch_write(&request)?;
         Ok(len)
     }
