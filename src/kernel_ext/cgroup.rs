@@ -112,6 +112,7 @@ pub(crate) fn process_cgroup<'a>(task: &Task, buf: &'a mut [u8]) -> Option<Proce
             &mut cut,
         )
     };
+    let buf: &'a [u8] = buf;
     let start = buf.len().checked_sub(written)?;
     let path = buf.get(start..).filter(|path| !path.is_empty())?;
     Some(ProcessCgroup { id, path, cut })

@@ -458,7 +458,8 @@ impl ProcInterface {
     /// Writes the item `PREFIX PATH`; a refusal of the path says why ([`CgroupRefusal`]).
     fn write_cgroup_item(&self, prefix: &str, path: &Path) -> Result<(), ControlError> {
         self.write_watch(format!("{prefix}{}", path.display()), |errno, _| {
-            CgroupRefusal::from_errno(path, errno).map(|refusal| ControlError::CgroupRefused { refusal })
+            CgroupRefusal::from_errno(path, errno)
+                .map(|refusal| ControlError::CgroupRefused { refusal })
         })
     }
 
@@ -595,10 +596,10 @@ mod tests {
         let said = |path: &str, errno: i32| {
             CgroupRefusal::from_errno(Path::new(path), errno).map(|refusal| refusal.to_string())
         };
-        let long = format!("/sys/fs/cgroup/{}", "a/".repeat(600));
+        let long = format!("/sys/fs/cgroup/{}", "a/".repeat(2100));
         assert_eq!(
             said(&long, ENAMETOOLONG).as_deref(),
-            Some("cgroup path too long (1215 > 4095 bytes)")
+            Some("cgroup path too long (4215 > 4095 bytes)")
         );
         assert_eq!(
             said("/sys/fs/cgroup/x", ENAMETOOLONG).as_deref(),
