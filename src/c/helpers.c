@@ -9,7 +9,6 @@
 
 #include <linux/cgroup.h>
 #include <linux/err.h>
-#include <linux/kernfs.h>
 #include <linux/kprobes.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
@@ -181,13 +180,13 @@ bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task)
  * "/a/b" below it), written at the end of @buf: returns the number of bytes
  * written there, the path's last @len ones when it is longer (then *@cut is
  * set), or 0 for a task already released. @task must be valid (referenced, or
- * a tracepoint's argument). Takes no lock but RCU and kernfs_name()'s, so it
- * can be called from any context but NMI.
+ * a tracepoint's argument). Takes no lock but RCU's (a kernfs node's name is
+ * freed after a grace period when it changes), so it can be called from any
+ * context but NMI.
  */
 size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
 				       size_t len, u64 *id, bool *cut)
 {
-	char name[NAME_MAX + 1];
 	struct cgroup *cgrp;
 	size_t pos = len;
 
@@ -204,13 +203,10 @@ size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
 	*id = cgroup_id(cgrp);
 	/* From the cgroup up to the root, each "/name" before the last. */
 	for (; cgroup_parent(cgrp); cgrp = cgroup_parent(cgrp)) {
-		int n = kernfs_name(cgrp->kn, name, sizeof(name));
+		const char *name = rcu_dereference(cgrp->kn->name);
+		size_t n = strlen(name);
 
-		if (n < 0) {
-			*cut = true;
-			break;
-		}
-		if ((size_t)n + 1 > pos) {
+		if (n + 1 > pos) {
 			/* The last bytes of "/name" that fit: n >= pos. */
 			memcpy(buf, name + n - pos, pos);
 			*cut = true;

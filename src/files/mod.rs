@@ -34,11 +34,7 @@ pub(crate) fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
 }
 
 /// Reads all of a small write to `file`, refusing one over `max` bytes.
-pub(crate) fn read_small_write(
-    input: UserSliceReader,
-    file: &str,
-    max: usize,
-) -> Result<KVec<u8>> {
+pub(crate) fn read_small_write(input: UserSliceReader, file: &str, max: usize) -> Result<KVec<u8>> {
     if input.len() > max {
         pr_info!(
             "{}: rejected a write of {} bytes (at most {})\n",

@@ -22,10 +22,10 @@
 //!   each one moved while it is in one, gets a `cgroup` line naming its cgroup.
 
 use crate::bindings;
+use crate::kernel_ext::cgroup::process_cgroup;
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
-use crate::kernel_ext::cgroup::process_cgroup;
 use crate::kernel_ext::task::{current_ids, task_from_raw};
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::{Event, Kind, TEXT_CAPACITY};

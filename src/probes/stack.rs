@@ -98,7 +98,8 @@ struct Bounds {
 impl Bounds {
     /// Whether the `len` bytes at `addr` lie in the task's user address space.
     fn holds(&self, addr: u64, len: u64) -> bool {
-        addr.checked_add(len).is_some_and(|end| end <= self.user_end)
+        addr.checked_add(len)
+            .is_some_and(|end| end <= self.user_end)
     }
 }
 
