@@ -164,7 +164,9 @@ unsafe extern "C" fn cgroup_moved(
     let state = unsafe { &*data.cast::<State>() };
     // SAFETY: The tracepoint passes a valid task, for the call.
     let task = unsafe { task_from_raw(task) };
-    if state.watch.moved(task) {
+    // One line a process: the tracepoint fires for each thread moved, and the process's
+    // cgroup is its leader's.
+    if state.watch.moved(task) && task.pid() == task.tgid() {
         push_cgroup(state, task);
     }
 }

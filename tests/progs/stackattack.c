@@ -50,8 +50,32 @@ static unsigned long user_limit(void)
 // fault_with_sp(page, sp): writes *page with RSP = sp; fault_with_return_address(page, ret):
 // writes *page with its own return address replaced by ret. Both restore what they changed
 // before they return; their CFI says, at every instruction, CFA = RSP + 8.
+// fault_with_rbp(page, bp): a frame as -fno-omit-frame-pointer makes one (its CFI: CFA = RBP
+// + 16 once RBP is set), in which RBP = bp while it writes *page. In assembly, so that the
+// compiler leaves out neither the frame (gcc 12 does in a leaf) nor the CFI.
 void fault_with_sp(volatile char *page, unsigned long sp);
 void fault_with_return_address(volatile char *page, unsigned long ret);
+void fault_with_rbp(volatile char *page, unsigned long bp);
+__asm__(
+	"	.text\n"
+	"	.globl fault_with_rbp\n"
+	"	.type fault_with_rbp, @function\n"
+	"fault_with_rbp:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	mov %rsi, %rbp\n"
+	"	movb $1, (%rdi)\n"
+	"	mov %rsp, %rbp\n"
+	"	pop %rbp\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	.cfi_restore %rbp\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	"	.size fault_with_rbp, .-fault_with_rbp\n");
 __asm__(
 	"	.text\n"
 	"	.globl fault_with_sp\n"
@@ -76,18 +100,6 @@ __asm__(
 	"	ret\n"
 	"	.cfi_endproc\n"
 	"	.size fault_with_return_address, .-fault_with_return_address\n");
-
-// Writes *page with RBP = bp (restored right after).
-__attribute__((noinline)) static void fault_with_rbp(volatile char *page, unsigned long bp)
-{
-	__asm__ volatile("mov %%rbp, %%r11\n\t"
-			 "mov %[bp], %%rbp\n\t"
-			 "movb $1, (%[page])\n\t"
-			 "mov %%r11, %%rbp"
-			 :
-			 : [page] "r"(page), [bp] "r"(bp)
-			 : "r11", "memory");
-}
 
 // Two fake frames in this function's own frame (above the callee's stack pointer): the
 // first returns to `first` and links to the second, which returns to `planted`.
