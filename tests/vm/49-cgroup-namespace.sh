@@ -45,17 +45,16 @@ measured() {
 cgroup_line() {
     grep " $1/$1 cgroup " /tmp/ev | sed 's/^[^ ]* [^ ]* cgroup //'
 }
-# in_ns DIR CMD...: runs CMD in a cgroup namespace rooted at cgroup DIR (the shell moves
-# itself there, then execs cgns)
+# The shell that runs CMD... in a cgroup namespace rooted at cgroup DIR: sh -c "$in_ns" DIR
+# CMD... (it moves itself there, then execs cgns: in the background, $! is CMD's pid)
+in_ns='echo $$ > "$0/cgroup.procs" || exit 99; exec /progs/cgns "$@"'
 in_ns() {
-    dir=$1
-    shift
-    sh -c 'echo $$ > "$0/cgroup.procs" || exit 99; exec /progs/cgns "$@"' "$dir" "$@"
+    sh -c "$in_ns" "$@"
 }
 
 # 1. Inside a namespace rooted at ctr, watched from the host by the host path.
 gate a
-in_ns $cg/ctr sh -c 'cat /proc/self/cgroup > /tmp/ns-a; read x < /tmp/gate-a; exec /progs/memtest anon 100' > /tmp/out-a &
+sh -c "$in_ns" $cg/ctr sh -c 'cat /proc/self/cgroup > /tmp/ns-a; read x < /tmp/gate-a; exec /progs/memtest anon 100' > /tmp/out-a &
 pa=$!
 wait_until "the shell in ctr's namespace" test -s /tmp/ns-a
 expect_eq "in the namespace, its cgroup is the root" "$(cat /tmp/ns-a)" "0::/"
