@@ -23,8 +23,12 @@ pub(crate) use stats::StatsFile;
 pub(crate) use unwind::UnwindFile;
 pub(crate) use watch_pids::WatchPidsFile;
 
-/// Largest write accepted by `watch-pids` and `marker`.
-pub(crate) const WRITE_MAX: usize = 4096;
+/// Largest write accepted by `marker`.
+pub(crate) const MARKER_WRITE_MAX: usize = 4096;
+
+/// Largest write accepted by `watch-pids`: room for an item of the longest cgroup path
+/// (`-c:` and 4095 bytes), twice.
+pub(crate) const WATCH_WRITE_MAX: usize = 8192;
 
 /// `value` in a pinned box, for [`ProcFile::open`].
 pub(crate) fn pin_box<T>(value: T) -> Result<Pin<KBox<T>>> {
@@ -56,14 +60,14 @@ pub(crate) fn check_writer(file: &LocalFile, name: &str) -> Result {
     Err(EPERM)
 }
 
-/// Reads all of a small write, refusing one over [`WRITE_MAX`] bytes.
-pub(crate) fn read_small_write(input: UserSliceReader, file: &str) -> Result<KVec<u8>> {
-    if input.len() > WRITE_MAX {
+/// Reads all of a small write to `file`, refusing one over `max` bytes.
+pub(crate) fn read_small_write(input: UserSliceReader, file: &str, max: usize) -> Result<KVec<u8>> {
+    if input.len() > max {
         pr_info!(
             "{}: rejected a write of {} bytes (at most {})\n",
             file,
             input.len(),
-            WRITE_MAX
+            max
         );
         return Err(EINVAL);
     }

@@ -218,7 +218,9 @@ impl Monitor {
     /// After the watch ended (Ctrl-C): reads what the module still holds of the events made
     /// before `until` (when the processes were unwatched), until a poll brings none of them,
     /// or another Ctrl-C; the stream may go on with other watchers' events. A child whose
-    /// fork was still unread is followed here and unwatched.
+    /// fork was still unread is followed here and unwatched. With `--cgroup` nothing is
+    /// unwatched by pid: the cgroup's processes stopped being watched with it, and a process
+    /// first seen here is one that someone else watches (by hand, say).
     fn drain(
         &mut self,
         events: &mut LiveEvents,
@@ -230,8 +232,10 @@ impl Monitor {
         // A lone event reaches readers a wake-up delay (about 1 ms) after it was made.
         while self.pump(events, DRAIN_POLL_MS, Some(until))? > 0 && interrupt_count() == interrupts
         {
-            for &pid in self.followed.difference(&known) {
-                let _ = proc.unwatch(&[pid]);
+            if !self.follow_any {
+                for &pid in self.followed.difference(&known) {
+                    let _ = proc.unwatch(&[pid]);
+                }
             }
             known = self.followed.clone();
         }
