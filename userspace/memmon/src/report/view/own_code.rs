@@ -234,7 +234,7 @@ fn library_part(
 }
 
 /// The length in characters past which a site's name loses callers from its chain.
-const SITE_NAME_WIDTH: usize = 160;
+const SITE_NAME_WIDTH: usize = 140;
 
 /// A site as a person reads it, by the program's own code: `chain (file:line)` from the
 /// innermost function of own code (`own`: the indexes of own functions in `frames`, a
@@ -545,6 +545,7 @@ pub fn system_summary(system: &[(&str, &[FrameInfo])], naming: Naming) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::view::runtimes::Runtime;
 
     #[test]
     fn system_and_own_objects() {
@@ -756,6 +757,130 @@ mod tests {
         assert_eq!(split.library, None);
     }
 
+    #[test]
+    fn a_scripts_functions_and_the_runtimes_work() {
+        let mut table = SiteTable::default();
+        let node = table.object("/usr/bin/node");
+        let libc = table.object("/lib/x86_64-linux-gnu/libc.so.6");
+        let code = |object, offset: u64| Frame::Code {
+            object,
+            offset,
+            ret: offset > 0x100,
+        };
+        let space = table.new_space(None);
+        let jit = |addr: u64| Frame::Address { addr, space };
+        let mut own = OwnCode::default();
+        own.add_executable("/usr/bin/node");
+        // Generated code's frames have the script their perf-map name gives, as
+        // `Symbols` names them.
+        let split = |frames: &[Frame], names: &[&str]| {
+            let names: Vec<Vec<FrameInfo>> = names
+                .iter()
+                .map(|name| {
+                    let jit = crate::report::symbolize::jit_names::JitName::parse(name);
+                    vec![FrameInfo {
+                        function: (*name).to_owned(),
+                        file: jit.as_ref().and_then(|jit| jit.file.clone()),
+                        line: jit.and_then(|jit| jit.line),
+                        inlined: false,
+                    }]
+                })
+                .collect();
+            own.split(&table, frames, &names, &BTreeSet::new(), Naming::Short)
+        };
+        // A buffer filled for the script: the script's function is the site's, node's C++
+        // and its own modules are the system's.
+        let filled = split(
+            &[
+                code(libc, 0x100),
+                code(node, 0x200),
+                jit(0x7000),
+                jit(0x8000),
+                code(node, 0x300),
+            ],
+            &[
+                "memset",
+                "node::Buffer::Fill(v8::FunctionCallbackInfo<v8::Value> const&)",
+                "JS:*fill node:buffer:1021:14",
+                "JS:*holdBuffers /app/main.js:9:21",
+                "main",
+            ],
+        );
+        assert_eq!(filled.own, [3]);
+        assert_eq!(
+            filled.whose,
+            [
+                Whose::System,
+                Whose::System,
+                Whose::System,
+                Whose::Program,
+                Whose::System
+            ]
+        );
+        assert_eq!(
+            filled.library.as_deref(),
+            Some("[node:buffer: fill … libc.so.6: memset]")
+        );
+        assert_eq!(filled.work, None);
+        // The scavenger copying the script's objects: V8's work.
+        let scavenged = split(
+            &[code(libc, 0x100), code(node, 0x400), code(node, 0x500), jit(0x8000)],
+            &[
+                "__memmove_avx_unaligned_erms",
+                "v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)",
+                "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)",
+                "JS:*holdRecords /app/main.js:3:21",
+            ],
+        );
+        assert_eq!(scavenged.own, [3]);
+        assert_eq!(scavenged.work, Some(RuntimeWork::Collector(Runtime::V8)));
+        // Unnamed generated code is nobody's.
+        let unnamed = split(&[code(libc, 0x100), jit(0x9000)], &["memset", "[0x9000]"]);
+        assert_eq!(unnamed.own, Vec::<usize>::new());
+        assert_eq!(unnamed.whose, [Whose::System, Whose::Unknown]);
+    }
+
+    #[test]
+    fn the_loaders_start_up() {
+        let mut table = SiteTable::default();
+        let ld = table.object("/lib64/ld-linux-x86-64.so.2");
+        let libc = table.object("/lib/x86_64-linux-gnu/libc.so.6");
+        let exe = table.object("/progs/app");
+        let code = |object, offset: u64| Frame::Code {
+            object,
+            offset,
+            ret: offset > 0x100,
+        };
+        let own = OwnCode::default();
+        let split = |frames: &[Frame], names: &[&str]| {
+            let names: Vec<Vec<FrameInfo>> = names.iter().map(|name| infos(&[name])).collect();
+            own.split(&table, frames, &names, &BTreeSet::new(), Naming::Short)
+        };
+        let relocating = split(
+            &[code(ld, 0x100), code(ld, 0x200), code(ld, 0x300)],
+            &["_dl_relocate_object", "_dl_start_final", "_dl_start"],
+        );
+        assert_eq!(relocating.work, Some(RuntimeWork::Loader));
+        // A library's constructor run by the loader is no relocation.
+        let constructor = split(
+            &[code(libc, 0x100), code(ld, 0x200), code(ld, 0x300)],
+            &["__libc_early_init", "_dl_init", "_dl_start_user"],
+        );
+        assert_eq!(constructor.work, None);
+        // dlopen from the program's code: the program's.
+        let opened = split(
+            &[
+                code(ld, 0x100),
+                code(libc, 0x200),
+                code(exe, 0x300),
+                code(exe, 0x400),
+            ],
+            &["_dl_relocate_object", "dlopen", "load_plugin", "main"],
+        );
+        assert_eq!(opened.own, [2, 3]);
+        assert_eq!(opened.work, None);
+    }
+
     fn infos(names: &[&str]) -> Vec<FrameInfo> {
         names
             .iter()
@@ -766,6 +891,40 @@ mod tests {
                 inlined: false,
             })
             .collect()
+    }
+
+    #[test]
+    fn long_chains_keep_fewer_callers() {
+        let frames: Vec<FrameInfo> = (0..5)
+            .map(|i| FrameInfo {
+                function: format!(
+                    "app::module::function_with_a_long_name_{i}_{}",
+                    "x".repeat(20)
+                ),
+                file: Some("/src/app.rs".to_owned()),
+                line: Some(10),
+                inlined: false,
+            })
+            .collect();
+        let own = [0, 1, 2, 3, 4];
+        let name = own_site_name(&frames, &own, Some("[libc.so.6: malloc]"));
+        assert!(name.chars().count() <= SITE_NAME_WIDTH, "{name}");
+        assert!(
+            name.starts_with("app::module::function_with_a_long_name_0_"),
+            "{name}"
+        );
+        assert!(
+            name.contains(" < ...") && name.ends_with("(/src/app.rs:10) → [libc.so.6: malloc]")
+        );
+        // Short chains keep four functions.
+        let short: Vec<FrameInfo> = ["load", "run", "serve", "start", "main"]
+            .iter()
+            .map(|name| infos(&[name]).remove(0))
+            .collect();
+        assert_eq!(
+            own_site_name(&short, &own, None),
+            "load < run < serve < start < ..."
+        );
     }
 
     #[test]

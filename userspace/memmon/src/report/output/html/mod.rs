@@ -172,7 +172,7 @@ fn your_code_lines(view: &View) -> String {
     if code.outside > 0 {
         let _ = write!(
             out,
-            "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the libraries' own).</p>",
+            "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the runtime's and the libraries' own).</p>",
             escape(&size(code.outside))
         );
     }

@@ -20,6 +20,7 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
                 "\nYour code: no function of the program's own code holds resident memory ({} is the system's: --own GLOB says which objects are yours)",
                 size(elsewhere)
             )?;
+            write_runtime_work(out, code)?;
             write_unnamed_code(out, code)?;
         }
         return Ok(());
@@ -44,17 +45,24 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
     if more > 0 {
         writeln!(out, "  ({more} more functions: --top N)")?;
     }
-    for work in &code.runtime_work {
-        writeln!(out, "  {} {}", size(work.resident), work.label)?;
-    }
+    write_runtime_work(out, code)?;
     if code.outside > 0 {
         writeln!(
             out,
-            "  {} resident with no function of the program on its stack (start-up, the libraries' own)",
+            "  {} resident with no function of the program on its stack (start-up, the runtime's and the libraries' own)",
             size(code.outside)
         )?;
     }
     write_unnamed_code(out, code)
+}
+
+/// One line for each of the runtime's and the loader's work: `  28.5 MiB moved by V8's
+/// garbage collector`.
+fn write_runtime_work(out: &mut String, code: &YourCode) -> std::fmt::Result {
+    for work in &code.runtime_work {
+        writeln!(out, "  {} {}", size(work.resident), work.label)?;
+    }
+    Ok(())
 }
 
 /// One line when stacks went through generated code that no perf map names: why, and how
