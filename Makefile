@@ -91,7 +91,8 @@ userspace:
 # --- test programs (static C, run in the guest) -------------------------------------------
 UNWIND_PROGS_STAMP := $(BUILD)/progs/.unwind-built
 GLANCE_PROGS_STAMP := $(BUILD)/progs/glance/.built
-progs: $(PROGS) $(UNWIND_PROGS_STAMP) $(GLANCE_PROGS_STAMP)
+RUNTIMES_PROGS_STAMP := $(BUILD)/progs/runtimes/.built
+progs: $(PROGS) $(UNWIND_PROGS_STAMP) $(GLANCE_PROGS_STAMP) $(RUNTIMES_PROGS_STAMP)
 
 # The unwinding test programs: built with and without frame pointers, against Debian's shared
 # libraries, and in Rust (tests/unwind/build.sh).
@@ -103,6 +104,12 @@ $(UNWIND_PROGS_STAMP): $(wildcard $(TOP)/tests/unwind/*) $(TOP)/tests/progs/gofi
 # dynamic, Go (tests/glance/build.sh).
 $(GLANCE_PROGS_STAMP): $(wildcard $(TOP)/tests/glance/*)
 	@$(TOP)/tests/glance/build.sh $(BUILD)/progs/glance
+	@touch $@
+
+# The runtimes' test programs: C++ with templates, an anonymous namespace and a lambda; Go
+# forcing collections; a Node.js script (tests/runtimes/build.sh).
+$(RUNTIMES_PROGS_STAMP): $(wildcard $(TOP)/tests/runtimes/*)
+	@$(TOP)/tests/runtimes/build.sh $(BUILD)/progs/runtimes
 	@touch $@
 
 $(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)

@@ -3,6 +3,7 @@
 
 mod child;
 mod commands;
+mod jit;
 mod live;
 mod output;
 mod params;
@@ -83,10 +84,12 @@ enum Command {
         stacks: Option<u32>,
         #[command(flatten)]
         sample: SampleArgs,
+        #[command(flatten)]
+        jit: JitArgs,
         /// Instead of a command, watch every process of this cgroup v2 directory and below
         /// it (absolute path): those in it now and those that start in or move into it,
         /// until Ctrl-C; the cgroup is unwatched at the end.
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow"])]
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow", "jit_maps"])]
         cgroup: Option<PathBuf>,
         /// The command and its arguments.
         #[arg(required_unless_present = "cgroup", last = true, value_name = "CMD")]
@@ -191,20 +194,22 @@ enum Command {
         /// one with the same builds symbolises afresh.
         #[arg(long)]
         symbolize: bool,
+        #[command(flatten)]
+        jit: JitArgs,
         /// Record these running processes (repeat or separate with commas).
         #[arg(
             short = 'p',
             long = "pid",
             value_name = "PID",
             value_delimiter = ',',
-            conflicts_with = "command",
+            conflicts_with_all = ["command", "jit_maps"],
             required_unless_present_any = ["command", "cgroup"]
         )]
         pids: Vec<u32>,
         /// Record every process of this cgroup v2 directory and below it (absolute path):
         /// those in it now and those that start in or move into it, until Ctrl-C. The
         /// capture has a `# cgroup PID PATH` header for every recorded process.
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow"])]
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow", "jit_maps"])]
         cgroup: Option<PathBuf>,
         /// The command to run and record.
         #[arg(last = true, value_name = "CMD")]
@@ -253,6 +258,19 @@ struct SampleArgs {
     sample: Option<u32>,
 }
 
+/// `--jit-maps` of `run` and `record`.
+#[derive(Debug, Args)]
+struct JitArgs {
+    /// Make the JIT runtimes the command runs name their generated code in
+    /// /tmp/perf-PID.map, for the report to name the script's functions: sets NODE_OPTIONS
+    /// (--perf-basic-prof --interpreted-frames-native-stack), JAVA_TOOL_OPTIONS
+    /// (-XX:+DumpPerfMapAtExit) and PYTHONPERFSUPPORT=1 (Python 3.12+) for the command.
+    /// Without it, a command that is such a runtime without its switch gets a line saying
+    /// how.
+    #[arg(long)]
+    jit_maps: bool,
+}
+
 /// How decoded events are printed.
 #[derive(Debug, Args)]
 struct FormatArgs {
@@ -297,9 +315,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             quiet,
             stacks,
             sample,
+            jit,
             cgroup,
             command,
         } => {
+            jit::prepare(&command, jit.jit_maps);
             let cgroup = cgroup
                 .as_deref()
                 .map(memmon::capture::cgroup::validate)
@@ -354,24 +374,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             stacks,
             sample,
             symbolize,
+            jit,
             pids,
             cgroup,
             command,
-        } => follow::record(
-            &proc,
-            &params,
-            follow::Recording {
-                output,
-                follow,
-                quiet,
-                stacks,
-                sample: sample.sample,
-                symbolize,
-                pids,
-                cgroup,
-                command,
-            },
-        ),
+        } => {
+            jit::prepare(&command, jit.jit_maps);
+            follow::record(
+                &proc,
+                &params,
+                follow::Recording {
+                    output,
+                    follow,
+                    quiet,
+                    stacks,
+                    sample: sample.sample,
+                    symbolize,
+                    pids,
+                    cgroup,
+                    command,
+                },
+            )
+        }
         Command::Report(args) => report::report(args),
         Command::Top(args) => top::top(&proc, args),
         Command::Stats => control::stats(&proc),

@@ -24,6 +24,7 @@ use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{ObjectId, SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
 use crate::report::output::text::size;
+use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{name, FrameInfo, SymbolOptions, Symbols};
 use crate::report::view::own_code::{objects_with_own_lines, own_site_name, OwnCode};
 use crate::stream::event::{Event, EventKind, FaultType};
@@ -440,8 +441,13 @@ fn site_name(
         .iter()
         .map(|frame| symbols.frame_infos(table, frame))
         .collect();
-    let split = own_code.split(table, frames, &infos, with_lines);
-    let all: Vec<FrameInfo> = infos.into_iter().flatten().collect();
+    let split = own_code.split(table, frames, &infos, with_lines, Naming::Short);
+    if let Some(work) = split.work {
+        // The runtime's work is one row, as in the report.
+        let label = format!("[{}]", work.label());
+        return (label.clone(), label);
+    }
+    let all: Vec<FrameInfo> = Naming::Short.frames(&infos.concat());
     let site = own_site_name(&all, &split.own, split.library.as_deref());
     let first = split.own.first().copied().unwrap_or(0);
     let function = name::function(all.get(first..).unwrap_or_default());

@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use memmon::report::symbolize::short_name::Naming;
 use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::access::{build, AccessView};
 use memmon::report::{analyze, report, Format, ReplayOptions, ReportOptions};
@@ -160,7 +161,7 @@ fn access_view(cold: u64) -> AccessView {
             ..SymbolOptions::default()
         },
     );
-    build(&analysis, &symbols, cold)
+    build(&analysis, &symbols, cold, Naming::Short)
 }
 
 fn options(format: Format, cold: u64) -> ReportOptions {
@@ -398,7 +399,7 @@ fn huge_and_unknown_pages() {
     let mut replay = Replay::new(ReplayOptions::default());
     replay.capture(text.as_bytes()).unwrap();
     let analysis = replay.finish();
-    let view = build(&analysis, &Symbols::default(), 2);
+    let view = build(&analysis, &Symbols::default(), 2, Naming::Short);
     let rows: Vec<(u64, u64, u64, u64, u64)> = view
         .generations
         .iter()

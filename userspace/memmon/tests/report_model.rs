@@ -248,3 +248,38 @@ mod never_panics {
         }
     }
 }
+
+/// A JIT's code is executable through mprotect (V8 maps its code space read-write, then
+/// makes it `rwx`): a stack goes through it to its callers; once it is not executable any
+/// more, a chain stops there (it could be data read as a return address). mprotect maps
+/// nothing: the mapped bytes stay.
+#[test]
+fn code_made_executable_by_mprotect() {
+    let capture = format!(
+        "{HEADER}\
+1.100000000 100/100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7e0000000000 dur=1000 stack=0x401100
+1.100000001 100/100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000 dur=1000 stack=0x401100
+1.200000000 100/100 fault type=anon access=W addr=0x7f0000000000 ip=0x401010 stack=0x401010,0x7e0000001100,0x401200
+1.300000000 100/100 mprotect addr=0x7e0000001000 len=4096 prot=rwx ret=0 dur=10 stack=0x401100
+1.400000000 100/100 fault type=anon access=W addr=0x7f0000001000 ip=0x401020 stack=0x401020,0x7e0000001100,0x401200
+1.500000000 100/100 mprotect addr=0x7e0000001000 len=4096 prot=rw- ret=0 dur=10 stack=0x401100
+1.600000000 100/100 fault type=anon access=W addr=0x7f0000002000 ip=0x401030 stack=0x401030,0x7e0000001100,0x401200
+"
+    );
+    let view = view(&capture);
+    let chain = |function: &str| {
+        view.sites
+            .iter()
+            .find(|row| row.function() == function)
+            .unwrap_or_else(|| panic!("no site {function}"))
+            .chain(8)
+    };
+    assert_eq!(chain("prog+0x1010"), "prog+0x1010");
+    assert_eq!(
+        chain("prog+0x1020"),
+        "prog+0x1020 < [0x7e0000001100] < prog+0x1200"
+    );
+    assert_eq!(chain("prog+0x1030"), "prog+0x1030");
+    // The two regions and the snapshot's three (8 KiB of the program, its 8 KiB stack).
+    assert_eq!(view.mapped, 128 * KIB + 16 * KIB);
+}

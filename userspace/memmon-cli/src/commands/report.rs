@@ -87,6 +87,12 @@ pub struct ReportArgs {
     /// --own).
     #[arg(long = "lib", value_name = "GLOB")]
     lib: Vec<String>,
+    /// Name functions in full in the tables, the folded stacks and the flame graphs
+    /// (parameter lists, template arguments, return types), one row per instantiation;
+    /// by default they are short (`std::vector<…>::push_back`) and a template's
+    /// instantiations are one row. JSON and pprof always have the full names.
+    #[arg(long)]
+    full_names: bool,
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -143,6 +149,7 @@ fn own_code(own: &[String], lib: &[String]) -> Result<memmon::report::view::own_
 
 /// `memmon report`.
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    use memmon::report::symbolize::short_name::Naming;
     use memmon::report::{Format, ReportOptions};
     let options = ReportOptions {
         own_code: own_code(&args.own, &args.lib)?,
@@ -174,6 +181,11 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
             .group_by
             .as_deref()
             .and_then(memmon::report::view::memory::GroupBy::parse),
+        naming: if args.full_names {
+            Naming::Full
+        } else {
+            Naming::Short
+        },
     };
     let bytes = memmon::report::report(&args.captures, &options)?;
     match &args.output {

@@ -25,6 +25,7 @@ use crate::report::model::timeline::Slicing;
 use crate::report::output::folded::{render_folded, render_svg, Weight};
 use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
 use crate::report::output::text::{self, memory::TextOptions};
+use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::diff;
 use crate::report::view::memory::{build, ViewOptions};
@@ -131,6 +132,9 @@ pub struct ReportOptions {
     pub group_by: Option<crate::report::view::memory::GroupBy>,
     /// What is the program's own code (`--own GLOB`, `--lib GLOB`).
     pub own_code: OwnCode,
+    /// How the tables, the folded stacks and the flame graphs name functions: short, or
+    /// in full (`--full-names`).
+    pub naming: Naming,
 }
 
 impl Default for ReportOptions {
@@ -151,6 +155,7 @@ impl Default for ReportOptions {
             cold: crate::report::view::access::DEFAULT_COLD,
             group_by: None,
             own_code: OwnCode::default(),
+            naming: Naming::Short,
         }
     }
 }
@@ -257,6 +262,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
             spike: options.spike,
             group_by: options.group_by,
             own_code,
+            naming: options.naming,
         },
     )
     .map_err(|e| ReportError(e.to_string()))?;
@@ -321,12 +327,13 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
         )
         .into_bytes()),
         Format::Json => json(view),
-        Format::Html => {
-            Ok(
-                crate::report::output::html::render(&prepared, options.top, options.cold)
-                    .into_bytes(),
-            )
-        }
+        Format::Html => Ok(crate::report::output::html::render(
+            &prepared,
+            options.top,
+            options.cold,
+            options.naming,
+        )
+        .into_bytes()),
         Format::Folded => Ok(render_folded(view, options.weight).into_bytes()),
         Format::Svg => {
             let title = format!(
@@ -372,7 +379,8 @@ fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, 
     }
     let analysis = analyze(paths, options.replay_options())?;
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
-    let view = crate::report::view::access::build(&analysis, &symbols, options.cold);
+    let view =
+        crate::report::view::access::build(&analysis, &symbols, options.cold, options.naming);
     match options.format {
         Format::Text => Ok(text::access::render(&view, options.top).into_bytes()),
         Format::Json => json(&view),

@@ -198,6 +198,44 @@ impl Space {
         self.vmas.insert(start, vma);
     }
 
+    /// Makes `[start, end)` executable or not (`mprotect`), splitting the regions that
+    /// straddle it; nothing is mapped or unmapped.
+    pub fn protect(&mut self, start: u64, end: u64, exec: bool) {
+        let (start, end) = (page_down(start), page_up(end));
+        let keys: Vec<u64> = self
+            .vmas
+            .range(..end)
+            .rev()
+            .take_while(|(_, v)| v.end > start)
+            .filter(|(_, v)| v.exec != exec)
+            .map(|(&s, _)| s)
+            .collect();
+        for key in keys {
+            let Some(vma) = self.vmas.remove(&key) else {
+                continue;
+            };
+            if key < start {
+                self.vmas.insert(key, Vma { end: start, ..vma });
+            }
+            let piece_start = key.max(start);
+            let piece_end = vma.end.min(end);
+            self.vmas.insert(
+                piece_start,
+                Vma {
+                    end: piece_end,
+                    offset: vma.offset.wrapping_add(piece_start - key),
+                    exec,
+                    ..vma
+                },
+            );
+            if vma.end > end {
+                let offset = vma.offset.wrapping_add(end - key);
+                self.vmas.insert(end, Vma { offset, ..vma });
+            }
+            self.code_epoch += 1;
+        }
+    }
+
     /// Removes the regions in `[start, end)` (splitting those that straddle it) and
     /// returns them; pages stay.
     fn cut(&mut self, ctx: &mut Ctx, start: u64, end: u64) -> Vec<(u64, Vma)> {

@@ -1,7 +1,8 @@
 //! `--format folded` (flamegraph.pl / inferno input) and `--format svg` (an inferno flame
 //! graph), weighted by resident bytes, faults, mapped bytes or swapped-in bytes. The flame
 //! graph is coloured by whose code each frame is: the program's, its own libraries', the
-//! system's, or unknown ([`Whose`]).
+//! system's, or unknown ([`Whose`]). Frames are named as the view names them (short
+//! unless `--full-names`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -76,12 +77,8 @@ pub fn folded_lines(view: &View, weight: Weight) -> Vec<String> {
         .filter_map(|row| {
             let value = weight.of(row);
             (value > 0).then(|| {
-                let names: Vec<String> = row
-                    .frames
-                    .iter()
-                    .rev()
-                    .map(|f| clean(&f.function))
-                    .collect();
+                let names: Vec<String> =
+                    row.shown.iter().rev().map(|f| clean(&f.function)).collect();
                 format!("{} {value}", names.join(";"))
             })
         })
@@ -136,7 +133,7 @@ pub fn render_svg_width(
 fn whose_classes(view: &View) -> FuncFrameAttrsMap {
     let mut classes: HashMap<String, Whose> = HashMap::new();
     for row in &view.sites {
-        for (frame, whose) in row.frames.iter().zip(&row.whose) {
+        for (frame, whose) in row.shown.iter().zip(&row.whose) {
             classes.entry(clean(&frame.function)).or_insert(*whose);
         }
     }

@@ -8,7 +8,7 @@ use crate::report::model::replay::Analysis;
 use crate::report::output::moment::other_moments;
 use crate::report::output::text::size;
 use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
-use crate::report::view::memory::{build, ViewOptions};
+use crate::report::view::memory::{build, shown_sites, ViewOptions};
 
 /// Sites listed.
 const TOP: usize = 5;
@@ -49,9 +49,8 @@ pub fn summary(analysis: &Analysis) -> String {
         size(totals.shmem),
         size(totals.swap)
     );
-    let rows: Vec<_> = view
-        .sites
-        .iter()
+    let rows: Vec<_> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
         .filter(|r| r.resident > 0)
         .take(TOP)
         .collect();

@@ -16,6 +16,7 @@ use memmon_objects::functions::FunctionRanges;
 
 use super::debug_file::{self, build_id};
 use super::debuginfod::{Debuginfod, DebuginfodOptions};
+use super::jit_names::JitName;
 
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SiteTable, SpaceId};
 
@@ -111,7 +112,12 @@ pub mod name {
 
     /// `chain (file:line)`: a chain of 4 and the innermost location, when known.
     pub fn site(frames: &[FrameInfo]) -> String {
-        let chain = chain(frames, 4);
+        site_of_depth(frames, 4)
+    }
+
+    /// `chain (file:line)` with a chain of `depth` functions.
+    pub fn site_of_depth(frames: &[FrameInfo], depth: usize) -> String {
+        let chain = chain(frames, depth);
         match location(frames) {
             Some(location) => format!("{chain} ({location})"),
             None => chain,
@@ -541,14 +547,23 @@ fn missing_note(missing: &[(&str, PathBuf)]) -> Option<String> {
 }
 
 /// A frame outside any mapped file: the name its own process's perf map gives its
-/// generated code (also one byte back, for a return address just past the code), else
-/// `[0x...]`.
+/// generated code (also one byte back, for a return address just past the code), with the
+/// script and line the name gives (V8's `JS:*f /app/main.js:3:21`, Python's
+/// `py::f:/app/f.py`), else `[0x...]`.
 fn address_frame(sites: &SiteTable, space: SpaceId, addr: u64) -> FrameInfo {
     match sites
         .perf_symbol(space, addr)
         .or_else(|| sites.perf_symbol(space, addr.wrapping_sub(1)))
     {
-        Some(name) => FrameInfo::named(name.to_owned()),
+        Some(name) => {
+            let jit = JitName::parse(name);
+            FrameInfo {
+                function: name.to_owned(),
+                file: jit.as_ref().and_then(|jit| jit.file.clone()),
+                line: jit.and_then(|jit| jit.line),
+                inlined: false,
+            }
+        }
         None => FrameInfo::named(format!("[{addr:#x}]")),
     }
 }

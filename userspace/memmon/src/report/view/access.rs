@@ -12,6 +12,7 @@ use crate::report::model::access::IDLE_BUCKETS;
 use crate::report::model::replay::Analysis;
 use crate::report::model::sites::SiteId;
 use crate::report::model::ProcessKey;
+use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
 use crate::stream::event::Timestamp;
 
@@ -61,11 +62,14 @@ pub struct GenerationRow {
     pub sites: Vec<GenerationSite>,
 }
 
-/// One site (sites with the same function chain merged).
+/// One site (sites with the same function chain, as the report names it, merged).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AccessSiteRow {
-    /// The frames, innermost first.
+    /// The frames, innermost first, with their full names.
     pub frames: Vec<FrameInfo>,
+    /// The frames as the report names them (short unless `--full-names`).
+    #[serde(skip)]
+    pub shown: Vec<FrameInfo>,
     /// Distinct pages it touched over the capture.
     pub pages: u64,
     /// Distinct pages it touched while they were cold.
@@ -81,12 +85,12 @@ pub struct AccessSiteRow {
 impl AccessSiteRow {
     /// Functions innermost first, joined by ` < `, at most `depth`.
     pub fn chain(&self, depth: usize) -> String {
-        name::chain(&self.frames, depth)
+        name::chain(&self.shown, depth)
     }
 
     /// `chain (file:line)` of the innermost frame with a location.
     pub fn name(&self) -> String {
-        name::site(&self.frames)
+        name::site(&self.shown)
     }
 }
 
@@ -133,6 +137,7 @@ struct GenAcc {
 #[derive(Default)]
 struct SiteAcc {
     frames: Vec<FrameInfo>,
+    shown: Vec<FrameInfo>,
     pages: HashSet<(ProcessKey, u64)>,
     cold_pages: HashSet<(ProcessKey, u64)>,
     accesses: u64,
@@ -140,8 +145,14 @@ struct SiteAcc {
     generations: BTreeSet<u64>,
 }
 
-/// Builds the access report with `cold_after` = K (at least 1).
-pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessView {
+/// Builds the access report with `cold_after` = K (at least 1), its sites named by
+/// `naming`.
+pub fn build(
+    analysis: &Analysis,
+    symbols: &Symbols,
+    cold_after: u64,
+    naming: Naming,
+) -> AccessView {
     let k = cold_after.clamp(1, MAX_COLD);
     let log = &analysis.access;
     let mut generations: BTreeMap<u64, GenAcc> = BTreeMap::new();
@@ -163,10 +174,12 @@ pub fn build(analysis: &Analysis, symbols: &Symbols, cold_after: u64) -> AccessV
         pids.insert(touch.key.1);
         let index = *site_index.entry(touch.site).or_insert_with(|| {
             let frames = symbols.site(&analysis.sites, touch.site);
-            let key: Vec<String> = frames.iter().map(|f| f.function.clone()).collect();
+            let shown = naming.frames(&frames);
+            let key: Vec<String> = shown.iter().map(|f| f.function.clone()).collect();
             *chain_index.entry(key).or_insert_with(|| {
                 sites.push(SiteAcc {
                     frames,
+                    shown,
                     ..SiteAcc::default()
                 });
                 sites.len() - 1
@@ -220,7 +233,7 @@ fn generation_row(n: u64, row: GenAcc, sites: &[SiteAcc]) -> GenerationRow {
         .sites
         .iter()
         .map(|(&index, &(pages, cold))| GenerationSite {
-            site: name::functions(&sites[index].frames, 2),
+            site: name::functions(&sites[index].shown, 2),
             pages,
             cold,
         })
@@ -251,6 +264,7 @@ fn site_rows(sites: Vec<SiteAcc>) -> Vec<AccessSiteRow> {
         .into_iter()
         .map(|site| AccessSiteRow {
             frames: site.frames,
+            shown: site.shown,
             pages: site.pages.len() as u64,
             cold_pages: site.cold_pages.len() as u64,
             accesses: site.accesses,

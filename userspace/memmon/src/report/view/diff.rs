@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::view::memory::{Shown, View};
+use crate::report::view::memory::{shown_sites, Shown, View};
 
 /// The change of one class or site.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,7 +89,7 @@ pub fn diff(base: &View, new: &View) -> Diff {
     }
     let mut sites: BTreeMap<String, Change> = BTreeMap::new();
     for (view, sign) in [(base, -1i64), (new, 1)] {
-        for row in &view.sites {
+        for row in shown_sites(&view.sites, &view.runtime_work) {
             let name = row.chain(usize::MAX);
             let change = sites.entry(name.clone()).or_insert_with(|| blank(&name));
             change.resident = change

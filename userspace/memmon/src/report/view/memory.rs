@@ -2,7 +2,7 @@
 //! reconciliation, at one moment (the peak unless asked: [`Moment`]). Output formats
 //! render a [`View`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -13,10 +13,12 @@ use crate::report::model::replay::Analysis;
 use crate::report::model::sites::{ObjectId, SiteId};
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
+use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
 use crate::report::view::own_code::{objects_with_own_lines, own_site_name, OwnCode, Split, Whose};
 use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
+use crate::report::view::runtimes::RuntimeWork;
 use crate::report::view::your_code::{your_code, YourCode};
 use crate::stream::event::Timestamp;
 
@@ -96,11 +98,15 @@ impl FaultCounts {
     }
 }
 
-/// One code site (sites with the same function chain merged).
+/// One code site (sites with the same function chain, as the view names it, merged).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SiteRow {
-    /// The frames, innermost first.
+    /// The frames, innermost first, with their full names.
     pub frames: Vec<FrameInfo>,
+    /// The frames as the view names them ([`Naming`]: short by default): what the tables
+    /// show and the rows merge by.
+    #[serde(skip)]
+    pub shown: Vec<FrameInfo>,
     /// Resident bytes at the view's moment.
     pub resident: u64,
     /// Mapped bytes at the view's moment (by the site of the mapping call).
@@ -139,17 +145,23 @@ pub struct SiteRow {
     /// (`[libsqlite3.so.0: sqlite3_step … libc.so.6: malloc]`).
     #[serde(skip)]
     pub library: Option<String>,
+    /// The runtime's or the loader's work, when the stack is theirs (`collector_v8`,
+    /// `loader`): the tables count it in one row of its own ([`View::runtime_work`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_work: Option<RuntimeWork>,
 }
 
 impl SiteRow {
-    /// A row of `frames` with nothing counted yet.
-    fn empty(frames: Vec<FrameInfo>, split: Split) -> SiteRow {
+    /// A row of `frames` (named `shown`) with nothing counted yet.
+    fn empty(frames: Vec<FrameInfo>, shown: Vec<FrameInfo>, split: Split) -> SiteRow {
         SiteRow {
             frames,
+            shown,
             own: split.own,
             whose: split.whose,
             objects: split.objects,
             library: split.library,
+            runtime_work: split.work,
             resident: 0,
             mapped: 0,
             faults: FaultCounts::default(),
@@ -181,34 +193,112 @@ impl SiteRow {
         self.last_swapin = self.last_swapin.max(stats.last_swapin);
     }
 
-    /// The innermost function.
+    /// Adds another row's bytes and statistics (a merged row's).
+    fn merge(&mut self, other: &SiteRow) {
+        self.resident = self.resident.saturating_add(other.resident);
+        self.mapped = self.mapped.saturating_add(other.mapped);
+        let (faults, theirs) = (&mut self.faults, other.faults);
+        faults.first_touch += theirs.first_touch;
+        faults.file += theirs.file;
+        faults.swap_in += theirs.swap_in;
+        faults.cow += theirs.cow;
+        faults.other += theirs.other;
+        self.brought_in += other.brought_in;
+        self.released += other.released;
+        self.paged_out += other.paged_out;
+        self.swapped_in += other.swapped_in;
+        self.peak = self.peak.max(other.peak);
+        self.first_swapin = match (self.first_swapin, other.first_swapin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_swapin = self.last_swapin.max(other.last_swapin);
+        self.lifetime = Lifetime::of(self.resident, self.released);
+    }
+
+    /// The innermost function, as the view names it.
     pub fn function(&self) -> &str {
-        name::function(&self.frames)
+        name::function(&self.shown)
     }
 
     /// The innermost frame with a source location.
     pub fn location(&self) -> Option<String> {
-        name::location(&self.frames)
+        name::location(&self.shown)
     }
 
-    /// Functions innermost first, joined by ` < `.
+    /// Functions innermost first, joined by ` < `, as the view names them.
     pub fn chain(&self, depth: usize) -> String {
-        name::chain(&self.frames, depth)
+        name::chain(&self.shown, depth)
     }
 
     /// The frames from the innermost function of own code on (all of them without own
-    /// code).
+    /// code), as the view names them.
     pub fn own_frames(&self) -> &[FrameInfo] {
         let first = self.own.first().copied().unwrap_or(0);
-        self.frames.get(first..).unwrap_or_default()
+        self.shown.get(first..).unwrap_or_default()
     }
 
     /// The site as a person reads it, by the program's own code: `chain (file:line)` from
     /// the innermost function of own code, then the library part it called, summarised
     /// (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step … malloc]`).
     pub fn name(&self) -> String {
-        own_site_name(&self.frames, &self.own, self.library.as_deref())
+        own_site_name(&self.shown, &self.own, self.library.as_deref())
     }
+}
+
+/// The rows of the runtime's and the loader's work in `sites`, one per kind of work,
+/// each the sum of its sites, named `[moved by V8's garbage collector]`.
+pub fn runtime_work_rows(sites: &[SiteRow]) -> Vec<SiteRow> {
+    let mut by_work: BTreeMap<RuntimeWork, SiteRow> = BTreeMap::new();
+    for site in sites {
+        let Some(work) = site.runtime_work else {
+            continue;
+        };
+        let row = by_work.entry(work).or_insert_with(|| {
+            let mut row = SiteRow::empty(Vec::new(), Vec::new(), Split::default());
+            row.runtime_work = Some(work);
+            row
+        });
+        row.merge(site);
+    }
+    let mut rows: Vec<SiteRow> = by_work
+        .into_iter()
+        .map(|(work, mut row)| {
+            let label = format!("[{}]", work.label());
+            row.frames = vec![FrameInfo {
+                function: label,
+                file: None,
+                line: None,
+                inlined: false,
+            }];
+            row.shown = row.frames.clone();
+            row
+        })
+        .collect();
+    rows.sort_by(site_order);
+    rows
+}
+
+/// The sites as the tables show them: those that are no runtime's work, and `work` (the
+/// [`runtime_work_rows`] of `sites`), in the view's order.
+pub fn shown_sites<'a>(sites: &'a [SiteRow], work: &'a [SiteRow]) -> Vec<&'a SiteRow> {
+    let mut rows: Vec<&SiteRow> = sites
+        .iter()
+        .filter(|site| site.runtime_work.is_none())
+        .chain(work)
+        .collect();
+    rows.sort_by(|a, b| site_order(a, b));
+    rows
+}
+
+/// The view's order of sites: by resident bytes, then bytes brought in, then mapped
+/// bytes, then name.
+fn site_order(a: &SiteRow, b: &SiteRow) -> std::cmp::Ordering {
+    b.resident
+        .cmp(&a.resident)
+        .then(b.brought_in.cmp(&a.brought_in))
+        .then(b.mapped.cmp(&a.mapped))
+        .then_with(|| a.chain(64).cmp(&b.chain(64)))
 }
 
 /// One leaf of the RSS tree.
@@ -329,6 +419,9 @@ pub struct View {
     pub mapped_by_class: Vec<MappedRow>,
     /// All sites, by resident bytes then brought-in bytes.
     pub sites: Vec<SiteRow>,
+    /// The runtime's and the loader's work ([`runtime_work_rows`]): the tables show each
+    /// as one row in place of its sites.
+    pub runtime_work: Vec<SiteRow>,
     /// Resident bytes by function of the program's own code ([`your_code`]).
     pub your_code: YourCode,
     /// Model against the process's counters.
@@ -402,6 +495,8 @@ pub struct ViewOptions {
     pub group_by: Option<GroupBy>,
     /// What is the program's own code.
     pub own_code: OwnCode,
+    /// How functions are named (short unless `--full-names`).
+    pub naming: Naming,
 }
 
 /// Why a view cannot be built.
@@ -460,17 +555,12 @@ pub fn build(
 ) -> Result<View, ViewError> {
     let shown = analysis.at(&options.at)?;
     let picture = &shown.holdings.total;
-    let (sites, stack_reach) = site_rows(
-        analysis,
-        symbols,
-        &options.own_code,
-        picture,
-        &analysis.end.total,
-    );
-    let your_code = your_code(&sites);
+    let (sites, stack_reach) = site_rows(analysis, symbols, options, picture, &analysis.end.total);
+    let your_code = your_code(&sites, &analysis.executables);
+    let runtime_work = runtime_work_rows(&sites);
     let tree = tree_rows(analysis, picture);
     let groups = match options.group_by {
-        Some(by) => group_rows(analysis, symbols, &options.own_code, shown.holdings, by),
+        Some(by) => group_rows(analysis, symbols, options, shown.holdings, by),
         None => Vec::new(),
     };
     let peak = analysis.at(&Moment::Peak)?;
@@ -487,7 +577,7 @@ pub fn build(
         })
         .collect();
     mapped_by_class.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.label.cmp(&b.label)));
-    let timeline = timeline_rows(analysis, symbols, options.spike);
+    let timeline = timeline_rows(analysis, symbols, options.spike, options.naming);
     Ok(View {
         shown: Shown {
             moment: moment_key(&options.at),
@@ -518,6 +608,7 @@ pub fn build(
         tree,
         mapped_by_class,
         sites,
+        runtime_work,
         your_code,
         reconciliation: reconcile(analysis),
         timeline,
@@ -555,7 +646,7 @@ fn tree_rows(analysis: &Analysis, picture: &Picture) -> Vec<ClassRow> {
 fn group_rows(
     analysis: &Analysis,
     symbols: &Symbols,
-    own_code: &OwnCode,
+    options: &ViewOptions,
     holdings: &Holdings,
     by: GroupBy,
 ) -> Vec<GroupRow> {
@@ -585,7 +676,7 @@ fn group_rows(
             pids,
             totals: picture.kind_bytes(),
             tree: tree_rows(analysis, &picture),
-            sites: site_rows(analysis, symbols, own_code, &picture, &analysis.end.total)
+            sites: site_rows(analysis, symbols, options, &picture, &analysis.end.total)
                 .0
                 .into_iter()
                 .filter(|row| row.resident > 0)
@@ -605,15 +696,16 @@ fn chain_key(frames: &[FrameInfo]) -> Vec<String> {
     frames.iter().map(|f| f.function.clone()).collect()
 }
 
-/// The site rows of a picture, and its resident bytes by where their stacks end; `end`
-/// gives their lifetimes.
+/// The site rows of a picture (merged by their chains as `options` names them), and its
+/// resident bytes by where their stacks end; `end` gives their lifetimes.
 fn site_rows(
     analysis: &Analysis,
     symbols: &Symbols,
-    own_code: &OwnCode,
+    options: &ViewOptions,
     picture: &Picture,
     end: &Picture,
 ) -> (Vec<SiteRow>, StackReach) {
+    let (own_code, naming) = (&options.own_code, options.naming);
     // Each row, the weight of its heaviest member, its resident bytes at the end.
     let mut rows: HashMap<Vec<String>, (SiteRow, u64, u64)> = HashMap::new();
     let mut reach = StackReach::default();
@@ -645,18 +737,25 @@ fn site_rows(
         // What `Symbols::site` gives: every frame's functions, innermost first.
         let frames = by_frame.concat();
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
-        let split = own_code.split(&analysis.sites, site_frames, &by_frame, with_lines);
-        let (row, best, row_at_end) = rows
-            .entry(chain_key(&frames))
-            .or_insert_with(|| (SiteRow::empty(frames.clone(), split.clone()), 0, 0));
+        let split = own_code.split(&analysis.sites, site_frames, &by_frame, with_lines, naming);
+        let shown = naming.frames(&frames);
+        let (row, best, row_at_end) = rows.entry(chain_key(&shown)).or_insert_with(|| {
+            (
+                SiteRow::empty(frames.clone(), shown.clone(), split.clone()),
+                0,
+                0,
+            )
+        });
         *row_at_end += at_end;
         if weight > *best {
             // Show the source location of the heaviest member.
             row.frames = frames;
+            row.shown = shown;
             row.own = split.own;
             row.whose = split.whose;
             row.objects = split.objects;
             row.library = split.library;
+            row.runtime_work = split.work;
             *best = weight;
         }
         row.add(resident, mapped, stats);
@@ -668,24 +767,23 @@ fn site_rows(
             row
         })
         .collect();
-    rows.sort_by(|a, b| {
-        b.resident
-            .cmp(&a.resident)
-            .then(b.brought_in.cmp(&a.brought_in))
-            .then(b.mapped.cmp(&a.mapped))
-            .then_with(|| a.chain(64).cmp(&b.chain(64)))
-    });
+    rows.sort_by(site_order);
     (rows, reach)
 }
 
-fn timeline_rows(analysis: &Analysis, symbols: &Symbols, spike: Option<u64>) -> Vec<TimelineRow> {
+fn timeline_rows(
+    analysis: &Analysis,
+    symbols: &Symbols,
+    spike: Option<u64>,
+    naming: Naming,
+) -> Vec<TimelineRow> {
     analysis
         .timeline
         .iter()
         .map(|interval| {
             let mut growth: HashMap<String, i64> = HashMap::new();
             for (&site, &pages) in &interval.site_growth {
-                let frames = symbols.site(&analysis.sites, site);
+                let frames = naming.frames(&symbols.site(&analysis.sites, site));
                 let name = name::functions(&frames, usize::MAX);
                 *growth.entry(name).or_insert(0) += pages * PAGE as i64;
             }

@@ -9,7 +9,12 @@
 //! kernel maps (`[vdso]`, `[vsyscall]`). Everything else is own code: the main executable
 //! wherever it is (see [`OwnCode::add_executable`]), libraries under `/usr/local`, `/opt`,
 //! a home or build directory, and generated code outside any file (a JIT's, named by its
-//! perf map). Pseudo-frames (labels) are neither.
+//! perf map). Pseudo-frames (labels) are neither. A language runtime's executable (`node`,
+//! `java`, `python3.12`: [`runtimes::is_runtime_executable`]) is the system's: the program
+//! it runs is the script, whose functions its JIT names ([`runtimes::generated_code_owner`]).
+//!
+//! A stack whose pages a garbage collector or the loader touched first is their work
+//! ([`RuntimeWork`]), counted apart from the program's functions.
 //!
 //! Within an object of own code, the language's runtime and standard library that a
 //! static link or the toolchain put there are the system's too ([`is_runtime_function`]):
@@ -23,7 +28,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, ObjectId, SiteTable};
+use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo, Symbols};
+use crate::report::view::reach::{classify, Reach};
+use crate::report::view::runtimes::{self, collector_of, RuntimeWork};
 
 /// The distribution's library directories: an object below one of them is system code.
 /// `/usr/local/lib` is not one (it is the machine owner's).
@@ -50,21 +58,25 @@ pub enum Owner {
 /// Whose code the object at `path` (as the capture names it: `/usr/lib/x86_64-linux-
 /// gnu/libc.so.6`, `[vdso]`) is, by its path alone. The main executable is own code
 /// wherever it is; this cannot tell it from a library in a system directory (a program
-/// installed in `/usr/lib/NAME/`): [`OwnCode`] can.
+/// installed in `/usr/lib/NAME/`): [`OwnCode`] can. A runtime's executable (`node`) is
+/// the system's wherever it is.
 pub fn owner(path: &str) -> Owner {
-    let name = basename(path);
     let kernel = matches!(path, "[vdso]" | "[vsyscall]");
-    let loader =
-        name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so");
     let in_system_dir = SYSTEM_LIBRARY_DIRS.iter().any(|dir| {
         path.strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'))
     });
-    if kernel || loader || in_system_dir {
+    if kernel || is_dynamic_loader(path) || in_system_dir || runtimes::is_runtime_executable(path) {
         Owner::System
     } else {
         Owner::Own
     }
+}
+
+/// Whether `path` names a dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`, `ld-musl-*`).
+pub fn is_dynamic_loader(path: &str) -> bool {
+    let name = basename(path);
+    name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so")
 }
 
 /// Where the toolchains keep the sources of what they link into a program: Rust's standard
@@ -198,9 +210,11 @@ pub fn is_runtime_function(info: &FrameInfo, object_has_lines: bool) -> bool {
 }
 
 /// The system's functions of `functions` (a stack's innermost part, each as its object's
-/// path, object, function and owner), summarised by object ([`system_summary`]).
+/// path, object, function and owner), summarised by object ([`system_summary`]), named
+/// by `naming`.
 fn library_part(
     functions: &[(&str, Option<ObjectId>, &FrameInfo, Option<Owner>)],
+    naming: Naming,
 ) -> Option<String> {
     let mut parts: Vec<(&str, Vec<FrameInfo>)> = Vec::new();
     for &(path, _, info, owner) in functions {
@@ -216,20 +230,32 @@ fn library_part(
         .iter()
         .map(|(path, infos)| (*path, infos.as_slice()))
         .collect();
-    system_summary(&parts)
+    system_summary(&parts, naming)
 }
+
+/// The length in characters past which a site's name loses callers from its chain.
+const SITE_NAME_WIDTH: usize = 140;
 
 /// A site as a person reads it, by the program's own code: `chain (file:line)` from the
 /// innermost function of own code (`own`: the indexes of own functions in `frames`, a
-/// stack's functions innermost first), then the library part it called, summarised
-/// (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step … malloc]`); the whole
-/// stack's chain without own code.
+/// stack's functions innermost first, as the view names them), then the library part it
+/// called, summarised (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step …
+/// malloc]`); the whole stack's chain without own code. A chain of long names keeps fewer
+/// callers (down to the function alone) to stay within [`SITE_NAME_WIDTH`] characters.
 pub fn own_site_name(frames: &[FrameInfo], own: &[usize], library: Option<&str>) -> String {
     let first = own.first().copied().unwrap_or(0);
-    let own_name = name::site(frames.get(first..).unwrap_or_default());
-    match library {
-        Some(library) => format!("{own_name} → {library}"),
-        None => own_name,
+    let own_frames = frames.get(first..).unwrap_or_default();
+    let library = library
+        .map(|library| format!(" → {library}"))
+        .unwrap_or_default();
+    let mut depth = 4;
+    loop {
+        let own_name = name::site_of_depth(own_frames, depth);
+        let width = own_name.chars().count() + library.chars().count();
+        if width <= SITE_NAME_WIDTH || depth == 1 {
+            return format!("{own_name}{library}");
+        }
+        depth -= 1;
     }
 }
 
@@ -285,11 +311,16 @@ impl OwnCode {
         Ok(())
     }
 
-    /// Whose code the object at `path` is.
+    /// Whose code the object at `path` is: `--lib`, then `--own`, then a runtime's
+    /// executable is the system's, then the executables are own code, then [`owner`].
     pub fn owner(&self, path: &str) -> Owner {
         if self.lib.iter().any(|p| p.matches(path)) {
             Owner::System
-        } else if self.executables.contains(path) || self.own.iter().any(|p| p.matches(path)) {
+        } else if self.own.iter().any(|p| p.matches(path)) {
+            Owner::Own
+        } else if runtimes::is_runtime_executable(path) {
+            Owner::System
+        } else if self.executables.contains(path) {
             Owner::Own
         } else {
             owner(path)
@@ -312,31 +343,37 @@ impl OwnCode {
     /// count by their object ([`OwnCode::owner`]) and, in own objects, by
     /// [`is_runtime_function`].
     /// `with_lines` are the objects with source lines for some of their code
-    /// ([`crate::report::symbolize::symbols::Symbols::objects_with_lines`]).
+    /// ([`crate::report::symbolize::symbols::Symbols::objects_with_lines`]). The library
+    /// part is named by `naming`.
     pub fn split(
         &self,
         sites: &SiteTable,
         frames: &[Frame],
         names: &[Vec<FrameInfo>],
         with_lines: &BTreeSet<ObjectId>,
+        naming: Naming,
     ) -> Split {
-        // Each function of the stack, innermost first: its object's path, whether that is a
-        // file, and its owner (`None`: no known code).
+        // Each function of the stack, innermost first: its object's path (generated code's:
+        // its script, when its name gives one), whether that is a file, and its owner
+        // (`None`: no known code).
         let mut functions: Vec<(&str, Option<ObjectId>, &FrameInfo, Option<Owner>)> = Vec::new();
         for (frame, infos) in frames.iter().zip(names) {
             let object = match frame {
                 Frame::Code { object, .. } => Some(*object),
                 _ => None,
             };
-            let path = object.map_or("?", |o| sites.object_path(o));
             let has_lines = object.is_some_and(|o| with_lines.contains(&o));
             let frame_owner = self.frame_owner(sites, frame);
+            let generated = matches!(frame, Frame::Address { .. });
             for info in infos {
+                let path = match object {
+                    Some(object) => sites.object_path(object),
+                    None => info.file.as_deref().unwrap_or("[jit]"),
+                };
                 let owner = match frame_owner {
-                    // Code outside any file that no perf map names is nobody's known code.
-                    Some(Owner::Own) if object.is_none() && info.function.starts_with("[0x") => {
-                        None
-                    }
+                    // Generated code: the script's, the runtime's, or (no perf map names
+                    // it) nobody's known code.
+                    Some(Owner::Own) if generated => runtimes::generated_code_owner(info),
                     Some(Owner::Own)
                         if object.is_some() && is_runtime_function(info, has_lines) =>
                     {
@@ -375,12 +412,30 @@ impl OwnCode {
             .collect();
         let library = own
             .first()
-            .and_then(|&first| library_part(&functions[..first]));
+            .and_then(|&first| library_part(&functions[..first], naming));
+        // A collector's function innermost of the program's code (or anywhere in a stack
+        // without it): the pages are the collector's. The loader's mapping and relocating
+        // before `main`, in a stack without own code: the loader's.
+        let innermost_own = own.first().copied().unwrap_or(functions.len());
+        let collector = functions[..innermost_own]
+            .iter()
+            .find_map(|(_, _, info, _)| collector_of(&info.function))
+            .map(RuntimeWork::Collector);
+        let loader = own.is_empty()
+            && functions
+                .iter()
+                .find(|(_, object, ..)| object.is_some())
+                .is_some_and(|(path, ..)| is_dynamic_loader(path))
+            && functions
+                .iter()
+                .any(|(_, _, info, _)| runtimes::is_loader_work(&info.function))
+            && classify(sites, frames, names) == Reach::StartUp;
         Split {
             whose,
             objects: functions.iter().map(|function| function.1).collect(),
             own,
             library,
+            work: collector.or(loader.then_some(RuntimeWork::Loader)),
         }
     }
 
@@ -445,55 +500,9 @@ pub struct Split {
     /// The system part innermost of the first own function, summarised
     /// ([`system_summary`]); `None` without own code or without such a part.
     pub library: Option<String>,
-}
-
-/// A library function's name, short enough for a summary: template and generic arguments
-/// (`<...>`) and parameter lists (`(...)`) of over 16 characters become `<…>` and `(…)`
-/// (`std::vector<…>::_M_realloc_insert(int const&)`); the rest is kept, and so is a
-/// leading `<Type as Trait>`, which says whose method it is.
-pub fn abridged(function: &str) -> String {
-    const LONGEST: usize = 16;
-    let mut out = String::with_capacity(function.len());
-    let mut depth = 0usize;
-    let mut group = String::new();
-    let mut closing = ' ';
-    let mut leading = false;
-    for c in function.chars() {
-        if depth == 0 {
-            match c {
-                '<' | '(' => {
-                    leading = out.is_empty();
-                    depth = 1;
-                    closing = if c == '<' { '>' } else { ')' };
-                    group.clear();
-                    group.push(c);
-                }
-                _ => out.push(c),
-            }
-            continue;
-        }
-        group.push(c);
-        let opening = if closing == '>' { '<' } else { '(' };
-        if c == opening {
-            depth += 1;
-        } else if c == closing {
-            depth -= 1;
-            if depth == 0 {
-                if !leading && group.chars().count() > LONGEST + 2 {
-                    out.push(opening);
-                    out.push('…');
-                    out.push(closing);
-                } else {
-                    out.push_str(&group);
-                }
-            }
-        }
-    }
-    // An unbalanced name is kept as it is.
-    if depth > 0 {
-        out.push_str(&group);
-    }
-    out
+    /// The runtime's or the loader's work, when the stack is theirs: counted apart from
+    /// the program's functions.
+    pub work: Option<RuntimeWork>,
 }
 
 /// The system part of a stack summarised: `[libsqlite3.so.0: sqlite3_step … malloc]`, the
@@ -501,16 +510,16 @@ pub fn abridged(function: &str) -> String {
 /// its object's name when it is not the previous one's (`[libsqlite3.so.0: sqlite3_step …
 /// libc.so.6: malloc]`), or only one when they are the same frame. `system` is the frames
 /// innermost of the own one, innermost first, each as its object's path and its symbolised
-/// functions (innermost first, inlined ones before the one they were inlined into).
-/// `None` when there are no such frames.
-pub fn system_summary(system: &[(&str, &[FrameInfo])]) -> Option<String> {
+/// functions (innermost first, inlined ones before the one they were inlined into), each
+/// named by `naming`. `None` when there are no such frames.
+pub fn system_summary(system: &[(&str, &[FrameInfo])], naming: Naming) -> Option<String> {
     let innermost = system.first()?;
     let outermost = system.last()?;
     // The function own code called is the one the frame's code belongs to (the last of
     // its inlined chain); the innermost frame is named by its innermost function.
     let function = |infos: &[FrameInfo], entered: bool| {
         let info = if entered { infos.last() } else { infos.first() };
-        info.map_or("?".to_owned(), |f| abridged(&f.function))
+        info.map_or("?".to_owned(), |f| naming.name(&f.function).into_owned())
     };
     // `object: function`, or only `object+0xoffset` when nothing named the code.
     let in_object = |path: &str, function: String| {
@@ -536,6 +545,7 @@ pub fn system_summary(system: &[(&str, &[FrameInfo])]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::view::runtimes::Runtime;
 
     #[test]
     fn system_and_own_objects() {
@@ -549,12 +559,14 @@ mod tests {
             "/lib/ld-musl-x86_64.so.1",
             "[vdso]",
             "[vsyscall]",
+            // Runtimes: the program is the script they run.
+            "/usr/bin/python3.11",
+            "/usr/bin/node",
         ] {
             assert_eq!(owner(path), Owner::System, "{path}");
         }
         for path in [
             "/progs/sqlite_rows",
-            "/usr/bin/python3.11",
             "/usr/local/lib/libfoo.so",
             "/usr/libexec/helper",
             "/library/libfoo.so",
@@ -716,7 +728,8 @@ mod tests {
         .iter()
         .map(|name| infos(&[name]))
         .collect();
-        let split = OwnCode::default().split(&table, &frames, &names, &BTreeSet::new());
+        let split =
+            OwnCode::default().split(&table, &frames, &names, &BTreeSet::new(), Naming::Short);
         assert_eq!(split.own, [3, 4]);
         assert_eq!(
             split.whose,
@@ -733,9 +746,139 @@ mod tests {
             Some("[server: je_malloc … je_extent_alloc_wrapper]")
         );
         // Without an allocator's entry on the stack, the program's functions are its own.
-        let split = OwnCode::default().split(&table, &frames[3..], &names[3..], &BTreeSet::new());
+        let split = OwnCode::default().split(
+            &table,
+            &frames[3..],
+            &names[3..],
+            &BTreeSet::new(),
+            Naming::Short,
+        );
         assert_eq!(split.own, [0, 1]);
         assert_eq!(split.library, None);
+    }
+
+    #[test]
+    fn a_scripts_functions_and_the_runtimes_work() {
+        let mut table = SiteTable::default();
+        let node = table.object("/usr/bin/node");
+        let libc = table.object("/lib/x86_64-linux-gnu/libc.so.6");
+        let code = |object, offset: u64| Frame::Code {
+            object,
+            offset,
+            ret: offset > 0x100,
+        };
+        let space = table.new_space(None);
+        let jit = |addr: u64| Frame::Address { addr, space };
+        let mut own = OwnCode::default();
+        own.add_executable("/usr/bin/node");
+        // Generated code's frames have the script their perf-map name gives, as
+        // `Symbols` names them.
+        let split = |frames: &[Frame], names: &[&str]| {
+            let names: Vec<Vec<FrameInfo>> = names
+                .iter()
+                .map(|name| {
+                    let jit = crate::report::symbolize::jit_names::JitName::parse(name);
+                    vec![FrameInfo {
+                        function: (*name).to_owned(),
+                        file: jit.as_ref().and_then(|jit| jit.file.clone()),
+                        line: jit.and_then(|jit| jit.line),
+                        inlined: false,
+                    }]
+                })
+                .collect();
+            own.split(&table, frames, &names, &BTreeSet::new(), Naming::Short)
+        };
+        // A buffer filled for the script: the script's function is the site's, node's C++
+        // and its own modules are the system's.
+        let filled = split(
+            &[
+                code(libc, 0x100),
+                code(node, 0x200),
+                jit(0x7000),
+                jit(0x8000),
+                code(node, 0x300),
+            ],
+            &[
+                "memset",
+                "node::Buffer::Fill(v8::FunctionCallbackInfo<v8::Value> const&)",
+                "JS:*fill node:buffer:1021:14",
+                "JS:*holdBuffers /app/main.js:9:21",
+                "main",
+            ],
+        );
+        assert_eq!(filled.own, [3]);
+        assert_eq!(
+            filled.whose,
+            [
+                Whose::System,
+                Whose::System,
+                Whose::System,
+                Whose::Program,
+                Whose::System
+            ]
+        );
+        assert_eq!(
+            filled.library.as_deref(),
+            Some("[node:buffer: fill … libc.so.6: memset]")
+        );
+        assert_eq!(filled.work, None);
+        // The scavenger copying the script's objects: V8's work.
+        let scavenged = split(
+            &[code(libc, 0x100), code(node, 0x400), code(node, 0x500), jit(0x8000)],
+            &[
+                "__memmove_avx_unaligned_erms",
+                "v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)",
+                "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)",
+                "JS:*holdRecords /app/main.js:3:21",
+            ],
+        );
+        assert_eq!(scavenged.own, [3]);
+        assert_eq!(scavenged.work, Some(RuntimeWork::Collector(Runtime::V8)));
+        // Unnamed generated code is nobody's.
+        let unnamed = split(&[code(libc, 0x100), jit(0x9000)], &["memset", "[0x9000]"]);
+        assert_eq!(unnamed.own, Vec::<usize>::new());
+        assert_eq!(unnamed.whose, [Whose::System, Whose::Unknown]);
+    }
+
+    #[test]
+    fn the_loaders_start_up() {
+        let mut table = SiteTable::default();
+        let ld = table.object("/lib64/ld-linux-x86-64.so.2");
+        let libc = table.object("/lib/x86_64-linux-gnu/libc.so.6");
+        let exe = table.object("/progs/app");
+        let code = |object, offset: u64| Frame::Code {
+            object,
+            offset,
+            ret: offset > 0x100,
+        };
+        let own = OwnCode::default();
+        let split = |frames: &[Frame], names: &[&str]| {
+            let names: Vec<Vec<FrameInfo>> = names.iter().map(|name| infos(&[name])).collect();
+            own.split(&table, frames, &names, &BTreeSet::new(), Naming::Short)
+        };
+        let relocating = split(
+            &[code(ld, 0x100), code(ld, 0x200), code(ld, 0x300)],
+            &["_dl_relocate_object", "_dl_start_final", "_dl_start"],
+        );
+        assert_eq!(relocating.work, Some(RuntimeWork::Loader));
+        // A library's constructor run by the loader is no relocation.
+        let constructor = split(
+            &[code(libc, 0x100), code(ld, 0x200), code(ld, 0x300)],
+            &["__libc_early_init", "_dl_init", "_dl_start_user"],
+        );
+        assert_eq!(constructor.work, None);
+        // dlopen from the program's code: the program's.
+        let opened = split(
+            &[
+                code(ld, 0x100),
+                code(libc, 0x200),
+                code(exe, 0x300),
+                code(exe, 0x400),
+            ],
+            &["_dl_relocate_object", "dlopen", "load_plugin", "main"],
+        );
+        assert_eq!(opened.own, [2, 3]);
+        assert_eq!(opened.work, None);
     }
 
     fn infos(names: &[&str]) -> Vec<FrameInfo> {
@@ -751,22 +894,37 @@ mod tests {
     }
 
     #[test]
-    fn long_arguments_are_abridged() {
-        for (name, short) in [
-            ("malloc", "malloc"),
-            ("operator new(unsigned long)", "operator new(unsigned long)"),
-            (
-                "std::vector<int, std::allocator<int> >::_M_realloc_insert(int const&)",
-                "std::vector<…>::_M_realloc_insert(int const&)",
-            ),
-            (
-                "<std::sync::once::Once>::call_once_force::<<std::sync::once_lock::OnceLock<std::io::Stdout>>::initialize<F>::{closure#0}>",
-                "<std::sync::once::Once>::call_once_force::<…>",
-            ),
-            ("a<b", "a<b"),
-        ] {
-            assert_eq!(abridged(name), short, "{name}");
-        }
+    fn long_chains_keep_fewer_callers() {
+        let frames: Vec<FrameInfo> = (0..5)
+            .map(|i| FrameInfo {
+                function: format!(
+                    "app::module::function_with_a_long_name_{i}_{}",
+                    "x".repeat(20)
+                ),
+                file: Some("/src/app.rs".to_owned()),
+                line: Some(10),
+                inlined: false,
+            })
+            .collect();
+        let own = [0, 1, 2, 3, 4];
+        let name = own_site_name(&frames, &own, Some("[libc.so.6: malloc]"));
+        assert!(name.chars().count() <= SITE_NAME_WIDTH, "{name}");
+        assert!(
+            name.starts_with("app::module::function_with_a_long_name_0_"),
+            "{name}"
+        );
+        assert!(
+            name.contains(" < ...") && name.ends_with("(/src/app.rs:10) → [libc.so.6: malloc]")
+        );
+        // Short chains keep four functions.
+        let short: Vec<FrameInfo> = ["load", "run", "serve", "start", "main"]
+            .iter()
+            .map(|name| infos(&[name]).remove(0))
+            .collect();
+        assert_eq!(
+            own_site_name(&short, &own, None),
+            "load < run < serve < start < ..."
+        );
     }
 
     #[test]
@@ -776,28 +934,36 @@ mod tests {
         let malloc = infos(&["_int_malloc", "malloc"]);
         let step = infos(&["sqlite3_step"]);
         let exec = infos(&["sqlite3VdbeExec"]);
-        assert_eq!(system_summary(&[]), None);
+        assert_eq!(system_summary(&[], Naming::Short), None);
         assert_eq!(
-            system_summary(&[(sqlite, &step)]).as_deref(),
+            system_summary(&[(sqlite, &step)], Naming::Short).as_deref(),
             Some("[libsqlite3.so.0: sqlite3_step]")
         );
         assert_eq!(
-            system_summary(&[(sqlite, &exec), (sqlite, &step)]).as_deref(),
+            system_summary(&[(sqlite, &exec), (sqlite, &step)], Naming::Short).as_deref(),
             Some("[libsqlite3.so.0: sqlite3_step … sqlite3VdbeExec]")
         );
         assert_eq!(
-            system_summary(&[(libc, &malloc), (sqlite, &exec), (sqlite, &step)]).as_deref(),
+            system_summary(
+                &[(libc, &malloc), (sqlite, &exec), (sqlite, &step)],
+                Naming::Short
+            )
+            .as_deref(),
             Some("[libsqlite3.so.0: sqlite3_step … libc.so.6: _int_malloc]")
         );
         // One frame with a function inlined into it: the one called, then the inlined one.
         assert_eq!(
-            system_summary(&[(libc, &malloc)]).as_deref(),
+            system_summary(&[(libc, &malloc)], Naming::Short).as_deref(),
             Some("[libc.so.6: malloc … _int_malloc]")
         );
         // Unnamed code shows what there is: object+offset.
         let unnamed = infos(&["libfoo.so+0x1234"]);
         assert_eq!(
-            system_summary(&[(libc, &malloc), ("/usr/lib/libfoo.so", &unnamed)]).as_deref(),
+            system_summary(
+                &[(libc, &malloc), ("/usr/lib/libfoo.so", &unnamed)],
+                Naming::Short
+            )
+            .as_deref(),
             Some("[libfoo.so+0x1234 … libc.so.6: _int_malloc]")
         );
     }

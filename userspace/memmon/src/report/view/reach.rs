@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo};
+use crate::report::symbolize::symbols::{is_unnamed, name, FrameInfo};
+use crate::report::view::own_code::is_dynamic_loader;
 
 /// Where one site's stack ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,12 +64,6 @@ const THREAD_FUNCTIONS: &[&str] = &[
     "runtime.mstart",
     "runtime.mstart0",
 ];
-
-/// Whether `path` names a dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`, `ld-musl-*`).
-fn is_dynamic_loader(path: &str) -> bool {
-    let name = basename(path);
-    name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so")
-}
 
 /// Classifies a site by its frames (innermost first) and their symbolised names (for each
 /// frame, its function and the functions inlined into it, innermost first).

@@ -2,14 +2,19 @@
 //! report gives. Each site's bytes go to its innermost function of own code (with the
 //! library code that function called: `load_rows`, for what sqlite and malloc brought in
 //! for it), and, inclusive, to every function of own code on its stack (`main` has all
-//! that its callees have).
+//! that its callees have). Functions are named as the view names them (short by default,
+//! a closure or lambda as its function: [`enclosing_function`]). The pages a runtime's
+//! collector or the loader touched first are theirs, a line each ([`WorkBytes`]), and a
+//! line says how much went through generated code no perf map names ([`UnnamedCode`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
 use crate::report::model::sites::ObjectId;
+use crate::report::symbolize::short_name::enclosing_function;
 use crate::report::view::memory::SiteRow;
+use crate::report::view::runtimes::{JitSwitch, RuntimeWork};
 
 /// One function of own code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,7 +32,15 @@ pub struct FunctionRow {
     /// (`[libxml2.so.2: xmlNewChild … libc.so.6: malloc]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
+    /// The full names of the functions the row counts (two instantiations of a template,
+    /// a function and its lambdas), when one differs from `function`: at most
+    /// [`FULL_NAMES_KEPT`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub full_names: Vec<String>,
 }
+
+/// The most full names a function's row keeps.
+pub const FULL_NAMES_KEPT: usize = 8;
 
 impl FunctionRow {
     /// `function (file)`, as the tables name it.
@@ -35,51 +48,6 @@ impl FunctionRow {
         match &self.file {
             Some(file) => format!("{} ({})", self.function, short_file(file)),
             None => self.function.clone(),
-        }
-    }
-}
-
-/// The function a frame's code belongs to, as a person names it: a closure's is its
-/// enclosing function's (Rust's `f::{{closure}}` and `f::{closure#0}`; Go's `f.func1`,
-/// `f.func2.1` and `f.gowrap1`), and a compiler's clone of a C or C++ function is the
-/// function (GCC's `f.constprop.0`, `f.part.0`, `f.isra.0`, `f.cold`). `go` says the code
-/// is Go's (its source a `.go` file), whose names have dots of their own (`main.part`).
-pub fn function_of(name: &str, go: bool) -> &str {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let numbered = |s: &str, word: &str| s.strip_prefix(word).is_some_and(digits);
-    let mut name = name;
-    loop {
-        let before = name;
-        if let Some(outer) = name.strip_suffix("::{{closure}}") {
-            name = outer;
-        }
-        if let Some((outer, last)) = name.rsplit_once("::{closure#") {
-            if last.strip_suffix('}').is_some_and(digits) {
-                name = outer;
-            }
-        }
-        if let Some((outer, last)) = name.rsplit_once('.').filter(|(outer, _)| !outer.is_empty()) {
-            let fold = if go {
-                // Go: `f.func1`, `f.gowrap1`, and `f.func2.1` (a closure in a closure).
-                numbered(last, "func")
-                    || numbered(last, "gowrap")
-                    || (digits(last)
-                        && outer
-                            .rsplit_once('.')
-                            .is_some_and(|(_, f)| numbered(f, "func")))
-            } else {
-                ["constprop", "isra", "part", "cold", "lto_priv"].contains(&last)
-                    || (digits(last)
-                        && outer.rsplit_once('.').is_some_and(|(_, kind)| {
-                            ["constprop", "isra", "part", "lto_priv"].contains(&kind)
-                        }))
-            };
-            if fold {
-                name = outer;
-            }
-        }
-        if name == before {
-            return name;
         }
     }
 }
@@ -95,39 +63,94 @@ fn short_file(path: &str) -> &str {
     }
 }
 
+/// Resident bytes of a runtime's or the loader's work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkBytes {
+    /// Which work.
+    pub work: RuntimeWork,
+    /// Its line's words (`moved by V8's garbage collector`).
+    pub label: String,
+    /// Resident bytes.
+    pub resident: u64,
+}
+
+/// Resident bytes whose stacks go through generated code that no perf map names, and how
+/// the runtime that made it names its code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnnamedCode {
+    /// Resident bytes.
+    pub resident: u64,
+    /// The runtime among the executables whose JIT can name its code (`node`), when one
+    /// is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// Its switch (`--perf-basic-prof --interpreted-frames-native-stack`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
+}
+
 /// Resident bytes by function of own code.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct YourCode {
     /// The functions, by resident bytes (then inclusive bytes, then name).
     pub functions: Vec<FunctionRow>,
+    /// Resident bytes of the runtime's and the loader's work, largest first: not the
+    /// functions'.
+    pub runtime_work: Vec<WorkBytes>,
     /// Resident bytes whose stacks have no own code (the C library's and the loader's
-    /// start-up, pseudo-sites without a stack).
+    /// start-up, pseudo-sites without a stack), other than the runtime's work.
     pub outside: u64,
+    /// What went through unnamed generated code, when something did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unnamed_code: Option<UnnamedCode>,
 }
 
-/// The functions of own code of `sites` with the resident bytes they brought in.
-pub fn your_code(sites: &[SiteRow]) -> YourCode {
+/// The functions of own code of `sites` with the resident bytes they brought in; the
+/// programs the capture executed (`executables`) say which runtime's JIT made code that
+/// no perf map names.
+pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
     // Functions by object and name: two programs' `main`s are two rows.
     type Key = (Option<ObjectId>, String);
     let mut rows: HashMap<Key, (FunctionRow, u64)> = HashMap::new();
     let mut files: HashMap<Key, BTreeSet<Option<String>>> = HashMap::new();
+    let mut full_names: HashMap<Key, BTreeSet<String>> = HashMap::new();
+    let mut work: BTreeMap<RuntimeWork, u64> = BTreeMap::new();
     let mut outside = 0u64;
+    let mut unnamed = 0u64;
     for site in sites.iter().filter(|site| site.resident > 0) {
+        if site
+            .shown
+            .iter()
+            .any(|frame| frame.function.starts_with("[0x"))
+        {
+            unnamed = unnamed.saturating_add(site.resident);
+        }
+        if let Some(kind) = site.runtime_work {
+            let bytes = work.entry(kind).or_insert(0);
+            *bytes = bytes.saturating_add(site.resident);
+            continue;
+        }
         let Some(&innermost) = site.own.first() else {
             outside = outside.saturating_add(site.resident);
             continue;
         };
         let mut seen = BTreeSet::new();
         for &index in &site.own {
-            let Some(frame) = site.frames.get(index) else {
+            let Some(frame) = site.shown.get(index) else {
                 continue;
             };
             let go = frame.file.as_deref().is_some_and(|f| f.ends_with(".go"));
-            let function = function_of(&frame.function, go);
+            let function = enclosing_function(&frame.function, go);
             let key = (
                 site.objects.get(index).copied().flatten(),
                 function.to_owned(),
             );
+            if let Some(full) = site.frames.get(index) {
+                let names = full_names.entry(key.clone()).or_default();
+                if names.len() < FULL_NAMES_KEPT {
+                    names.insert(full.function.clone());
+                }
+            }
             files
                 .entry(key.clone())
                 .or_default()
@@ -144,6 +167,7 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
                         resident: 0,
                         inclusive: 0,
                         library: None,
+                        full_names: Vec::new(),
                     },
                     0,
                 )
@@ -168,6 +192,10 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
                 (Some(only), None) => only,
                 _ => None,
             };
+            let names = full_names.remove(&key).unwrap_or_default();
+            if names.iter().any(|name| *name != row.function) {
+                row.full_names = names.into_iter().collect();
+            }
             row
         })
         .collect();
@@ -178,26 +206,54 @@ pub fn your_code(sites: &[SiteRow]) -> YourCode {
             .then_with(|| a.function.cmp(&b.function))
             .then_with(|| a.file.cmp(&b.file))
     });
-    YourCode { functions, outside }
+    let mut runtime_work: Vec<WorkBytes> = work
+        .into_iter()
+        .map(|(work, resident)| WorkBytes {
+            work,
+            label: work.label(),
+            resident,
+        })
+        .collect();
+    runtime_work.sort_by_key(|row| std::cmp::Reverse(row.resident));
+    let unnamed_code = (unnamed > 0).then(|| {
+        let switch = executables
+            .iter()
+            .find_map(|program| JitSwitch::for_program(program));
+        UnnamedCode {
+            resident: unnamed,
+            runtime: switch.map(|switch| switch.runtime.to_owned()),
+            switch: switch.map(|switch| switch.flags.to_owned()),
+        }
+    });
+    YourCode {
+        functions,
+        runtime_work,
+        outside,
+        unnamed_code,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::symbolize::short_name::Naming;
     use crate::report::symbolize::symbols::FrameInfo;
     use crate::report::view::memory::{FaultCounts, Lifetime};
+    use crate::report::view::runtimes::Runtime;
 
     fn site(names: &[(&str, Option<&str>)], own: &[usize], resident: u64) -> SiteRow {
+        let frames: Vec<FrameInfo> = names
+            .iter()
+            .map(|(function, file)| FrameInfo {
+                function: (*function).to_owned(),
+                file: file.map(str::to_owned),
+                line: Some(1),
+                inlined: false,
+            })
+            .collect();
         SiteRow {
-            frames: names
-                .iter()
-                .map(|(function, file)| FrameInfo {
-                    function: (*function).to_owned(),
-                    file: file.map(str::to_owned),
-                    line: Some(1),
-                    inlined: false,
-                })
-                .collect(),
+            shown: Naming::Short.frames(&frames),
+            frames,
             resident,
             mapped: 0,
             faults: FaultCounts::default(),
@@ -213,29 +269,7 @@ mod tests {
             whose: Vec::new(),
             objects: Vec::new(),
             library: (own.first() != Some(&0)).then(|| "[libc.so.6: malloc]".to_owned()),
-        }
-    }
-
-    #[test]
-    fn closures_and_clones_are_their_function() {
-        for (name, go, function) in [
-            ("app::build::{{closure}}", false, "app::build"),
-            ("app::build::{{closure}}::{{closure}}", false, "app::build"),
-            ("app::build::{closure#0}", false, "app::build"),
-            ("main.buildJournal.func1", true, "main.buildJournal"),
-            ("main.buildJournal.func2.1", true, "main.buildJournal"),
-            ("main.serve.gowrap1", true, "main.serve"),
-            ("main.part", true, "main.part"),
-            ("main.cold", true, "main.cold"),
-            ("main.main", true, "main.main"),
-            ("clear_arena.constprop.0", false, "clear_arena"),
-            ("load.part.0", false, "load"),
-            ("load.cold", false, "load"),
-            ("load.isra.0.cold", false, "load"),
-            ("main", false, "main"),
-            ("libc.so.6+0x153480", false, "libc.so.6+0x153480"),
-        ] {
-            assert_eq!(function_of(name, go), function, "{name}");
+            runtime_work: None,
         }
     }
 
@@ -263,7 +297,7 @@ mod tests {
             site(&[("_dl_relocate_object", None)], &[], 3 << 20),
             site(&[("load", c), ("main", c)], &[0, 1], 0),
         ];
-        let code = your_code(&sites);
+        let code = your_code(&sites, &[]);
         let rows: Vec<(String, u64, u64)> = code
             .functions
             .iter()
@@ -287,5 +321,117 @@ mod tests {
             Some("[libc.so.6: malloc]")
         );
         assert_eq!(code.outside, 3 << 20);
+        assert_eq!(code.runtime_work, []);
+        assert_eq!(code.unnamed_code, None);
+    }
+
+    #[test]
+    fn instantiations_and_lambdas_are_one_function() {
+        let cc = Some("/src/app/store.cc");
+        let sites = [
+            site(
+                &[
+                    ("malloc", None),
+                    ("(anonymous namespace)::Store<unsigned long>::fill(unsigned long)", cc),
+                    ("main", cc),
+                ],
+                &[1, 2],
+                16 << 20,
+            ),
+            site(
+                &[
+                    ("malloc", None),
+                    ("(anonymous namespace)::Store<unsigned int>::fill(unsigned long)", cc),
+                    ("main", cc),
+                ],
+                &[1, 2],
+                8 << 20,
+            ),
+            site(
+                &[
+                    (
+                        "build_index(unsigned long)::{lambda(unsigned long)#1}::operator()(unsigned long) const",
+                        cc,
+                    ),
+                    ("build_index(unsigned long)", cc),
+                    ("main", cc),
+                ],
+                &[0, 1, 2],
+                6 << 20,
+            ),
+        ];
+        let code = your_code(&sites, &[]);
+        let rows: Vec<(String, u64)> = code
+            .functions
+            .iter()
+            .map(|r| (r.function.clone(), r.resident))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("(anon)::Store<…>::fill".to_owned(), 24 << 20),
+                ("build_index".to_owned(), 6 << 20),
+                ("main".to_owned(), 0),
+            ]
+        );
+        assert_eq!(
+            code.functions[0].full_names,
+            [
+                "(anonymous namespace)::Store<unsigned int>::fill(unsigned long)",
+                "(anonymous namespace)::Store<unsigned long>::fill(unsigned long)",
+            ]
+        );
+        // Inclusive: the lambda and its function count once on a stack.
+        assert_eq!(code.functions[1].inclusive, 6 << 20);
+    }
+
+    #[test]
+    fn runtime_work_and_unnamed_code_are_lines_of_their_own() {
+        let js = Some("/app/main.js");
+        let mut gc = site(
+            &[
+                (
+                    "v8::internal::Scavenger::ScavengePage(v8::internal::MemoryChunk*)",
+                    None,
+                ),
+                ("JS:*holdRecords /app/main.js:3:21", js),
+            ],
+            &[1],
+            5 << 20,
+        );
+        gc.runtime_work = Some(RuntimeWork::Collector(Runtime::V8));
+        let sites = [
+            site(
+                &[("memset", None), ("JS:*holdBuffers /app/main.js:9:21", js)],
+                &[1],
+                25 << 20,
+            ),
+            gc,
+            site(
+                &[("memset", None), ("[0x7f0012345678]", None)],
+                &[],
+                2 << 20,
+            ),
+        ];
+        let code = your_code(&sites, &["/usr/bin/node".to_owned()]);
+        assert_eq!(code.functions.len(), 1);
+        assert_eq!(code.functions[0].name(), "holdBuffers (app/main.js)");
+        assert_eq!(
+            code.runtime_work,
+            [WorkBytes {
+                work: RuntimeWork::Collector(Runtime::V8),
+                label: "moved by V8's garbage collector".to_owned(),
+                resident: 5 << 20,
+            }]
+        );
+        assert_eq!(code.outside, 2 << 20);
+        assert_eq!(
+            code.unnamed_code,
+            Some(UnnamedCode {
+                resident: 2 << 20,
+                runtime: Some("node".to_owned()),
+                switch: Some("--perf-basic-prof --interpreted-frames-native-stack".to_owned()),
+            })
+        );
     }
 }

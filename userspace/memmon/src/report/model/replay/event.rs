@@ -51,6 +51,23 @@ impl Replay {
                     space.remap(ctx, *old, *old_len, *new, *new_len, keep)
                 });
             }
+            // A JIT makes its code executable with mprotect (V8's `rwx`): its frames are
+            // code then.
+            EventKind::Mprotect {
+                addr,
+                len,
+                prot,
+                ret: Ok(_),
+            }
+            | EventKind::PkeyMprotect {
+                addr,
+                len,
+                prot,
+                ret: Ok(_),
+                ..
+            } => self.with_space(key, |space, _| {
+                space.protect(*addr, addr.saturating_add(*len), prot.contains(Prot::EXEC))
+            }),
             EventKind::Brk { ret, .. } => self.brk(key, *ret, event.stack.as_ref()),
             EventKind::Madvise {
                 addr,

@@ -31,9 +31,9 @@ pub fn section(view: &AccessView, top: usize) -> String {
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td>{}{}{}{}</tr>",
-            escape(name::function(&row.frames)),
-            escape(&name::location(&row.frames).unwrap_or_default()),
-            escape(&name::callers(&row.frames)),
+            escape(name::function(&row.shown)),
+            escape(&name::location(&row.shown).unwrap_or_default()),
+            escape(&name::callers(&row.shown)),
             number(row.cold_pages),
             number(row.pages),
             number(row.accesses),

@@ -14,9 +14,12 @@ use crate::report::output::folded::{folded_lines, render_svg_width, Weight, WHOS
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::moment::{moment_line, other_moments};
+use crate::report::output::text::your_code::unnamed_code_note;
 use crate::report::output::text::{signed_size, size};
+use crate::report::symbolize::short_name::Naming;
+use crate::report::symbolize::symbols::name;
 use crate::report::view::diff::Diff;
-use crate::report::view::memory::{Prepared, View};
+use crate::report::view::memory::{shown_sites, Prepared, SiteRow, View};
 use crate::report::view::own_code::Whose;
 
 /// The page's styles (page.css).
@@ -124,8 +127,10 @@ fn your_code(view: &View, top: usize) -> String {
     let mut out = String::from("<section id=\"your-code\"><h2>Your code</h2>");
     if code.functions.is_empty() {
         out.push_str(
-            "<p class=\"muted\">No function of the program's own code holds resident memory.</p></section>",
+            "<p class=\"muted\">No function of the program's own code holds resident memory.</p>",
         );
+        out.push_str(&your_code_lines(view));
+        out.push_str("</section>");
         return out;
     }
     out.push_str(
@@ -135,9 +140,15 @@ fn your_code(view: &View, top: usize) -> String {
     for row in code.functions.iter().take(top) {
         // CAST: a share of 0 to 100 of the largest row, for the bar's width.
         let percent = (u128::from(row.resident) * 100 / u128::from(most)) as u64;
+        // The full names the row counts, in its tooltip.
+        let title = if row.full_names.is_empty() {
+            String::new()
+        } else {
+            format!(" title=\"{}\"", escape(&row.full_names.join("\n")))
+        };
         let _ = write!(
             out,
-            "<tr><td class=\"name\">{}</td><td class=\"bar\"><div style=\"width: {percent}%\"></div></td>{}{}<td class=\"through\">{}</td></tr>",
+            "<tr><td class=\"name\"{title}>{}</td><td class=\"bar\"><div style=\"width: {percent}%\"></div></td>{}{}<td class=\"through\">{}</td></tr>",
             escape(&row.name()),
             number_cell(row.resident, &size(row.resident)),
             number_cell(row.inclusive, &size(row.inclusive)),
@@ -145,15 +156,48 @@ fn your_code(view: &View, top: usize) -> String {
         );
     }
     out.push_str("</tbody></table>");
+    out.push_str(&your_code_lines(view));
+    out.push_str("</section>");
+    out
+}
+
+/// The lines after "Your code"'s table: the runtime's work, what no own code holds, and
+/// why generated code is unnamed.
+fn your_code_lines(view: &View) -> String {
+    let code = &view.your_code;
+    let mut out = String::new();
+    for work in &code.runtime_work {
+        let _ = write!(
+            out,
+            "<p class=\"muted work\">{} {}</p>",
+            escape(&size(work.resident)),
+            escape(&work.label)
+        );
+    }
     if code.outside > 0 {
         let _ = write!(
             out,
-            "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the libraries' own).</p>",
+            "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the runtime's and the libraries' own).</p>",
             escape(&size(code.outside))
         );
     }
-    out.push_str("</section>");
+    if let Some(unnamed) = &code.unnamed_code {
+        let _ = write!(
+            out,
+            "<p class=\"warning\">Note: {}</p>",
+            escape(&unnamed_code_note(unnamed))
+        );
+    }
     out
+}
+
+/// A site's chain with its full names, for its tooltip (`None` when the shown names are
+/// the full ones).
+fn full_chain(row: &SiteRow) -> Option<String> {
+    (row.shown != row.frames).then(|| {
+        let first = row.own.first().copied().unwrap_or(0);
+        name::site(row.frames.get(first..).unwrap_or_default())
+    })
 }
 
 /// The flame graphs' colours, by whose code a frame is.
@@ -179,11 +223,17 @@ fn sites_table(view: &View, top: usize) -> String {
     let mut out = String::from(
         "<h2>Top sites</h2><table id=\"sites\" class=\"fit\"><thead><tr><th>site</th><th class=\"n\">resident</th><th class=\"n\">released</th><th class=\"n\">peak</th><th>lifetime</th><th class=\"n\">faults</th><th class=\"n\">first-touch</th><th class=\"n\">file</th><th class=\"n\">swap-in</th><th class=\"n\">cow</th><th class=\"n\">mapped</th></tr></thead><tbody>",
     );
-    for row in view.sites.iter().take(top) {
+    for row in shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
+        .take(top)
+    {
         let f = row.faults;
+        let title = full_chain(row)
+            .map(|chain| format!(" title=\"{}\"", escape(&chain)))
+            .unwrap_or_default();
         let _ = write!(
             out,
-            "<tr><td class=\"name\">{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
+            "<tr><td class=\"name\"{title}>{}</td>{}{}{}<td>{}</td>{}{}{}{}{}{}</tr>",
             escape(&row.name()),
             number_cell(row.resident, &size(row.resident)),
             number_cell(row.released, &size(row.released)),
@@ -237,7 +287,7 @@ fn summary_line(view: &View) -> String {
 ///
 /// With access sampling in the captures, an "Access sampling" section (cold after `cold`
 /// generations) follows the top sites.
-pub fn render(prepared: &Prepared, top: usize, cold: u64) -> String {
+pub fn render(prepared: &Prepared, top: usize, cold: u64, naming: Naming) -> String {
     let view = &prepared.view;
     let mut body = String::from("<h1>memmon report</h1>");
     body.push_str(&summary_line(view));
@@ -258,7 +308,7 @@ pub fn render(prepared: &Prepared, top: usize, cold: u64) -> String {
     body.push_str(&sites_table(view, top.max(100)));
     if !prepared.analysis.access.is_empty() {
         let access =
-            crate::report::view::access::build(&prepared.analysis, &prepared.symbols, cold);
+            crate::report::view::access::build(&prepared.analysis, &prepared.symbols, cold, naming);
         body.push_str(&crate::report::output::html::access::section(
             &access,
             top.max(100),

@@ -8,7 +8,7 @@ use crate::report::model::picture::saturating_sum;
 use crate::report::output::moment::other_moments;
 use crate::report::output::text::your_code::write_your_code;
 use crate::report::output::text::{signed_size, size, Table};
-use crate::report::view::memory::{SiteRow, View};
+use crate::report::view::memory::{runtime_work_rows, shown_sites, SiteRow, View};
 use crate::report::view::reach::StackReach;
 use crate::stream::event::StackEnd;
 
@@ -220,7 +220,8 @@ fn write_groups(out: &mut String, view: &View, top: usize) -> Result {
                 size(row.resident)
             )?;
         }
-        for row in group.sites.iter().take(top) {
+        let work = runtime_work_rows(&group.sites);
+        for row in shown_sites(&group.sites, &work).into_iter().take(top) {
             writeln!(out, "  {:>10}  {}", size(row.resident), row.name())?;
         }
     }
@@ -240,9 +241,8 @@ fn write_by_resident(out: &mut String, view: &View, top: usize) -> Result {
     writeln!(out, "\nTop sites by resident bytes")?;
     let table = bytes_table("resident", "released");
     table.header(out)?;
-    let mut rows: Vec<&SiteRow> = view
-        .sites
-        .iter()
+    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
         .filter(|r| r.resident > 0 || r.released > 0)
         .collect();
     rows.truncate(top);
@@ -263,7 +263,10 @@ fn write_by_resident(out: &mut String, view: &View, top: usize) -> Result {
 
 /// The sites whose memory was freed within the capture, if any.
 fn write_by_released(out: &mut String, view: &View, top: usize) -> Result {
-    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.released > 0).collect();
+    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
+        .filter(|r| r.released > 0)
+        .collect();
     if rows.is_empty() {
         return Ok(());
     }
@@ -309,7 +312,10 @@ fn write_by_faults(out: &mut String, view: &View, top: usize) -> Result {
         last: "site",
     };
     table.header(out)?;
-    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.faults.total() > 0).collect();
+    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
+        .filter(|r| r.faults.total() > 0)
+        .collect();
     rows.sort_by(|a, b| {
         b.faults
             .total()
@@ -331,7 +337,10 @@ fn write_by_faults(out: &mut String, view: &View, top: usize) -> Result {
 /// The sites by the bytes of the mappings they made.
 fn write_by_mapped(out: &mut String, view: &View, top: usize) -> Result {
     writeln!(out, "\nTop sites by mapped bytes")?;
-    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.mapped > 0).collect();
+    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
+        .filter(|r| r.mapped > 0)
+        .collect();
     rows.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.chain(64).cmp(&b.chain(64))));
     rows.truncate(top);
     for row in rows {
@@ -342,7 +351,10 @@ fn write_by_mapped(out: &mut String, view: &View, top: usize) -> Result {
 
 /// The sites that brought pages back from swap, if any, with when.
 fn write_swap_ins(out: &mut String, view: &View, top: usize) -> Result {
-    let mut rows: Vec<&SiteRow> = view.sites.iter().filter(|r| r.swapped_in > 0).collect();
+    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+        .into_iter()
+        .filter(|r| r.swapped_in > 0)
+        .collect();
     if rows.is_empty() {
         return Ok(());
     }

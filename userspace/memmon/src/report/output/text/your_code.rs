@@ -4,17 +4,24 @@
 use std::fmt::Write;
 
 use super::{size, Table};
-use crate::report::view::your_code::YourCode;
+use crate::report::view::your_code::{UnnamedCode, YourCode};
 
-/// Writes the table (its `top` first functions), and what no own code holds.
+/// Writes the table (its `top` first functions), the runtime's work, what no own code
+/// holds, and why generated code is unnamed.
 pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fmt::Result {
     if code.functions.is_empty() {
-        if code.outside > 0 {
+        let elsewhere = code
+            .runtime_work
+            .iter()
+            .fold(code.outside, |sum, work| sum.saturating_add(work.resident));
+        if elsewhere > 0 {
             writeln!(
                 out,
                 "\nYour code: no function of the program's own code holds resident memory ({} is the system's: --own GLOB says which objects are yours)",
-                size(code.outside)
+                size(elsewhere)
             )?;
+            write_runtime_work(out, code)?;
+            write_unnamed_code(out, code)?;
         }
         return Ok(());
     }
@@ -38,12 +45,46 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
     if more > 0 {
         writeln!(out, "  ({more} more functions: --top N)")?;
     }
+    write_runtime_work(out, code)?;
     if code.outside > 0 {
         writeln!(
             out,
-            "  {} resident with no function of the program on its stack (start-up, the libraries' own)",
+            "  {} resident with no function of the program on its stack (start-up, the runtime's and the libraries' own)",
             size(code.outside)
         )?;
     }
+    write_unnamed_code(out, code)
+}
+
+/// One line for each of the runtime's and the loader's work: `  28.5 MiB moved by V8's
+/// garbage collector`.
+fn write_runtime_work(out: &mut String, code: &YourCode) -> std::fmt::Result {
+    for work in &code.runtime_work {
+        writeln!(out, "  {} {}", size(work.resident), work.label)?;
+    }
     Ok(())
+}
+
+/// One line when stacks went through generated code that no perf map names: why, and how
+/// the runtime names it.
+fn write_unnamed_code(out: &mut String, code: &YourCode) -> std::fmt::Result {
+    let Some(unnamed) = &code.unnamed_code else {
+        return Ok(());
+    };
+    writeln!(out, "  note: {}", unnamed_code_note(unnamed))
+}
+
+/// Why generated code is unnamed and how to name it, in a sentence (the text and HTML
+/// reports' note).
+pub fn unnamed_code_note(unnamed: &UnnamedCode) -> String {
+    let how = match (&unnamed.runtime, &unnamed.switch) {
+        (Some(runtime), Some(switch)) => format!(
+            "run {runtime} with {switch}, or record with memmon record --jit-maps"
+        ),
+        _ => "a runtime writes one when asked (node --perf-basic-prof --interpreted-frames-native-stack, java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, python3.12 -X perf; memmon record --jit-maps)".to_owned(),
+    };
+    format!(
+        "{} resident went through generated (JIT) code that no perf map (/tmp/perf-PID.map) names, shown as [0x…]: {how}",
+        size(unnamed.resident)
+    )
 }
