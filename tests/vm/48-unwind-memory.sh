@@ -5,7 +5,7 @@
 # unwind_max_kb=1024: eight ADD_TABLE writes of 32 MiB at once, each through its own open
 # file (rows filling them, the buffers not touched past their first page), are refused with
 # ENOSPC from their first 40 bytes, none after more than 100 ms (1 s on the debug kernel;
-# measured 1 to 4 ms), VmallocUsed does not rise by the 1 MiB bound and MemAvailable does
+# measured 1 to 11 ms), VmallocUsed does not rise by the 1 MiB bound and MemAvailable does
 # not drop by 8 MiB (measured: 80 KiB, the threads' stacks, and 0). Before, each was copied
 # whole then refused with EINVAL: 27 s for the slowest on a busy host, 257 MiB.
 #
