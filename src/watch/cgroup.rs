@@ -83,7 +83,7 @@ pub(super) fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
         } else if error == ELOOP {
             "too many symbolic links"
         } else if error == ENAMETOOLONG {
-            "a name in the path longer than 255 bytes"
+            "a name in the path too long"
         } else if error == EACCES {
             "a directory on the path cannot be searched"
         } else {

@@ -147,8 +147,8 @@ pub enum CgroupRefusal {
         /// Its length in bytes.
         len: usize,
     },
-    /// ENAMETOOLONG, a name on the path: longer than 255 bytes.
-    #[error("a name in the cgroup path {} is longer than 255 bytes", path.display())]
+    /// ENAMETOOLONG for a path within the limit: a name on it is too long.
+    #[error("a name in the cgroup path {} is too long", path.display())]
     NameTooLong {
         /// The path.
         path: PathBuf,
@@ -603,7 +603,7 @@ mod tests {
         );
         assert_eq!(
             said("/sys/fs/cgroup/x", ENAMETOOLONG).as_deref(),
-            Some("a name in the cgroup path /sys/fs/cgroup/x is longer than 255 bytes")
+            Some("a name in the cgroup path /sys/fs/cgroup/x is too long")
         );
         let missing = "/nonexistent/memmon-cgroup";
         assert_eq!(
