@@ -118,7 +118,7 @@ impl Monitor {
 
     /// `watch-pids` as text; detaches the cgroup move probe if no cgroup is watched (one was
     /// removed since the last write).
-    pub(crate) fn watch_format(&self) -> Result<KVec<u8>> {
+    pub(crate) fn watch_format(&self) -> Result<KVVec<u8>> {
         let mut cgroup_move = self.cgroup_move.lock();
         let content = self.state.watch.format();
         self.detach_cgroup_move_if_unused(&mut cgroup_move);

@@ -87,7 +87,12 @@ impl ProcFile for UnwindFile {
                 // store's mutex; copied out once it is released.
                 listing.text.clear();
                 listing.sent = 0;
-                listing.text.reserve(LISTING_CHUNK, GFP_KERNEL)?;
+                if let Err(error) = listing.text.reserve(LISTING_CHUNK, GFP_KERNEL) {
+                    if copied == 0 {
+                        return Err(error.into());
+                    }
+                    break;
+                }
                 let mut text = ByteWriter(core::mem::take(&mut listing.text));
                 let listed = self
                     .store()

@@ -345,7 +345,9 @@ impl UnwindStore {
         let mut now = self.staged.load(Ordering::Relaxed);
         loop {
             if now.saturating_add(len) > self.staging_max {
-                pr_info!(
+                // Not logged at info level: the writer's retries (the loader's, every 10 ms
+                // for up to 5 s) would flood the log; the errno says it.
+                pr_debug!(
                     "unwind: refused: a write of {} bytes while other writes hold {} bytes \
                      being copied in (at most {}): try again\n",
                     len,
@@ -508,9 +510,8 @@ impl UnwindStore {
                 stored.push(range, GFP_KERNEL).map_err(oom)?;
             }
             let tables = stored
-                .iter()
-                .zip(stored.iter().skip(1))
-                .filter(|(a, b)| !Arc::ptr_eq(&a.table, &b.table))
+                .windows(2)
+                .filter(|pair| matches!(pair, [a, b] if !Arc::ptr_eq(&a.table, &b.table)))
                 .count()
                 + 1;
             let process = ProcessRanges {
@@ -732,10 +733,10 @@ fn key_hex<'a>(key: &Key, out: &'a mut [u8; 2 * KEY_BYTES]) -> &'a str {
         0..=9 => b'0' + nibble,
         _ => b'a' + (nibble - 10),
     };
-    for (pair, byte) in out.chunks_exact_mut(2).zip(key) {
-        if let [high, low] = pair {
-            *high = digit(byte >> 4);
-            *low = digit(byte & 0xf);
+    let nibbles = key.iter().flat_map(|byte| [byte >> 4, byte & 0xf]);
+    for (at, nibble) in nibbles.enumerate() {
+        if let Some(slot) = out.get_mut(at) {
+            *slot = digit(nibble);
         }
     }
     // Only ASCII digits were written.

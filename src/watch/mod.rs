@@ -40,7 +40,7 @@ use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
 use core::fmt::Write;
 use kernel::{
     alloc::flags::GFP_KERNEL,
-    alloc::KVec,
+    alloc::{allocator::KVmalloc, KVVec, KVec},
     new_mutex, new_spinlock,
     prelude::*,
     str::BStr,
@@ -561,10 +561,12 @@ impl WatchSet {
     /// The watched set as text: a line of the watched processes, sorted, consecutive pids as
     /// ranges, `3000,3005-3007\n` (by pid or by cgroup), then a line `c:PATH` for each
     /// watched cgroup, in the order they were added.
-    pub(crate) fn format(&self) -> Result<KVec<u8>> {
+    /// The text is in a [`KVVec`]: 64 cgroup paths of up to 4 095 bytes make 256 KiB, more
+    /// than a contiguous allocation should be asked for.
+    pub(crate) fn format(&self) -> Result<KVVec<u8>> {
         let mut cgroups = self.update.lock();
         self.prune(&mut cgroups);
-        let mut out = ByteWriter(KVec::new());
+        let mut out = ByteWriter(KVVec::new());
         let mut range: Option<(usize, usize)> = None;
         let mut result = Ok(());
         self.watched.for_each(|pid| {
@@ -594,7 +596,7 @@ impl WatchSet {
 /// Most bytes of a rejected item the kernel log shows.
 const SHOWN_MAX: usize = 64;
 
-fn write_range(out: &mut ByteWriter, (first, last): (usize, usize)) -> core::fmt::Result {
+fn write_range(out: &mut ByteWriter<KVmalloc>, (first, last): (usize, usize)) -> core::fmt::Result {
     if !out.0.is_empty() {
         out.write_str(",")?;
     }
