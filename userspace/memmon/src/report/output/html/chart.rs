@@ -342,11 +342,7 @@ fn draw_moment(svg: &mut Svg, plot: &Plot, view: &View) -> io::Result<()> {
                 ("stroke", "#c00"),
                 ("stroke-width", "1.5"),
             ],
-            &escape(&format!(
-                "{}: {}",
-                shown.moment_label,
-                size(when.resident)
-            )),
+            &escape(&format!("{}: {}", shown.moment_label, size(when.resident))),
         )?;
         svg.text(
             "text",
