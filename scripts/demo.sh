@@ -3,8 +3,9 @@
 # show its raw events and the module's counters; then record a second workload
 # (tests/report/alloc_sites: keep_cache keeps 3 MiB, scratch churns 8 MiB, load_table
 # maps a 1 MiB file, reheat pages 1 MiB out and back in) with `memmon record` and end with
-# the answer the tool exists for: `memmon report` of it (the RSS tree, the top sites with
-# function names and lines, temporary vs accumulating), and the same report as one HTML
+# the answer the tool exists for: `memmon report` of it at its peak (the RSS tree, the top
+# sites with function names and lines, temporary vs accumulating; the end in the header),
+# and the same report as one HTML
 # page written on the host, at a path it prints (build/vm/demo-report.html).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -63,10 +63,12 @@ got=$(readelf -n "$tmp/root/host/alloc_sites" | sed -n 's/.*Build ID: //p')
 other=$(readelf -n "$tmp/other.debug" | sed -n 's/.*Build ID: //p')
 echo "build ID of /host/alloc_sites: $id (the other build: $other)"
 
-report() { # report CACHE STDOUT STDERR ARGS...: memmon report of base.cap
+# report CACHE STDOUT STDERR ARGS...: memmon report of base.cap, at the end (where its top 3
+# sites are alloc_sites.c's keep_cache, reheat and load_table)
+report() {
     local cache=$1 out=$2 err=$3; shift 3
     DEBUGINFOD_CACHE_PATH="$cache" DEBUGINFOD_TIMEOUT=${timeout:-10} \
-        "$memmon" report --top 3 --sysroot "$tmp/root" "$fixtures/base.cap" "$@" > "$out" 2> "$err" \
+        "$memmon" report --top 3 --at end --sysroot "$tmp/root" "$fixtures/base.cap" "$@" > "$out" 2> "$err" \
         || fail "memmon report exited with $? ($(cat "$err"))"
 }
 # top_sites FILE: the function and location columns of the "top sites" table
@@ -74,7 +76,7 @@ top_sites() { awk '/^Top sites by resident bytes/ { on = 1; getline; next } on &
 # The expected top 3: alloc_sites.c's lines, as the unstripped binary gives them.
 report "$tmp/unused" "$tmp/stripped.out" "$tmp/stripped.err" --no-debuginfod
 mkdir -p "$tmp/fullroot/host" && cp "$tmp/full" "$tmp/fullroot/host/alloc_sites"
-DEBUGINFOD_CACHE_PATH="$tmp/unused" "$memmon" report --top 3 --sysroot "$tmp/fullroot" \
+DEBUGINFOD_CACHE_PATH="$tmp/unused" "$memmon" report --top 3 --at end --sysroot "$tmp/fullroot" \
     "$fixtures/base.cap" --no-debuginfod > "$tmp/want.out"
 top_sites "$tmp/want.out" > "$tmp/want.top"
 for want in 'keep_cache < main' 'alloc_sites.c:63' 'reheat < main' 'alloc_sites.c:129' \
@@ -205,7 +207,7 @@ for _ in $(seq 1 100); do
     fetch "$url/buildid/$id/executable" && fetch "$url/buildid/$id/debuginfo" && break
     sleep 0.2
 done
-DEBUGINFOD_CACHE_PATH="$tmp/cache6" DEBUGINFOD_TIMEOUT=10 "$memmon" report --top 3 --sysroot "$tmp/root6" \
+DEBUGINFOD_CACHE_PATH="$tmp/cache6" DEBUGINFOD_TIMEOUT=10 "$memmon" report --top 3 --at end --sysroot "$tmp/root6" \
     --debuginfod "$url" "$fixtures/base.cap" > "$tmp/6.out" 2> "$tmp/6.err" || fail "6: memmon report failed: $(cat "$tmp/6.err")"
 top_sites "$tmp/6.out" > "$tmp/6.top"
 diff "$tmp/want.top" "$tmp/6.top" || fail "6: the top sites differ from the unstripped binary's"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make run`'s demo (scripts/demo.sh) ends with the answer: checks that its output has
-# the report of alloc_sites with the workload's function names, lines and amounts
-# (keep_cache 3 MiB accumulating, reheat and load_table 1 MiB, scratch 8 MiB temporary),
-# and that the HTML page it names exists and names them too. Needs the kernel, module,
-# static userspace binary and test programs (make).
+# the report of alloc_sites with the workload's function names, lines and amounts at the
+# peak (scratch 8 MiB, temporary, with keep_cache 3 MiB, accumulating; 11.7 MiB resident,
+# 5.7 MiB at the end), reheat's swap-ins and load_table's file faults, which came after the
+# peak, and that the HTML page it names exists and names them too. Needs the kernel,
+# module, static userspace binary and test programs (make).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 log="$top/build/vm/demo.out"
@@ -16,15 +17,26 @@ cat "$log"
 table() { awk -v t="$1" '$0 == t { on = 1; getline; next } on && NF == 0 { exit } on' "$log"; }
 resident=$(table "Top sites by resident bytes")
 released=$(table "Top sites by released bytes (memory freed within the capture)")
+faults=$(table "Top sites by faults")
+swapins=$(awk '$0 == "Swap-ins" { on = 1; next } on && NF == 0 { exit } on' "$log")
 echo "--- resident:"; echo "$resident"; echo "--- released:"; echo "$released"
+echo "--- faults:"; echo "$faults"; echo "--- swap-ins:"; echo "$swapins"
+# The moment: the peak (scratch's 8 MiB with keep_cache's 3 MiB and the start-up's), and
+# the end (keep_cache, load_table's file, reheat's MiB).
+moment=$(grep -m1 '^at the ' "$log")
+grep -Eq '^at the peak, [0-9.]+ m?s: resident 11\.[0-9] MiB \(anon 11\.[0-9] MiB, .*; at the end: 5\.[0-9] MiB \(--at end\)$' <<< "$moment" \
+    || fail "the moment's line: '$moment'"
 first=$(head -n 1 <<< "$resident")
-grep -Eq '^ +3\.0 MiB +3\.0 MiB +0 B +accumulating +keep_cache < main .*alloc_sites\.c:63\)$' <<< "$first" \
+grep -Eq '^ +8\.0 MiB +8\.0 MiB +8\.0 MiB +temporary +scratch < main .*alloc_sites\.c:74\)$' <<< "$first" \
     || fail "top site: '$first'"
-# reheat's 1 MiB, or one page less: a clean clone's CI run (2026-12-06) once showed 996 KiB
-# (one page of the swapped-out MiB not counted back; not yet explained).
-grep -Eq '^ +(1 MiB|996 KiB) +1 MiB +0 B +accumulating +reheat < main .*alloc_sites\.c:129\)$' <<< "$resident" || fail "no reheat row"
-grep -Eq '^ +1 MiB +1 MiB +0 B +accumulating +load_table < main .*alloc_sites\.c:111\)$' <<< "$resident" || fail "no load_table row"
-grep -Eq '^ +8\.0 MiB +8\.0 MiB +0 B +temporary +scratch < main .*alloc_sites\.c:74\)$' <<< "$released" || fail "no scratch row"
+second=$(sed -n 2p <<< "$resident")
+grep -Eq '^ +3\.0 MiB +3\.0 MiB +0 B +accumulating +keep_cache < main .*alloc_sites\.c:63\)$' <<< "$second" \
+    || fail "second site: '$second'"
+grep -Eq '^ +8\.0 MiB +8\.0 MiB +8\.0 MiB +temporary +scratch < main .*alloc_sites\.c:74\)$' <<< "$released" || fail "no scratch row"
+# reheat's 1 MiB back from swap, or one page less: a clean clone's CI run (2026-12-06) once
+# showed 996 KiB (one page of the swapped-out MiB not counted back; not yet explained).
+grep -Eq '^ +(1 MiB|996 KiB) +reheat < main .*alloc_sites\.c:(124|129)\) +\(from ' <<< "$swapins" || fail "no reheat row"
+grep -Eq '^ +[0-9]+ +0 +[0-9]+ +0 +0 +0 +load_table < main .*alloc_sites\.c:111\)$' <<< "$faults" || fail "no load_table row"
 page="$top/build/vm/demo-report.html"
 tail -n 1 "$log" | grep -qxF "== the same report as one HTML page: $page (capture: $top/build/vm/demo/cap)" \
     || fail "the last line does not name the page: $(tail -n 1 "$log")"

@@ -4,10 +4,13 @@
 # other). Then: the capture has a "# cgroup PID PATH" header for each of the two (/rec/a,
 # /rec/b) and no other; each one's fault lines between its markers equal its own rusage (300
 # and 700 anon W faults); the outside one has no line and no header; record unwatched rec at
-# SIGINT. The report (text and JSON) has exactly two groups, largest first, each with its one
-# process; each group's sites of its workload's innermost frame hold exactly its N pages and
-# no other's; the groups' anon bytes add up to the report's, and each group's are at least its
-# N pages and at most the kernel's anon RSS of its process at exit (its rss line).
+# SIGINT. The report at the end (text and JSON; `--at end`: each process's last state, where
+# the default, the peak, has only the processes alive at that moment, and the two workloads
+# may not overlap) has exactly two groups, largest first, each with its one process; each
+# group's sites of its workload's innermost frame hold exactly its N pages and no other's;
+# the groups' anon bytes add up to the report's, and each group's are at least its N pages
+# and at most the kernel's anon RSS of its process at exit (its rss line). At the peak too,
+# the groups add up to the report's anon bytes.
 #
 # record learns a process's cgroup from /proc/PID/cgroup when it reads the process's first
 # event; a process gone by then gets no header (the stream does not carry cgroups). So each
@@ -131,8 +134,8 @@ within() {
     echo "ok: $1: $2 bytes, within $3 .. $4"
 }
 for by in cgroup process; do
-    memmon report --group-by $by /tmp/cap > /tmp/report-$by || fail "report --group-by $by"
-    memmon report --group-by $by --format json /tmp/cap > /tmp/report-$by.json ||
+    memmon report --group-by $by --at end /tmp/cap > /tmp/report-$by || fail "report --group-by $by"
+    memmon report --group-by $by --at end --format json /tmp/cap > /tmp/report-$by.json ||
         fail "report --group-by $by --format json"
     if [ $by = cgroup ]; then na="cgroup /rec/a" nb="cgroup /rec/b"; else na="process $pa" nb="process $pb"; fi
     # Text: the two groups, largest first, each with its one process.
@@ -150,6 +153,11 @@ for by in cgroup process; do
         '^all anon ([0-9]+) groups anon \1$'
     within "$by: $na anon" "$(printf '%s\n' "$g" | sed -n "s|^anon $na;||p")" $((300 * 4096)) $ea
     within "$by: $nb anon" "$(printf '%s\n' "$g" | sed -n "s|^anon $nb;||p")" $((700 * 4096)) $eb
+    # At the peak (the default): the groups of the processes alive then, adding up too.
+    memmon report --group-by $by --format json /tmp/cap > /tmp/report-$by-peak.json ||
+        fail "report --group-by $by at the peak"
+    expect_match "$by: at the peak the groups hold all anon bytes" \
+        "$(groups /tmp/report-$by-peak.json | grep '^all anon')" '^all anon ([0-9]+) groups anon \1$'
 done
 
 # Stopped while a process of the cgroup still makes events (memtest churn in rec/a): record

@@ -219,11 +219,12 @@ enum Command {
     ///
     /// Replays the captures (several are merged) into a model of each address space:
     /// every page a fault brings in is attributed to the fault's stack (or ip) and to its
-    /// mapping class. Shows the RSS tree, the top sites by resident bytes, faults and
-    /// mapped bytes, swap-ins, and reconciles the model with the process's own counters.
-    /// Needs neither root nor the module.
+    /// mapping class. Shows, at the peak (the moment the processes together held the most
+    /// resident memory; --at for another), the program's own functions, the RSS tree, the
+    /// top sites by resident bytes, faults and mapped bytes, swap-ins, and reconciles the
+    /// model with the process's own counters. Needs neither root nor the module.
     #[command(
-        after_help = "Example:\n  memmon record -o cap.txt -- ./a.out && memmon report cap.txt\n  memmon report --format svg -o flame.svg cap.txt\n  memmon report --diff before.txt after.txt\n  memmon report --timeline --interval marks cap.txt"
+        after_help = "Example:\n  memmon record -o cap.txt -- ./a.out && memmon report cap.txt\n  memmon report --at end cap.txt\n  memmon report --format svg -o flame.svg cap.txt\n  memmon report --diff before.txt after.txt\n  memmon report --timeline --interval marks cap.txt"
     )]
     Report(report::ReportArgs),
     /// A live view of the watched processes: resident memory and its growth, the sites

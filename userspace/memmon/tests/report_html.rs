@@ -109,6 +109,10 @@ fn html_page_in_headless_chromium() {
     assert!(dom.contains(">after-keep</text>"));
     assert!(dom.contains("id=\"counters\""));
     assert!(dom.contains("class=\"spike\""));
+    assert!(
+        dom.contains("<title>the peak, 826 ms: 11.7 MiB</title>"),
+        "the peak's line"
+    );
     // The moment shown first: the peak, with the end.
     assert!(
         dom.contains("<p id=\"moment\">At <b>the peak, 826 ms</b>: resident <b>11.7 MiB</b> (anon 11.1 MiB, file 652 KiB, shmem 0 B), mapped 12.0 MiB; at the end: 5.7 MiB. 3422 events, process 60;"),

@@ -169,7 +169,7 @@ pub struct Replay {
     order: Vec<ProcessKey>,
     finished: Holdings,
     /// The peak of the capture being replayed.
-    pub(super) peak_tracker: PeakTracker,
+    peak_tracker: PeakTracker,
     /// The peaks of the captures replayed.
     peak: MomentState,
     /// The capture's start (its `# start` header, else its first event) and last event.
@@ -551,7 +551,7 @@ impl Replay {
     }
 
     /// What the current capture's live processes hold now, in the order they appeared.
-    pub(super) fn live_holdings(&self) -> Holdings {
+    fn live_holdings(&self) -> Holdings {
         let mut holdings = Holdings::default();
         for key in self.order.iter().filter(|k| k.0 == self.capture) {
             match self.processes.get(key) {
@@ -566,7 +566,7 @@ impl Replay {
 
     /// Before an event at `time`: the first past `ReplayOptions::at_time` takes the state
     /// then (what the events before it made).
-    pub(super) fn before_event(&mut self, time: Timestamp) {
+    fn before_event(&mut self, time: Timestamp) {
         let start = *self.start.get_or_insert(time);
         self.last = Some(self.last.map_or(time, |last| last.max(time)));
         match self.at_time {

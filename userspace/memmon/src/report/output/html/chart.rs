@@ -1,8 +1,8 @@
 //! The RSS-over-time chart, an SVG written through quick-xml's writer (as inferno writes
 //! its flame graphs): resident bytes stacked by group (heap, anonymous mmap, stacks,
-//! file, shmem) against the capture's time, marks as labelled vertical lines, the
-//! process's own counters as a line over the stack, and the spikes of the timeline
-//! shaded with their top sites in a tooltip.
+//! file, shmem) against the capture's time, marks as labelled vertical lines, the moment
+//! the report shows (the peak) as a red one, the process's own counters as a line over
+//! the stack, and the spikes of the timeline shaded with their top sites in a tooltip.
 
 use std::io;
 
@@ -156,6 +156,7 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
     draw_areas(svg, &plot, series)?;
     draw_axes(svg, &plot)?;
     draw_marks(svg, &plot, &analysis.marks)?;
+    draw_moment(svg, &plot, view)?;
     draw_counters(svg, &plot, &counters)?;
     draw_legend(svg)?;
     svg.0.write_event(Event::End(BytesEnd::new("svg")))
@@ -315,6 +316,43 @@ fn draw_marks(svg: &mut Svg, plot: &Plot, marks: &[MarkState]) -> io::Result<()>
                 ("fill", "#333"),
             ],
             &escape(&mark.text),
+        )?;
+    }
+    Ok(())
+}
+
+/// The moment the report shows (in each capture): a red vertical line, labelled with it
+/// (`peak`), its resident bytes in the tooltip.
+fn draw_moment(svg: &mut Svg, plot: &Plot, view: &View) -> io::Result<()> {
+    let shown = &view.shown;
+    let label = match shown.moment.as_str() {
+        "peak" => "peak",
+        _ => "shown",
+    };
+    for when in &shown.moment_when {
+        let mx = format!("{:.1}", plot.x(when.time.as_nanos()));
+        svg.titled(
+            "line",
+            &[
+                ("class", "moment"),
+                ("x1", &mx),
+                ("y1", &TOP.to_string()),
+                ("x2", &mx),
+                ("y2", &format!("{:.1}", TOP + Plot::HEIGHT)),
+                ("stroke", "#c00"),
+                ("stroke-width", "1.5"),
+            ],
+            &escape(&format!("{}: {}", shown.moment_label, size(when.resident))),
+        )?;
+        svg.text(
+            "text",
+            &[
+                ("class", "moment-label"),
+                ("x", &format!("{:.1}", plot.x(when.time.as_nanos()) + 3.0)),
+                ("y", &format!("{:.1}", TOP + 12.0)),
+                ("fill", "#c00"),
+            ],
+            label,
         )?;
     }
     Ok(())
