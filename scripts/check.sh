@@ -7,9 +7,10 @@
 #   - docs: every path README.md, docs/*.md and userspace/README.md name exists
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
-#     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL, one
-#     with lines "# vm-add: HOST:GUEST" gets those files in the guest, and one with a line
-#     "# vm-timeout: SECONDS" gets that long (default: scripts/vm-run's)
+#     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL, one with
+#     lines "# vm-add: HOST:GUEST" gets those files in the guest, one with a line
+#     "# vm-append: ARGS" boots with ARGS added to the kernel command line, and one with a
+#     line "# vm-timeout: SECONDS" gets that long (default: scripts/vm-run's)
 # Ends with one line: "N passed, N failed".
 # Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
 # Environment (scripts/check-debug.sh sets these; unset, the suite is the one above):
@@ -105,7 +106,7 @@ patches_checkpatch() {
 
 # vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat
 vm_scenario() {
-    local script=$1 name klog accel
+    local script=$1 name klog accel append
     name=$(basename "$script" .sh)
     klog="$results/vm-$name.kernel.log"
     # A scenario may name its QEMU accelerator in a line "# vm-accel: ACCEL", and its time
@@ -119,6 +120,9 @@ vm_scenario() {
     while read -r spec; do
         [ -n "$spec" ] && adds+=(--add "$(readlink -f "${spec%%:*}"):${spec#*:}")
     done < <(sed -n 's/^# vm-add: //p' "$script")
+    # And kernel parameters, in a line "# vm-append: ARGS".
+    append=$(sed -n 's/^# vm-append: //p' "$script")
+    [ -z "$append" ] || adds+=(--append "$append")
     MEMMON_ACCEL=${accel:-${MEMMON_ACCEL:-}} MEMMON_VM_TIMEOUT=${timeout:-${MEMMON_VM_TIMEOUT:-}} \
         "$top/scripts/vm-run" "${vm_opts[@]+"${vm_opts[@]}"}" "${adds[@]+"${adds[@]}"}" --log "$klog" \
         --add "$top/tests/vm/lib.sh:/host/lib.sh" --add "$script:/host/test.sh" -- sh /host/test.sh

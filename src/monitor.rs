@@ -7,7 +7,7 @@
 use crate::kernel_ext::kprobe::Unregistration;
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::probes::fault::Source;
-use crate::probes::lifecycle::{attach_cgroup_move, LifecycleProbes};
+use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
 use crate::probes::syscalls::SyscallProbes;
 use crate::state::State;
 use kernel::{
@@ -97,23 +97,28 @@ impl Monitor {
 
     /// Applies a `watch-pids` write, arming the syscall probes first if it adds a process or
     /// a cgroup, and attaching the cgroup move probe first if it adds a cgroup (a write that
-    /// cannot fails and changes nothing). Detaches that probe if no cgroup is watched after.
+    /// cannot fails and changes nothing); each process that a cgroup added makes watched
+    /// gets its `cgroup` line. Detaches that probe if no cgroup is watched after.
     pub(crate) fn apply_watch_write(&self, request: &[u8]) -> Result {
         let mut cgroup_move = self.cgroup_move.lock();
-        let result = self.state.watch.apply(request, |adds_cgroup| {
-            self.syscalls.arm()?;
-            if adds_cgroup && cgroup_move.is_none() {
-                *cgroup_move = Some(attach_cgroup_move(self.state.clone())?);
-            }
-            Ok(())
-        });
+        let result = self.state.watch.apply(
+            request,
+            |adds_cgroup| {
+                self.syscalls.arm()?;
+                if adds_cgroup && cgroup_move.is_none() {
+                    *cgroup_move = Some(attach_cgroup_move(self.state.clone())?);
+                }
+                Ok(())
+            },
+            |joined| push_cgroup(&self.state, joined),
+        );
         self.detach_cgroup_move_if_unused(&mut cgroup_move);
         result
     }
 
     /// `watch-pids` as text; detaches the cgroup move probe if no cgroup is watched (one was
     /// removed since the last write).
-    pub(crate) fn watch_format(&self) -> Result<KVec<u8>> {
+    pub(crate) fn watch_format(&self) -> Result<KVVec<u8>> {
         let mut cgroup_move = self.cgroup_move.lock();
         let content = self.state.watch.format();
         self.detach_cgroup_move_if_unused(&mut cgroup_move);

@@ -86,6 +86,17 @@ void *memmon_kretprobe_current_data(struct kretprobe *rp)
 	return NULL;
 }
 
+/*
+ * The end of the current task's user address space, exclusive: TASK_SIZE,
+ * which on x86_64 is TASK_SIZE_MAX (one page below 2^47 with 4-level page
+ * tables, below 2^56 with 5-level ones) or, for a 32-bit task, the end of its
+ * 4 GiB.
+ */
+unsigned long memmon_current_task_size(void)
+{
+	return TASK_SIZE;
+}
+
 /* Pages in @folio. */
 unsigned long memmon_folio_nr_pages(const struct folio *folio)
 {
@@ -159,6 +170,57 @@ bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task)
 						 cgrp);
 	rcu_read_unlock();
 	return in;
+}
+
+/*
+ * The cgroup v2 of the process of @task, that is of its thread-group leader
+ * (as in memmon_cgroup_has_process()): its id in *@id (cgroup_id(), the inode
+ * number of its directory), and its path from the root of the hierarchy, as
+ * /proc/PID/cgroup shows it in the initial cgroup namespace ("/" for the root,
+ * "/a/b" below it), written at the end of @buf: returns the number of bytes
+ * written there, the path's last @len ones when it is longer (then *@cut is
+ * set), or 0 for a task already released. @task must be valid (referenced, or
+ * a tracepoint's argument). Takes no lock but RCU's (a kernfs node's name is
+ * freed after a grace period when it changes), so it can be called from any
+ * context but NMI.
+ */
+size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
+				       size_t len, u64 *id, bool *cut)
+{
+	struct cgroup *cgrp;
+	size_t pos = len;
+
+	*id = 0;
+	*cut = false;
+	if (!len)
+		return 0;
+	rcu_read_lock();
+	if (!pid_alive(task)) {
+		rcu_read_unlock();
+		return 0;
+	}
+	cgrp = task_dfl_cgroup(READ_ONCE(task->group_leader));
+	*id = cgroup_id(cgrp);
+	/* From the cgroup up to the root, each "/name" before the last. */
+	for (; cgroup_parent(cgrp); cgrp = cgroup_parent(cgrp)) {
+		const char *name = rcu_dereference(cgrp->kn->name);
+		size_t n = strlen(name);
+
+		if (n + 1 > pos) {
+			/* The last bytes of "/name" that fit: n >= pos. */
+			memcpy(buf, name + n - pos, pos);
+			*cut = true;
+			pos = 0;
+			break;
+		}
+		pos -= n;
+		memcpy(buf + pos, name, n);
+		buf[--pos] = '/';
+	}
+	if (pos == len)
+		buf[--pos] = '/';
+	rcu_read_unlock();
+	return len - pos;
 }
 
 /*

@@ -19,12 +19,15 @@ struct folio;
 struct kretprobe;
 void *memmon_kretprobe_current_data(struct kretprobe *rp);
 unsigned long memmon_folio_nr_pages(const struct folio *folio);
+unsigned long memmon_current_task_size(void);
 
 int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
 void memmon_cgroup_get(struct cgroup *cgrp);
 void memmon_cgroup_put(struct cgroup *cgrp);
 bool memmon_cgroup_is_dead(struct cgroup *cgrp);
 bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task);
+size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
+				       size_t len, u64 *id, bool *cut);
 void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
 			     void *data);
 

@@ -2,7 +2,7 @@
 
 //! `/proc/memmon/marker`: each write becomes a `mark` event in the stream.
 
-use super::{pin_box, read_small_write};
+use super::{pin_box, read_small_write, MARKER_WRITE_MAX};
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::record::event::Kind;
@@ -30,7 +30,7 @@ impl ProcFile for MarkerFile {
 
     fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
         let len = input.len();
-        let text = read_small_write(input, "marker")?;
+        let text = read_small_write(input, "marker", MARKER_WRITE_MAX)?;
         let text = text.strip_suffix(b"\n").unwrap_or(&text);
         let mut event = crate::probes::current_event(Kind::Mark);
         event.set_text(text);

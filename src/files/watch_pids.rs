@@ -2,7 +2,7 @@
 
 //! `/proc/memmon/watch-pids`: which processes are watched.
 
-use super::{pin_box, read_generated, read_small_write};
+use super::{check_writer, pin_box, read_generated, read_small_write, WATCH_WRITE_MAX};
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use kernel::{
@@ -32,9 +32,10 @@ impl ProcFile for WatchPidsFile {
         read_generated(&content, out, pos)
     }
 
-    fn write(&self, _file: &LocalFile, input: UserSliceReader) -> Result<usize> {
+    fn write(&self, file: &LocalFile, input: UserSliceReader) -> Result<usize> {
+        check_writer(file, "watch-pids")?;
         let len = input.len();
-        let request = read_small_write(input, "watch-pids")?;
+        let request = read_small_write(input, "watch-pids", WATCH_WRITE_MAX)?;
         self.monitor.apply_watch_write(&request)?;
         Ok(len)
     }

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! [`core::fmt::Write`] into a growable byte vector: text built with `write!` in a [`KVec`].
+//! [`core::fmt::Write`] into a growable byte vector: text built with `write!` in a [`Vec`]
+//! of any allocator ([`kernel::alloc::KVec`] by default, [`kernel::alloc::KVVec`] for text
+//! that may grow past what `kmalloc` gives contiguously).
 
 use core::fmt::Write;
-use kernel::alloc::{flags::GFP_KERNEL, KVec};
+use kernel::alloc::{allocator::Kmalloc, flags::GFP_KERNEL, Allocator, Vec};
 
 /// `core::fmt::Write` into a growable byte vector.
-pub(crate) struct ByteWriter(pub(crate) KVec<u8>);
+pub(crate) struct ByteWriter<A: Allocator = Kmalloc>(pub(crate) Vec<u8, A>);
 
-impl Write for ByteWriter {
+impl<A: Allocator> Write for ByteWriter<A> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         self.0
             .extend_from_slice(s.as_bytes(), GFP_KERNEL)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! cgroup v2 (`linux/cgroup.h`): a counted reference to a cgroup of the default hierarchy,
-//! found by the path of its directory, and whether a process is in it; the walk over every
-//! process (`for_each_process`).
+//! found by the path of its directory, and whether a process is in it; the cgroup a process
+//! is in; the walk over every process (`for_each_process`).
 
 use super::task::task_from_raw;
 use crate::bindings;
@@ -82,6 +82,40 @@ impl Drop for Cgroup {
         // SAFETY: `ptr` holds a reference (type invariants), dropped once, here.
         unsafe { bindings::memmon_cgroup_put(self.ptr.as_ptr()) };
     }
+}
+
+/// The cgroup v2 a process is in, as [`process_cgroup`] finds it.
+pub(crate) struct ProcessCgroup<'a> {
+    /// The cgroup's id (`cgroup_id()`): the inode number of its directory, the same in every
+    /// cgroup namespace and mount.
+    pub(crate) id: u64,
+    /// The end of its path from the root of the hierarchy (`/`, `/a/b`), as the initial
+    /// cgroup namespace sees it: all of it, or its last bytes if `cut`.
+    pub(crate) path: &'a [u8],
+    /// Whether the start of the path was left out.
+    pub(crate) cut: bool,
+}
+
+/// The cgroup v2 of the process of `task` (its thread-group leader's), its path written to
+/// the end of `buf`; `None` for a task already released. Callable in any context but NMI.
+pub(crate) fn process_cgroup<'a>(task: &Task, buf: &'a mut [u8]) -> Option<ProcessCgroup<'a>> {
+    let mut id = 0;
+    let mut cut = false;
+    // SAFETY: `task` is valid; `buf` is valid for `buf.len()` bytes of writes, the helper
+    // writes at most that many, at its end, and returns how many.
+    let written = unsafe {
+        bindings::memmon_process_cgroup_path_tail(
+            task.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut id,
+            &mut cut,
+        )
+    };
+    let buf: &'a [u8] = buf;
+    let start = buf.len().checked_sub(written)?;
+    let path = buf.get(start..).filter(|path| !path.is_empty())?;
+    Some(ProcessCgroup { id, path, cut })
 }
 
 /// Calls `f` with every process (its thread-group leader, zombies included), under the RCU

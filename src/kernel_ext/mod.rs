@@ -4,6 +4,7 @@
 
 pub(crate) mod atomic;
 pub(crate) mod byte_writer;
+pub(crate) mod capability;
 pub(crate) mod cgroup;
 pub(crate) mod delayed_work;
 pub(crate) mod hrtimer;

@@ -74,6 +74,17 @@ pub(crate) fn current_user_regs() -> Option<&'static bindings::pt_regs> {
     Some(unsafe { &*regs })
 }
 
+/// The end of the current task's user address space, exclusive (`TASK_SIZE`): user
+/// addresses of the task are below it. On x86_64 one page below 2^47 with 4-level page
+/// tables, below 2^56 with 5-level ones, and the end of its 4 GiB for a 32-bit task.
+pub(crate) fn current_task_size() -> u64 {
+    // SAFETY: `TASK_SIZE` reads the current task's flags and the paging mode: no
+    // precondition, any context.
+    let size = unsafe { bindings::memmon_current_task_size() };
+    // CAST: `unsigned long` is 64 bits wide on x86_64.
+    size as u64
+}
+
 /// The task `ptr` points to, borrowed for `'a`.
 ///
 /// # Safety

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Process lifecycle events of watched processes: `fork`, `exec`, `exit`.
+//! Process lifecycle events of watched processes: `fork`, `exec`, `exit`, and `cgroup`
+//! when a process is watched as a member of a watched cgroup.
 //!
 //! - fork: the `sched_process_fork` tracepoint, which `kernel_clone()` fires in the parent
 //!   once per new task before the task first runs. A new process of a followed parent is
@@ -16,18 +17,37 @@
 //! - cgroup move: the `cgroup_attach_task` tracepoint, fired after a process (or a thread)
 //!   was moved to another cgroup (a write to `cgroup.procs`). While a cgroup is watched, the
 //!   moved process is watched from then on if it is now in one, and no longer if it is not;
-//!   fork and exec look at the cgroup of the new process too.
+//!   fork and exec look at the cgroup of the new process too. Each process that becomes
+//!   watched as a member of a watched cgroup (at the `c:PATH` write, at fork, at exec), and
+//!   each one moved while it is in one, gets a `cgroup` line naming its cgroup.
 
 use crate::bindings;
+use crate::kernel_ext::cgroup::process_cgroup;
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
 use crate::kernel_ext::task::{current_ids, task_from_raw};
 use crate::kernel_ext::tracepoint::TracepointProbe;
-use crate::record::event::Kind;
+use crate::record::event::{Event, Kind, TEXT_CAPACITY};
 use crate::state::State;
 use core::mem::MaybeUninit;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc, task::Task};
+
+/// Pushes the `cgroup` line of the process of `task`: the id and path of the cgroup v2 it is
+/// in (its leader's), with the process's pid and its leader's tid. Nothing for a task already
+/// released. Callable in any context but NMI.
+pub(crate) fn push_cgroup(state: &State, task: &Task) {
+    let mut path = [0u8; TEXT_CAPACITY];
+    let Some(cgroup) = process_cgroup(task, &mut path) else {
+        return;
+    };
+    let tgid = task.tgid();
+    let mut event = Event::new(Kind::Cgroup, tgid, tgid);
+    event.args[0] = cgroup.id;
+    event.set_text_tail(cgroup.path);
+    event.text_head_cut |= cgroup.cut;
+    state.ring.push(&event);
+}
 
 /// The probe on `sched_process_fork`: `TP_PROTO(struct task_struct *parent, struct
 /// task_struct *child)`, fired in the parent (current) after `copy_process()`.
@@ -51,13 +71,17 @@ unsafe extern "C" fn process_fork(
         return;
     }
     state.watch.new_process(child_tgid);
-    let Some(child_watched) = state.watch.fork(current_ids().0, child) else {
-        return;
-    };
-    let mut event = crate::probes::current_event(Kind::Fork);
-    event.ret = i64::from(child_tgid);
-    event.args[0] = u64::from(child_watched);
-    state.ring.push(&event);
+    let forked = state.watch.fork(current_ids().0, child);
+    if forked.parent_watched {
+        let mut event = crate::probes::current_event(Kind::Fork);
+        event.ret = i64::from(child_tgid);
+        event.args[0] = u64::from(forked.child_watched);
+        state.ring.push(&event);
+    }
+    // After the parent's `fork` line, before any line of the child.
+    if forked.child_in_cgroup {
+        push_cgroup(state, child);
+    }
 }
 
 /// Attaches the probe on `sched_process_exit`.
@@ -139,7 +163,12 @@ unsafe extern "C" fn cgroup_moved(
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
     // SAFETY: The tracepoint passes a valid task, for the call.
-    state.watch.moved(unsafe { task_from_raw(task) });
+    let task = unsafe { task_from_raw(task) };
+    // One line a process: the tracepoint fires for each thread moved, and the process's
+    // cgroup is its leader's.
+    if state.watch.moved(task) && task.pid() == task.tgid() {
+        push_cgroup(state, task);
+    }
 }
 
 /// `SIGNAL_GROUP_EXIT` of `linux/sched/signal.h`: a group exit is in progress.
@@ -191,8 +220,12 @@ impl KretprobeHandler for ExecProbe {
     fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<usize>) -> bool {
         // While a cgroup is watched, a process that is in it and not watched (none should be)
         // is watched from its exec on.
-        if !self.state.watch.exec_current() {
+        let (watched, joined) = self.state.watch.exec_current();
+        if !watched {
             return false;
+        }
+        if joined {
+            push_cgroup(&self.state, kernel::current!());
         }
         let task = kernel::task::Task::current_raw();
         // SAFETY: `current` is valid; its `mm` is still the address space that the exec is

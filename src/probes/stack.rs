@@ -11,7 +11,7 @@
 
 use crate::bindings;
 use crate::kernel_ext::runtime_param::runtime_param;
-use crate::kernel_ext::task::current_user_regs;
+use crate::kernel_ext::task::{current_task_size, current_user_regs};
 use crate::record::event::{Event, StackEnd, STACK_MAX};
 use crate::state::State;
 use crate::unwind::format::{Row, Rule};
@@ -50,9 +50,6 @@ pub(crate) fn depth() -> usize {
     STACK_DEPTH.load(Ordering::Relaxed) as usize
 }
 
-/// Highest user address plus one on x86_64 (4-level paging; 5-level tables only add more).
-const USER_LIMIT: u64 = 1 << 56;
-
 /// Pushes `event` to the ring with the current task's user stack, at most `stack_depth`
 /// entries: walked from `regs` (a fault from user mode), else from the registers of the
 /// system call the task is in, with the unwind tables of the process where it has them.
@@ -89,11 +86,30 @@ struct Frame {
     bp: u64,
 }
 
+/// What every step of one walk checks against.
+struct Bounds {
+    /// The innermost frame's RSP: callers' frames lie above it.
+    stack_start: u64,
+    /// The end of the task's user address space (`TASK_SIZE`), exclusive: a return address,
+    /// frame pointer or CFA at or above it is not user memory of the task, and ends the walk.
+    user_end: u64,
+}
+
+impl Bounds {
+    /// Whether the `len` bytes at `addr` lie in the task's user address space.
+    fn holds(&self, addr: u64, len: u64) -> bool {
+        addr.checked_add(len)
+            .is_some_and(|end| end <= self.user_end)
+    }
+}
+
 /// Writes into `out` the user stack of `regs`, innermost first: the instruction pointer,
 /// then the return addresses found with the process's unwind tables (`ranges`) where they
 /// cover the frame, by its frame pointer elsewhere; at most `depth` entries (and at most
 /// [`STACK_MAX`]). Never goes past a frame it cannot read or trust. Returns the number of
-/// entries, which it initialised at the start of `out`, and why the stack ends there.
+/// entries, which it initialised at the start of `out`, and why the stack ends there: at the
+/// first return address outside the task's user address space (`TASK_SIZE`) it stops, as it
+/// does at one it cannot read (`unreadable`), and it reads no frame there.
 /// Callable in atomic context: it takes no lock and reads user memory with page faults
 /// disabled; it takes at most `depth` steps, each at most two binary searches and two reads.
 fn walk_user(
@@ -112,8 +128,15 @@ fn walk_user(
         sp: regs.sp as u64,
         bp: regs.bp as u64,
     };
+    let bounds = Bounds {
+        stack_start: frame.sp,
+        user_end: current_task_size(),
+    };
+    // Code runs only at user addresses, but a saved pc is what the task made of it.
+    if frame.ip >= bounds.user_end {
+        return (0, StackEnd::Unreadable);
+    }
     out[0].write(frame.ip);
-    let stack_start = frame.sp;
     let mut count = 1;
     // The range the previous frame's pc was found in: tried first for the next.
     let mut near = 0;
@@ -125,7 +148,7 @@ fn walk_user(
         } else {
             frame.ip.wrapping_sub(1)
         };
-        let caller = match step(&frame, pc, ranges, &mut near, stack_start) {
+        let caller = match step(&frame, pc, ranges, &mut near, &bounds) {
             Ok(Some(caller)) => caller,
             Ok(None) => return (count, StackEnd::Complete),
             Err(end) => return (count, end),
@@ -140,14 +163,13 @@ fn walk_user(
 }
 
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.
-/// `near` is the range to look `pc` up in first ([`ProcessRanges::row`]); `stack_start` is
-/// the innermost frame's RSP.
+/// `near` is the range to look `pc` up in first ([`ProcessRanges::row`]).
 fn step(
     frame: &Frame,
     pc: u64,
     ranges: Option<&ProcessRanges>,
     near: &mut usize,
-    stack_start: u64,
+    bounds: &Bounds,
 ) -> Result<Option<Frame>, StackEnd> {
     let row = ranges.and_then(|ranges| ranges.row(pc, near));
     match row {
@@ -156,7 +178,7 @@ fn step(
                 rule: Rule::Rsp | Rule::Rbp,
                 ..
             },
-        ) => table_step(frame, row),
+        ) => table_step(frame, row, bounds),
         Some(Row {
             rule: Rule::Outermost,
             ..
@@ -164,8 +186,8 @@ fn step(
         Some(Row {
             rule: Rule::NotFollowable,
             ..
-        }) => frame_pointer_step(frame, stack_start, StackEnd::Unsupported),
-        _ => frame_pointer_step(frame, stack_start, StackEnd::NoTable),
+        }) => frame_pointer_step(frame, bounds, StackEnd::Unsupported),
+        _ => frame_pointer_step(frame, bounds, StackEnd::NoTable),
     }
 }
 
@@ -187,18 +209,19 @@ fn read_user<const N: usize>(addr: u64) -> Option<[u64; N]> {
 
 /// A step by a table row whose CFA is RSP or RBP plus an offset: the return address is at
 /// CFA - 8, RBP saved where the row says, and the caller's RSP is the CFA.
-fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
+fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>, StackEnd> {
     let base = if row.rule == Rule::Rsp {
         frame.sp
     } else {
         frame.bp
     };
     // The caller's frame lies above this one's: the return address (at CFA - 8) at or above
-    // RSP. Unchecked arithmetic past this point cannot wrap: 16 <= CFA < USER_LIMIT.
+    // RSP, and in the task's user address space. Unchecked arithmetic past this point cannot
+    // wrap: 16 <= CFA <= the end of user space.
     let cfa = base
         .checked_add(u64::from(row.cfa))
         .ok_or(StackEnd::Unreadable)?;
-    if cfa < frame.sp.saturating_add(8) || !(16..USER_LIMIT).contains(&cfa) {
+    if cfa < frame.sp.saturating_add(8) || cfa < 16 || !bounds.holds(cfa, 0) {
         return Err(StackEnd::Unreadable);
     }
     let (ret_addr, bp) = match row.rbp {
@@ -214,6 +237,9 @@ fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
         slot => {
             let [ret_addr] = read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?;
             let at = cfa.wrapping_add_signed(i64::from(slot) * 8);
+            if !bounds.holds(at, 8) {
+                return Err(StackEnd::Unreadable);
+            }
             let [bp] = read_user::<1>(at).ok_or(StackEnd::Unreadable)?;
             (ret_addr, bp)
         }
@@ -222,7 +248,7 @@ fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
         // A zero return address ends a stack whose outermost frame has no table row saying so.
         return Ok(None);
     }
-    if ret_addr >= USER_LIMIT {
+    if ret_addr >= bounds.user_end {
         return Err(StackEnd::Unreadable);
     }
     Ok(Some(Frame {
@@ -233,11 +259,10 @@ fn table_step(frame: &Frame, row: Row) -> Result<Option<Frame>, StackEnd> {
 }
 
 /// A step by the frame pointer: RBP points at the saved RBP, the return address above it.
-/// `stack_start` is the innermost frame's RSP; `broken` is the reason given when the frame
-/// pointer does not lead to a caller.
+/// `broken` is the reason given when the frame pointer does not lead to a caller.
 fn frame_pointer_step(
     frame: &Frame,
-    stack_start: u64,
+    bounds: &Bounds,
     broken: StackEnd,
 ) -> Result<Option<Frame>, StackEnd> {
     let fp = frame.bp;
@@ -247,16 +272,20 @@ fn frame_pointer_step(
     }
     // Callers' frames lie higher on the stack: a frame pointer that does not point there is
     // not one (code built without frame pointers uses RBP for data).
-    if fp % 8 != 0 || fp < frame.sp || fp >= USER_LIMIT - 16 {
+    if fp % 8 != 0 || fp < frame.sp || !bounds.holds(fp, 16) {
         return Err(broken);
     }
     let [next, ret_addr] = read_user::<2>(fp).ok_or(broken)?;
     // A return address points into code: one that points into the stack being walked
     // (between the stack pointer and this frame) is a frame pointer chain through code built
     // without frame pointers, where RBP held something else.
-    let in_stack = (stack_start..=fp.saturating_add(4096)).contains(&ret_addr);
-    if ret_addr == 0 || ret_addr >= USER_LIMIT || in_stack {
+    let in_stack = (bounds.stack_start..=fp.saturating_add(4096)).contains(&ret_addr);
+    if ret_addr == 0 || in_stack {
         return Err(broken);
+    }
+    // One outside the task's user space is not a return address at all.
+    if ret_addr >= bounds.user_end {
+        return Err(StackEnd::Unreadable);
     }
     Ok(Some(Frame {
         ip: ret_addr,

@@ -84,11 +84,12 @@ pub(crate) enum Kind {
     Exit,
     Rss,
     Gen,
+    Cgroup,
 }
 
 impl Kind {
     /// Number of kinds.
-    pub(crate) const COUNT: usize = Kind::Gen as usize + 1;
+    pub(crate) const COUNT: usize = Kind::Cgroup as usize + 1;
 
     /// Every kind, in discriminant order.
     pub(crate) const ALL: [Kind; Kind::COUNT] = [
@@ -117,13 +118,21 @@ impl Kind {
         Kind::Exit,
         Kind::Rss,
         Kind::Gen,
+        Kind::Cgroup,
     ];
 
     /// Whether the kind is a system call (its line ends with `dur=`).
     pub(crate) fn is_syscall(self) -> bool {
         !matches!(
             self,
-            Kind::Fault | Kind::Mark | Kind::Exec | Kind::Fork | Kind::Exit | Kind::Rss | Kind::Gen
+            Kind::Fault
+                | Kind::Mark
+                | Kind::Exec
+                | Kind::Fork
+                | Kind::Exit
+                | Kind::Rss
+                | Kind::Gen
+                | Kind::Cgroup
         )
     }
 
@@ -134,7 +143,7 @@ impl Kind {
     pub(crate) fn args(self) -> usize {
         match self {
             Kind::Munlockall | Kind::Mark | Kind::Exit => 0,
-            Kind::Brk | Kind::Mlockall | Kind::Fsync | Kind::Shmdt | Kind::Fork => 1,
+            Kind::Brk | Kind::Mlockall | Kind::Fsync | Kind::Shmdt | Kind::Fork | Kind::Cgroup => 1,
             Kind::Munmap | Kind::Mlock | Kind::Munlock | Kind::Gen => 2,
             Kind::Fault
             | Kind::Mprotect
@@ -178,6 +187,7 @@ impl Kind {
             Kind::Exit => "exit",
             Kind::Rss => "rss",
             Kind::Gen => "gen",
+            Kind::Cgroup => "cgroup",
         }
     }
 }

@@ -482,9 +482,13 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
         | Kind::Munlockall
         | Kind::Fsync
         | Kind::Msync => write_residency_call(out, e)?,
-        Kind::Rss | Kind::Mark | Kind::Exec | Kind::Gen | Kind::Fork | Kind::Exit => {
-            write_process_event(out, e)?
-        }
+        Kind::Rss
+        | Kind::Mark
+        | Kind::Exec
+        | Kind::Gen
+        | Kind::Fork
+        | Kind::Exit
+        | Kind::Cgroup => write_process_event(out, e)?,
     }
     if e.kind.is_syscall() {
         out.push_bytes(b" dur=")?;
@@ -662,7 +666,7 @@ fn write_advice(out: &mut Line, advice: u64) -> fmt::Result {
 }
 
 /// The fields of the events that are not calls: `rss`, `mark`, `exec`, `gen`, `fork`,
-/// `exit`.
+/// `exit`, `cgroup`.
 fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
     let [a0, a1, a2, a3, a4, a5] = e.args;
     match e.kind {
@@ -685,6 +689,10 @@ fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
         Kind::Gen => write!(out, " n={a0} armed={a1}")?,
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
+        Kind::Cgroup => {
+            write!(out, " id={a0} path=")?;
+            write_text(out, e)?;
+        }
         // A call: `write_event` does not pass one; a kind routed here by mistake fails its
         // line rather than printing it without its fields.
         _ => return Err(fmt::Error),

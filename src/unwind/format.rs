@@ -224,57 +224,121 @@ fn check_row(row: &Row) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Validates a whole write and says what it asks for.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
-    if bytes.len() < HEADER_BYTES {
+/// Bytes of a write that [`parse_prefix`] reads: the header and an `ADD_TABLE`'s key and
+/// counts (a `SET_MAPS`'s pid and count, a `DROP_TABLE`'s key, are shorter).
+pub(crate) const PREFIX_BYTES: usize = HEADER_BYTES + KEY_BYTES + 8;
+/// Largest `SET_MAPS` write: its header, pid and count, and [`RANGES_MAX`] ranges.
+pub(crate) const SET_MAPS_WRITE_MAX: usize = HEADER_BYTES + 8 + RANGES_MAX * RANGE_BYTES;
+
+/// What the first [`PREFIX_BYTES`] of a write say, checked against its size.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Prefix {
+    /// An `ADD_TABLE` of `rows` rows (from 1 to [`ROWS_MAX`]) of table `key`.
+    AddTable { key: Key, rows: usize },
+    /// A `SET_MAPS` (at most [`SET_MAPS_WRITE_MAX`] bytes).
+    SetMaps,
+    /// A `DROP_TABLE`.
+    DropTable,
+}
+
+/// Checks what a write's first bytes say, before the rest is read: `prefix` is its first
+/// [`PREFIX_BYTES`] (all of it, if shorter) and `len` its size. Every refusal [`parse`]
+/// makes for a write's header, counts and size is made here, first and in the same order:
+/// what is left to [`parse`] is the rows and ranges themselves.
+pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal> {
+    if len < HEADER_BYTES || prefix.len() < HEADER_BYTES {
         return Err("a write shorter than the 16-byte header");
     }
-    if bytes.get(..4) != Some(&MAGIC[..]) {
+    if prefix.get(..4) != Some(&MAGIC[..]) {
         return Err("a write that does not start with MMUW");
     }
-    if u16_at(bytes, 4) != VERSION {
+    if u16_at(prefix, 4) != VERSION {
         return Err("a write of a version other than 1");
     }
     // CAST: u32 to usize is lossless on 64-bit.
-    if u32_at(bytes, 8) as usize != bytes.len() {
+    let field = u32_at(prefix, 8) as usize;
+    if field > len {
+        // What a command split over several writes looks like: writev(2) on a proc file
+        // makes one write of each of its buffers.
+        return Err(
+            "a write shorter than its header's length field: a command is one \
+                    write() (writev's buffers are separate writes)",
+        );
+    }
+    if field != len {
         return Err("a write whose length field is not its size");
     }
-    if u32_at(bytes, 12) != 0 {
+    if u32_at(prefix, 12) != 0 {
         return Err("a header whose reserved field is not 0");
     }
-    let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
-    match u16_at(bytes, 6) {
-        COMMAND_ADD_TABLE => parse_add_table(body),
-        COMMAND_SET_MAPS => parse_set_maps(body),
+    let body = len - HEADER_BYTES;
+    let fields = prefix.get(HEADER_BYTES..).unwrap_or(&[]);
+    match u16_at(prefix, 6) {
+        COMMAND_ADD_TABLE => {
+            if body < KEY_BYTES + 8 {
+                return Err("an ADD_TABLE shorter than its key and counts");
+            }
+            // CAST: u32 to usize is lossless on 64-bit.
+            let rows = u32_at(fields, KEY_BYTES) as usize;
+            if rows == 0 || rows > ROWS_MAX {
+                return Err("an ADD_TABLE of 0 rows or more than 4194304");
+            }
+            if u32_at(fields, KEY_BYTES + 4) != 0 {
+                return Err("an ADD_TABLE whose reserved field is not 0");
+            }
+            if body - (KEY_BYTES + 8) != rows * ROW_BYTES {
+                return Err("an ADD_TABLE whose size is not that of its rows");
+            }
+            Ok(Prefix::AddTable {
+                key: key_at(fields, 0),
+                rows,
+            })
+        }
+        COMMAND_SET_MAPS => {
+            if body < 8 {
+                return Err("a SET_MAPS shorter than its pid and count");
+            }
+            let pid = u32_at(fields, 0);
+            // CAST: u32 to usize is lossless on 64-bit.
+            let count = u32_at(fields, 4) as usize;
+            if count > RANGES_MAX {
+                return Err("a SET_MAPS of more than 4096 ranges");
+            }
+            if body - 8 != count * RANGE_BYTES {
+                return Err("a SET_MAPS whose size is not that of its ranges");
+            }
+            // CAST: i32::MAX is positive.
+            if pid == 0 || pid > i32::MAX as u32 {
+                return Err("a SET_MAPS of pid 0 or out of range");
+            }
+            Ok(Prefix::SetMaps)
+        }
         COMMAND_DROP_TABLE => {
-            if body.len() != KEY_BYTES {
+            if body != KEY_BYTES {
                 return Err("a DROP_TABLE whose body is not one key");
             }
-            Ok(Command::DropTable {
-                key: key_at(body, 0),
-            })
+            Ok(Prefix::DropTable)
         }
         _ => Err("an unknown command"),
     }
 }
 
-fn parse_add_table(body: &[u8]) -> Result<Command<'_>, Refusal> {
-    let fixed = KEY_BYTES + 8;
-    if body.len() < fixed {
-        return Err("an ADD_TABLE shorter than its key and counts");
+/// Validates a whole write and says what it asks for: [`parse_prefix`] of its first bytes,
+/// then its rows or ranges.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
+    let prefix = bytes.get(..PREFIX_BYTES.min(bytes.len())).unwrap_or(&[]);
+    let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
+    match parse_prefix(prefix, bytes.len())? {
+        Prefix::AddTable { key, .. } => parse_rows(key, body.get(KEY_BYTES + 8..).unwrap_or(&[])),
+        Prefix::SetMaps => parse_ranges(u32_at(body, 0), body.get(8..).unwrap_or(&[])),
+        Prefix::DropTable => Ok(Command::DropTable {
+            key: key_at(body, 0),
+        }),
     }
-    // CAST: u32 to usize is lossless on 64-bit.
-    let count = u32_at(body, KEY_BYTES) as usize;
-    if count == 0 || count > ROWS_MAX {
-        return Err("an ADD_TABLE of 0 rows or more than 4194304");
-    }
-    if u32_at(body, KEY_BYTES + 4) != 0 {
-        return Err("an ADD_TABLE whose reserved field is not 0");
-    }
-    let rows = body.get(fixed..).unwrap_or(&[]);
-    if rows.len() != count * ROW_BYTES {
-        return Err("an ADD_TABLE whose size is not that of its rows");
-    }
+}
+
+/// The rows of an `ADD_TABLE` whose prefix is valid.
+fn parse_rows(key: Key, rows: &[u8]) -> Result<Command<'_>, Refusal> {
     let mut last: Option<Row> = None;
     for bytes in rows.chunks_exact(ROW_BYTES) {
         let row = row(bytes).ok_or("a row of an unknown rule")?;
@@ -288,29 +352,13 @@ fn parse_add_table(body: &[u8]) -> Result<Command<'_>, Refusal> {
         return Err("a table whose last row is not the end (rule 3)");
     }
     Ok(Command::AddTable {
-        key: key_at(body, 0),
+        key,
         rows: Rows(rows),
     })
 }
 
-fn parse_set_maps(body: &[u8]) -> Result<Command<'_>, Refusal> {
-    if body.len() < 8 {
-        return Err("a SET_MAPS shorter than its pid and count");
-    }
-    let pid = u32_at(body, 0);
-    // CAST: u32 to usize is lossless on 64-bit.
-    let count = u32_at(body, 4) as usize;
-    if count > RANGES_MAX {
-        return Err("a SET_MAPS of more than 4096 ranges");
-    }
-    let ranges = body.get(8..).unwrap_or(&[]);
-    if ranges.len() != count * RANGE_BYTES {
-        return Err("a SET_MAPS whose size is not that of its ranges");
-    }
-    // CAST: i32::MAX is positive.
-    if pid == 0 || pid > i32::MAX as u32 {
-        return Err("a SET_MAPS of pid 0 or out of range");
-    }
+/// The ranges of a `SET_MAPS` whose prefix is valid.
+fn parse_ranges(pid: u32, ranges: &[u8]) -> Result<Command<'_>, Refusal> {
     let mut last_end = 0;
     for (i, bytes) in ranges.chunks_exact(RANGE_BYTES).enumerate() {
         let range = range(bytes);

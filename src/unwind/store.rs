@@ -6,11 +6,21 @@
 //! ranges and publish it with one pointer store; the walker reads the pointer under the RCU
 //! read lock, so it takes no lock and never sleeps. The old snapshot is freed after a grace
 //! period. Tables are immutable once loaded and held by reference count.
+//!
+//! Reading the `unwind` file lists the store a few lines at a time ([`ListingCursor`]): a
+//! reader holds the mutex for at most [`LISTING_LINES`] lines, each found by a binary search
+//! and formatted from counts kept up to date by the writers, so a writer waits behind a
+//! reader for that long at most, whatever the number of tables and ranges.
+//!
+//! A write is copied in whole before it is parsed; the store bounds what writes in flight
+//! may copy in together ([`UnwindStore::stage`]), and refuses a table that cannot fit before
+//! its rows are copied.
 
-use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES};
+use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES, KEY_BYTES, SET_MAPS_WRITE_MAX};
 use crate::bindings;
 use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::watch::WatchSet;
+use core::fmt::Write;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     alloc::{KVVec, KVec},
@@ -23,6 +33,14 @@ use kernel::{
 const TABLE_OVERHEAD: usize = 64;
 /// Memory a process's ranges cost beyond the ranges themselves.
 const PROCESS_OVERHEAD: usize = 64;
+/// Most lines of the listing formatted under the mutex at a time ([`UnwindStore::list`]).
+pub(crate) const LISTING_LINES: usize = 32;
+/// Most bytes of one line of the listing (a table line of 20-digit counts is 120).
+pub(crate) const LISTING_LINE_MAX: usize = 128;
+/// Writes in flight may hold at least this much copied in together, whatever
+/// `unwind_max_kb` is: more than the largest `SET_MAPS` ([`SET_MAPS_WRITE_MAX`]).
+const STAGING_MIN: usize = 256 * 1024;
+const _: () = assert!(STAGING_MIN > SET_MAPS_WRITE_MAX);
 
 /// One object's rows, sorted by `pc`, the last one the end of the table.
 pub(crate) struct Table {
@@ -35,6 +53,9 @@ pub(crate) struct Table {
     index: KVVec<u32>,
     /// At most 32.
     shift: u32,
+    /// How many ranges of the published snapshot use it: changed by writers only, under the
+    /// store's mutex, when a process's ranges enter or leave the snapshot.
+    ranges: AtomicUsize,
 }
 
 impl Table {
@@ -63,6 +84,7 @@ impl Table {
             first,
             index,
             shift,
+            ranges: AtomicUsize::new(0),
         })
     }
 
@@ -119,6 +141,9 @@ pub(crate) struct ProcessRanges {
     /// address of this one's.
     exec_id: u64,
     ranges: KVVec<Range>,
+    /// How many distinct tables its ranges use, for the listing: ranges of one object are
+    /// next to each other, so the number of places where the table changes, plus one.
+    tables: usize,
 }
 
 impl ProcessRanges {
@@ -153,6 +178,41 @@ impl ProcessRanges {
     fn uses(&self, table: &Arc<Table>) -> bool {
         self.ranges.iter().any(|r| Arc::ptr_eq(&r.table, table))
     }
+
+    /// Counts its ranges in (`true`) or out of their tables' [`Table::ranges`], as it enters
+    /// or leaves the published snapshot; for a writer (which holds the store's mutex, as
+    /// `_inner` shows).
+    fn count_in_tables(&self, _inner: &Inner, entering: bool) {
+        for range in self.ranges.iter() {
+            if entering {
+                range.table.ranges.fetch_add(1, Ordering::Relaxed);
+            } else {
+                range.table.ranges.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Where a listing of the store is: what its next line is. A listing read in several
+/// parts, while writers change the store, lists each table and process present throughout
+/// exactly once, in order (tables by key, processes by id), each line as it was when
+/// formatted; one added or removed meanwhile is listed or not, depending on where the
+/// listing was.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ListingCursor {
+    /// The first table whose key is above `after` (none: the first table).
+    Tables { after: Option<Key> },
+    /// The first process whose id is above `after`.
+    Processes { after: i32 },
+    /// The total line.
+    Total,
+    /// Nothing more.
+    Done,
+}
+
+impl ListingCursor {
+    /// The start of a listing.
+    pub(crate) const START: Self = Self::Tables { after: None };
 }
 
 /// Every process's ranges, sorted by thread-group id: what the walker reads.
@@ -190,6 +250,31 @@ pub(crate) struct UnwindStore {
     tables: AtomicUsize,
     processes: AtomicUsize,
     max_bytes: usize,
+    /// Bytes that writes in flight have copied in, or are copying in ([`Self::stage`]).
+    staged: AtomicUsize,
+    /// The most `staged` may be: `max_bytes`, or [`STAGING_MIN`] if larger.
+    staging_max: usize,
+}
+
+/// A write's bytes counted in [`UnwindStore::stage`]d memory, until this is dropped.
+pub(crate) struct Staged<'a> {
+    store: &'a UnwindStore,
+    bytes: usize,
+}
+
+impl Drop for Staged<'_> {
+    fn drop(&mut self) {
+        self.store.staged.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// What a write's first bytes said it is ([`super::format::parse_prefix`]), as far as the
+/// memory it takes goes.
+pub(crate) enum Staging {
+    /// An `ADD_TABLE` of `rows` rows of table `key`.
+    Table { key: Key, rows: usize },
+    /// Any other command.
+    Other,
 }
 
 /// What a write that changes nothing gets.
@@ -200,6 +285,7 @@ pub(crate) struct Refused {
 impl UnwindStore {
     /// An empty store that takes at most `max_bytes`.
     pub(crate) fn new(max_bytes: usize) -> impl PinInit<Self, Error> {
+        let staging_max = max_bytes.max(STAGING_MIN);
         // INVARIANT: `current` is null.
         try_pin_init!(Self {
             current: AtomicPtr::new(core::ptr::null_mut()),
@@ -208,7 +294,83 @@ impl UnwindStore {
             tables: AtomicUsize::new(0),
             processes: AtomicUsize::new(0),
             max_bytes,
+            staged: AtomicUsize::new(0),
+            staging_max,
         })
+    }
+
+    /// Counts a write of `len` bytes in the memory writes in flight hold, before it is
+    /// copied in; the count goes down when the returned guard is dropped, once the write is
+    /// done with. Refuses it, before anything is copied:
+    /// - with `ENOSPC` if it is an `ADD_TABLE` of a table not loaded that cannot fit in
+    ///   `unwind_max_kb` now, even with the smallest index its rows can have (one entry);
+    /// - with `ENOSPC` if it is larger than the staging bound (`unwind_max_kb`, or 256 KiB
+    ///   if larger): it could never be copied in;
+    /// - with `EAGAIN` if the writes in flight hold too much for it now.
+    ///
+    /// So the writes in flight hold at most the staging bound together.
+    pub(crate) fn stage(&self, len: usize, what: Staging) -> Result<Staged<'_>, Refused> {
+        if let Staging::Table { key, rows } = what {
+            let least = table_bytes(rows, 1);
+            // Whether the table is loaded is asked (under the mutex) only of a table that
+            // does not fit now.
+            let fits = |now: usize| now.saturating_add(least) <= self.max_bytes;
+            if !fits(self.bytes.load(Ordering::Relaxed)) {
+                let inner = self.inner.lock();
+                let now = self.bytes.load(Ordering::Relaxed);
+                if !fits(now) && inner.find(&key).is_err() {
+                    pr_err!(
+                        "unwind: an ADD_TABLE of {} rows needs {} bytes or more, which would \
+                         pass unwind_max_kb={} ({} bytes in use): refused before its rows \
+                         were read; load memmon with a larger unwind_max_kb\n",
+                        rows,
+                        least,
+                        self.max_bytes / 1024,
+                        now
+                    );
+                    return Err(Refused { error: ENOSPC });
+                }
+            }
+        }
+        if len > self.staging_max {
+            pr_info!(
+                "unwind: refused: a write of {} bytes, more than writes may hold copied in \
+                 ({} bytes: unwind_max_kb={}, or 256 KiB if more)\n",
+                len,
+                self.staging_max,
+                self.max_bytes / 1024
+            );
+            return Err(Refused { error: ENOSPC });
+        }
+        let mut now = self.staged.load(Ordering::Relaxed);
+        loop {
+            if now.saturating_add(len) > self.staging_max {
+                // Not logged at info level: the writer's retries (the loader's, every 10 ms
+                // for up to 5 s) would flood the log; the errno says it.
+                pr_debug!(
+                    "unwind: refused: a write of {} bytes while other writes hold {} bytes \
+                     being copied in (at most {}): try again\n",
+                    len,
+                    now,
+                    self.staging_max
+                );
+                return Err(Refused { error: EAGAIN });
+            }
+            match self.staged.compare_exchange_weak(
+                now,
+                now + len,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Ok(Staged {
+                        store: self,
+                        bytes: len,
+                    })
+                }
+                Err(seen) => now = seen,
+            }
+        }
     }
 
     /// Memory the tables and ranges take now, and the most they may take.
@@ -347,12 +509,18 @@ impl UnwindStore {
                 };
                 stored.push(range, GFP_KERNEL).map_err(oom)?;
             }
+            let tables = stored
+                .windows(2)
+                .filter(|pair| matches!(pair, [a, b] if !Arc::ptr_eq(&a.table, &b.table)))
+                .count()
+                + 1;
             let process = ProcessRanges {
                 tgid,
                 mm,
                 start_time,
                 exec_id,
                 ranges: stored,
+                tables,
             };
             Some(Arc::new(process, GFP_KERNEL).map_err(oom)?)
         };
@@ -383,7 +551,8 @@ impl UnwindStore {
     ) -> Result<(), Refused> {
         // A process that left the watch set since it was resolved is not added.
         let process = process.filter(|p| watch.contains(p.tgid));
-        let added = process.as_ref().map_or(0, |p| p.bytes());
+        let added = process.clone();
+        let added_bytes = process.as_ref().map_or(0, |p| p.bytes());
         let mut freed = 0;
         let mut processes = KVec::new();
         self.with_snapshot(inner, |old| -> Result<(), Refused> {
@@ -410,16 +579,38 @@ impl UnwindStore {
         } else {
             Some(KBox::new(Snapshot { processes }, GFP_KERNEL).map_err(oom)?)
         };
-        if added > freed {
-            self.reserve(inner, added - freed)?;
+        if added_bytes > freed {
+            self.reserve(inner, added_bytes - freed)?;
         } else {
-            self.bytes.fetch_sub(freed - added, Ordering::Relaxed);
+            self.bytes.fetch_sub(freed - added_bytes, Ordering::Relaxed);
         }
         let count = new.as_ref().map_or(0, |s| s.processes.len());
         self.processes.store(count, Ordering::Relaxed);
         let new = new.map_or(core::ptr::null_mut(), KBox::into_raw);
         // INVARIANT: replaced under `inner` (held by the caller, as `inner` shows).
         let old = self.current.swap(new, Ordering::AcqRel);
+        // The tables' range counts follow: the processes of the old snapshot not in the new
+        // one go out of them, the one added comes in.
+        // SAFETY: `old` and `new` are null or live snapshots: only writers, which hold
+        // `inner` as this one does, replace and free them, and `old` is freed below.
+        let (old_ref, new_ref) = unsafe { (old.as_ref(), new.as_ref()) };
+        let kept = |p: &Arc<ProcessRanges>| {
+            new_ref.is_some_and(|new| {
+                new.processes
+                    .binary_search_by_key(&p.tgid, |q| q.tgid)
+                    .ok()
+                    .and_then(|at| new.processes.get(at))
+                    .is_some_and(|q| Arc::ptr_eq(p, q))
+            })
+        };
+        for p in old_ref.iter().flat_map(|old| old.processes.iter()) {
+            if !kept(p) {
+                p.count_in_tables(inner, false);
+            }
+        }
+        if let Some(p) = added {
+            p.count_in_tables(inner, true);
+        }
         if !old.is_null() {
             // SAFETY: Sleeping is allowed here (a write to the file, process context): it
             // returns once every walker that may have read `old` is done.
@@ -450,47 +641,67 @@ impl UnwindStore {
         Ok(())
     }
 
-    /// Lines for the `unwind` file: the tables, then the processes.
-    pub(crate) fn format(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    /// Lines of the `unwind` file's listing from `cursor` on: the tables by key, the
+    /// processes by id, then the total. Formats at most `lines` lines (at most
+    /// [`LISTING_LINES`]) into `out` and moves `cursor` past them. Holds the mutex for just
+    /// that: each line is found by a binary search and made of counts kept up to date, so
+    /// the time a writer can wait behind a reader does not grow with the tables and ranges
+    /// loaded. `out` should have room for `lines` lines of [`LISTING_LINE_MAX`] bytes, so
+    /// that nothing is allocated under the mutex.
+    pub(crate) fn list(
+        &self,
+        cursor: &mut ListingCursor,
+        out: &mut impl Write,
+        lines: usize,
+    ) -> core::fmt::Result {
         let inner = self.inner.lock();
         self.with_snapshot(&inner, |processes| {
-            for table in inner.tables.iter() {
-                out.write_str("table ")?;
-                for byte in table.key {
-                    write!(out, "{byte:02x}")?;
+            for _ in 0..lines.min(LISTING_LINES) {
+                match *cursor {
+                    ListingCursor::Tables { after } => {
+                        let at = after
+                            .map_or(0, |after| inner.tables.partition_point(|t| t.key <= after));
+                        let Some(table) = inner.tables.get(at) else {
+                            *cursor = ListingCursor::Processes { after: 0 };
+                            continue;
+                        };
+                        out.write_str("table ")?;
+                        out.write_str(key_hex(&table.key, &mut [0; 2 * KEY_BYTES]))?;
+                        writeln!(
+                            out,
+                            " rows={} bytes={} ranges={}",
+                            table.rows.len(),
+                            table.bytes(),
+                            table.ranges.load(Ordering::Relaxed)
+                        )?;
+                        *cursor = ListingCursor::Tables {
+                            after: Some(table.key),
+                        };
+                    }
+                    ListingCursor::Processes { after } => {
+                        let at = processes.partition_point(|p| p.tgid <= after);
+                        let Some(p) = processes.get(at) else {
+                            *cursor = ListingCursor::Total;
+                            continue;
+                        };
+                        writeln!(
+                            out,
+                            "process {} ranges={} tables={}",
+                            p.tgid,
+                            p.ranges.len(),
+                            p.tables
+                        )?;
+                        *cursor = ListingCursor::Processes { after: p.tgid };
+                    }
+                    ListingCursor::Total => {
+                        let (bytes, max) = self.memory();
+                        writeln!(out, "total bytes={bytes} max={max}")?;
+                        *cursor = ListingCursor::Done;
+                    }
+                    ListingCursor::Done => break,
                 }
-                let ranges = processes
-                    .iter()
-                    .flat_map(|p| p.ranges.iter())
-                    .filter(|r| Arc::ptr_eq(&r.table, table))
-                    .count();
-                writeln!(
-                    out,
-                    " rows={} bytes={} ranges={}",
-                    table.rows.len(),
-                    table.bytes(),
-                    ranges
-                )?;
             }
-            for p in processes {
-                // Ranges of one object are next to each other: count where the table changes.
-                let tables = p
-                    .ranges
-                    .iter()
-                    .zip(p.ranges.iter().skip(1))
-                    .filter(|(a, b)| !Arc::ptr_eq(&a.table, &b.table))
-                    .count()
-                    + usize::from(!p.ranges.is_empty());
-                writeln!(
-                    out,
-                    "process {} ranges={} tables={}",
-                    p.tgid,
-                    p.ranges.len(),
-                    tables
-                )?;
-            }
-            let (bytes, max) = self.memory();
-            writeln!(out, "total bytes={bytes} max={max}")
+            Ok(())
         })
     }
 
@@ -513,6 +724,23 @@ impl PinnedDrop for UnwindStore {
             drop(unsafe { KBox::from_raw(old) });
         }
     }
+}
+
+/// `key` in lowercase hexadecimal, written into `out`: without `core::fmt`'s machinery for
+/// each byte, as the listing makes many (the time a reader holds the mutex).
+fn key_hex<'a>(key: &Key, out: &'a mut [u8; 2 * KEY_BYTES]) -> &'a str {
+    let digit = |nibble: u8| match nibble {
+        0..=9 => b'0' + nibble,
+        _ => b'a' + (nibble - 10),
+    };
+    let nibbles = key.iter().flat_map(|byte| [byte >> 4, byte & 0xf]);
+    for (at, nibble) in nibbles.enumerate() {
+        if let Some(slot) = out.get_mut(at) {
+            *slot = digit(nibble);
+        }
+    }
+    // Only ASCII digits were written.
+    core::str::from_utf8(out).unwrap_or("")
 }
 
 fn refused(error: Error, why: &str) -> Refused {

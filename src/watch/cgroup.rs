@@ -15,8 +15,12 @@ use kernel::{
 /// Most cgroups watched at once.
 pub(crate) const CGROUPS_MAX: usize = 64;
 
-/// Longest path of a `c:PATH` item, in bytes.
-pub(crate) const CGROUP_PATH_MAX: usize = 1024;
+/// Longest path of a `c:PATH` item, in bytes: the longest the kernel looks up, `PATH_MAX`
+/// bytes with the terminating NUL.
+pub(crate) const CGROUP_PATH_MAX: usize = PATH_MAX - 1;
+
+/// `PATH_MAX` of `linux/limits.h`.
+const PATH_MAX: usize = 4096;
 
 /// A watched cgroup, as the writers see it: the reference, and the path it was first written
 /// with (how `watch-pids` lists it, and a name `-c:` accepts once the path leads elsewhere).
@@ -49,14 +53,18 @@ impl Membership {
 }
 
 /// The cgroup v2 directory at `path` (the PATH of `c:PATH`, in the writer's mount
-/// namespace), with a reference taken.
+/// namespace, and in its cgroup namespace), with a reference taken. Each refusal has an
+/// errno of its own, so that the writer can tell why without the kernel log.
 pub(super) fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
     let invalid = |why| Rejected { error: EINVAL, why };
     if path.first() != Some(&b'/') {
         return Err(invalid("not an absolute path (c:/sys/fs/cgroup/...)"));
     }
     if path.len() > CGROUP_PATH_MAX {
-        return Err(invalid("a path longer than 1024 bytes"));
+        return Err(Rejected {
+            error: ENAMETOOLONG,
+            why: "a path longer than 4095 bytes (PATH_MAX)",
+        });
     }
     if path.contains(&0) {
         return Err(invalid("a NUL byte in the path"));
@@ -66,22 +74,21 @@ pub(super) fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
     bytes.push(0, GFP_KERNEL)?;
     let path = CStr::from_bytes_with_nul(&bytes).map_err(|_| invalid("a NUL byte in the path"))?;
     Cgroup::from_dir(path).map_err(|error| {
-        if error == ENOENT {
-            Rejected {
-                error,
-                why: "no such directory (or a cgroup outside the writer's cgroup namespace)",
-            }
+        let why = if error == ENOENT {
+            "no such directory (or a cgroup outside the writer's cgroup namespace)"
         } else if error == ENOTDIR {
-            invalid("not a directory")
+            "not a directory"
         } else if error == EMEDIUMTYPE {
-            invalid("not a cgroup v2 directory (not in a cgroup2 file system)")
-        } else if error == ELOOP || error == ENAMETOOLONG {
-            invalid("too many symbolic links, or a name too long")
+            "not a cgroup v2 directory (not in a cgroup2 file system)"
+        } else if error == ELOOP {
+            "too many symbolic links"
+        } else if error == ENAMETOOLONG {
+            "a name in the path too long"
+        } else if error == EACCES {
+            "a directory on the path cannot be searched"
         } else {
-            Rejected {
-                error,
-                why: "the path cannot be looked up",
-            }
-        }
+            "the path cannot be looked up"
+        };
+        Rejected { error, why }
     })
 }

@@ -40,7 +40,7 @@ use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
 use core::fmt::Write;
 use kernel::{
     alloc::flags::GFP_KERNEL,
-    alloc::KVec,
+    alloc::{allocator::KVmalloc, KVVec, KVec},
     new_mutex, new_spinlock,
     prelude::*,
     str::BStr,
@@ -52,6 +52,32 @@ use kernel::{
     task::Task,
 };
 use request::{parse_request, plan, Request};
+
+/// Whether a look at a process's cgroup ([`WatchSet::refresh`]) found it in a watched cgroup,
+/// and whether it was watched as a member of one before.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CgroupMember {
+    pub(crate) before: bool,
+    pub(crate) now: bool,
+}
+
+impl CgroupMember {
+    /// Whether the process became watched by cgroup: its `cgroup` line is due.
+    pub(crate) fn joined(self) -> bool {
+        self.now && !self.before
+    }
+}
+
+/// What a fork did to the watch set ([`WatchSet::fork`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Forked {
+    /// Whether the parent is watched (its `fork` line is due).
+    pub(crate) parent_watched: bool,
+    /// Whether the child is watched.
+    pub(crate) child_watched: bool,
+    /// Whether the child is in a watched cgroup (its `cgroup` line is due).
+    pub(crate) child_in_cgroup: bool,
+}
 
 /// The watched processes.
 #[pin_data]
@@ -201,57 +227,62 @@ impl WatchSet {
     /// and its watched bit follow. Serialised with every other change by `membership`, so
     /// that the last look at the process's cgroup decides: a move's probe runs after the
     /// move, so it looks after it, or, if it ran first, this looks after the move.
-    fn refresh(&self, task: &Task) {
+    /// Returns whether the process was and is watched as a member of a watched cgroup.
+    fn refresh(&self, task: &Task) -> CgroupMember {
         // Kernel threads (in the root cgroup) have no user memory to watch.
         if task.is_kernel_thread() || !task.group_alive() {
-            return;
+            return CgroupMember::default();
         }
         let tgid = task.tgid();
-        let (was_watched, watched) = {
+        let (was_watched, watched, member) = {
             let membership = self.membership.lock();
-            let member = membership.has_process(task);
-            self.by_cgroup.update(tgid, member);
-            let watched = member || self.by_pid.contains(tgid);
-            (self.update_watched(tgid, watched), watched)
+            let now = membership.has_process(task);
+            let before = self.by_cgroup.update(tgid, now);
+            let watched = now || self.by_pid.contains(tgid);
+            (
+                self.update_watched(tgid, watched),
+                watched,
+                CgroupMember { before, now },
+            )
         };
         // As for a write that adds a process: it may have exited meanwhile (a fully ordered
         // decrement of `signal->live`; the bit was set with a full barrier), and then its
         // exit probe may have missed the bit.
         if !was_watched && watched && !task.group_alive() {
             self.remove(tgid);
+            return CgroupMember::default();
         }
+        member
     }
 
     /// A process was moved to another cgroup (`cgroup_attach_task`, fired after the move):
     /// it is watched by cgroup from now on if that is a watched one or below one, and no
-    /// longer if it is not.
-    pub(crate) fn moved(&self, task: &Task) {
+    /// longer if it is not. Returns whether it is in a watched cgroup after the move.
+    pub(crate) fn moved(&self, task: &Task) -> bool {
         // After the move, against a write adding a cgroup (its count, then its walk): either
         // this sees the count, or the walk sees the process where it was moved to.
         smp_mb(Full);
-        if self.cgroups_watched() {
-            self.refresh(task);
-        }
+        self.cgroups_watched() && self.refresh(task).now
     }
 
-    /// At exec (`begin_new_exec`): whether the current process is watched, by cgroup too.
-    pub(crate) fn exec_current(&self) -> bool {
+    /// At exec (`begin_new_exec`): whether the current process is watched, by cgroup too;
+    /// and whether it just became watched as a member of a watched cgroup.
+    pub(crate) fn exec_current(&self) -> (bool, bool) {
         if self.contains_current() {
-            return true;
+            return (true, false);
         }
         if !self.cgroups_watched() {
-            return false;
+            return (false, false);
         }
-        self.refresh(kernel::current!());
-        self.contains_current()
+        let member = self.refresh(kernel::current!());
+        (self.contains_current(), member.joined())
     }
 
     /// Process `parent` forked the new process `child`: if the parent is watched and
     /// followed, the child is watched too, and so it is if it is in a watched cgroup (its
-    /// parent's, or the one `clone3(CLONE_INTO_CGROUP)` put it in). Returns `None` if the
-    /// parent is not watched, else whether the child is watched. `child` is the new task of
-    /// the `sched_process_fork` tracepoint, a thread group leader.
-    pub(crate) fn fork(&self, parent: i32, child: &Task) -> Option<bool> {
+    /// parent's, or the one `clone3(CLONE_INTO_CGROUP)` put it in). `child` is the new task
+    /// of the `sched_process_fork` tracepoint, a thread group leader.
+    pub(crate) fn fork(&self, parent: i32, child: &Task) -> Forked {
         // Fully ordered before the look at the parent's bit, against `if_empty`, which reads
         // the bits and then this count: either it sees this fork in progress, or this fork
         // sees the parent's bit as it was when the set was found empty (clear, since
@@ -264,13 +295,19 @@ impl WatchSet {
         if follow {
             self.add(child_tgid, true);
         }
-        if self.cgroups_watched() {
-            self.refresh(child);
-        }
+        let member = if self.cgroups_watched() {
+            self.refresh(child)
+        } else {
+            CgroupMember::default()
+        };
         let child_watched = self.contains(child_tgid);
         // After the child's bit (`add` sets it fully ordered, `refresh` under the lock).
         self.forks_in_progress.fetch_add(-1, Full);
-        watched.then_some(child_watched)
+        Forked {
+            parent_watched: watched,
+            child_watched,
+            child_in_cgroup: member.now,
+        }
     }
 
     /// Notes that the last thread of watched process `tgid` has started to exit.
@@ -326,8 +363,10 @@ impl WatchSet {
     }
 
     /// Watches `cgroup` (as the writers' `cgroups` already do): adds it to the probes' list,
-    /// then watches every process in it or below it.
-    fn add_cgroup(&self, cgroup: Cgroup) {
+    /// then watches every process in it or below it, calling `joined` with each one that
+    /// became watched as a member of a watched cgroup (under the RCU read lock: it must not
+    /// sleep).
+    fn add_cgroup(&self, cgroup: Cgroup, joined: &mut impl FnMut(&Task)) {
         {
             let mut membership = self.membership.lock();
             // Room for it: a write adds no more than `CGROUPS_MAX` (checked as it is parsed).
@@ -342,8 +381,8 @@ impl WatchSet {
             self.cgroup_count.fetch_add(1, Full);
         }
         for_each_process(|task| {
-            if cgroup.has_process(task) {
-                self.refresh(task);
+            if cgroup.has_process(task) && self.refresh(task).joined() {
+                joined(task);
             }
         });
     }
@@ -415,8 +454,14 @@ impl WatchSet {
     /// not exist, `ENOSPC` for a cgroup beyond [`CGROUPS_MAX`], or with the error of
     /// `before_adding`, which runs (once every item is checked) before a write that adds a
     /// process or a cgroup applies (told whether it adds a cgroup), and sees no concurrent
-    /// [`Self::if_empty`].
-    pub(crate) fn apply(&self, input: &[u8], before_adding: impl FnOnce(bool) -> Result) -> Result {
+    /// [`Self::if_empty`]. `joined` is called with every process that a cgroup added
+    /// makes watched as its member (under the RCU read lock: it must not sleep).
+    pub(crate) fn apply(
+        &self,
+        input: &[u8],
+        before_adding: impl FnOnce(bool) -> Result,
+        mut joined: impl FnMut(&Task),
+    ) -> Result {
         // Held from resolving the numbers to applying them, so that each write applies as a
         // whole and in the order writes were made.
         let mut cgroups = self.update.lock();
@@ -459,13 +504,18 @@ impl WatchSet {
             before_adding(adds_cgroup)?;
         }
         for request in requests {
-            self.apply_request(&mut cgroups, request);
+            self.apply_request(&mut cgroups, request, &mut joined);
         }
         Ok(())
     }
 
     /// Applies one checked item of a write; `cgroups` is the writers' list, its lock held.
-    fn apply_request(&self, cgroups: &mut KVec<WatchedCgroup>, request: Request) {
+    fn apply_request(
+        &self,
+        cgroups: &mut KVec<WatchedCgroup>,
+        request: Request,
+        joined: &mut impl FnMut(&Task),
+    ) {
         match request {
             Request::Add { process, follow } => {
                 self.add(process.tgid(), follow);
@@ -495,7 +545,7 @@ impl WatchSet {
                 };
                 // Room for it: `plan` kept the list within its capacity.
                 if cgroups.push_within_capacity(watched).is_ok() {
-                    self.add_cgroup(cgroup);
+                    self.add_cgroup(cgroup, joined);
                 }
             }
             Request::RemoveCgroup { key: Some(key) } => {
@@ -511,10 +561,12 @@ impl WatchSet {
     /// The watched set as text: a line of the watched processes, sorted, consecutive pids as
     /// ranges, `3000,3005-3007\n` (by pid or by cgroup), then a line `c:PATH` for each
     /// watched cgroup, in the order they were added.
-    pub(crate) fn format(&self) -> Result<KVec<u8>> {
+    /// The text is in a [`KVVec`]: 64 cgroup paths of up to 4 095 bytes make 256 KiB, more
+    /// than a contiguous allocation should be asked for.
+    pub(crate) fn format(&self) -> Result<KVVec<u8>> {
         let mut cgroups = self.update.lock();
         self.prune(&mut cgroups);
-        let mut out = ByteWriter(KVec::new());
+        let mut out = ByteWriter(KVVec::new());
         let mut range: Option<(usize, usize)> = None;
         let mut result = Ok(());
         self.watched.for_each(|pid| {
@@ -544,7 +596,7 @@ impl WatchSet {
 /// Most bytes of a rejected item the kernel log shows.
 const SHOWN_MAX: usize = 64;
 
-fn write_range(out: &mut ByteWriter, (first, last): (usize, usize)) -> core::fmt::Result {
+fn write_range(out: &mut ByteWriter<KVmalloc>, (first, last): (usize, usize)) -> core::fmt::Result {
     if !out.0.is_empty() {
         out.write_str(",")?;
     }

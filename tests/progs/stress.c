@@ -75,7 +75,7 @@ static int storm(int threads, double seconds)
 #define PID_LIMIT (4 * 1024 * 1024)
 #define LIVE 12
 #define DEAD 32
-#define WRITE_MAX 4096
+#define WRITE_MAX 8192
 
 /* The model: watched pids with their follow flag (only pids this program knows). */
 struct entry {
@@ -373,7 +373,7 @@ static int fuzz(long count, unsigned int seed)
 			memset(buf, ' ', len);
 			sprintf(buf, "%d", self);
 			buf[strlen(buf)] = ' ';
-			check("a write over 4096 bytes", write_watch(buf, len), EINVAL);
+			check("a write over 8192 bytes", write_watch(buf, len), EINVAL);
 			continue;
 		}
 		if (r < 10) {

@@ -20,18 +20,19 @@ try "negative zero" "-0" "Invalid argument"
 try "empty" " " "Invalid argument"
 expect_match "dmesg says why" "$(dmesg | grep 'watch-pids: rejected' | head -n 1)" "rejected 'abc': not a pid"
 expect_match "dmesg names the missing process" "$(dmesg | grep 'no such process' | head -n 1)" "rejected '99999': no such process"
-# 4096 bytes are accepted, 4097 refused
-head -c 4095 /dev/zero | tr '\0' ' ' > /tmp/w4096 && echo >> /tmp/w4096
-printf '3' | dd of=/tmp/w4096 conv=notrunc 2>/dev/null
-expect_eq "a 4096-byte write" "$(wc -c < /tmp/w4096)" 4096
-cat /tmp/w4096 > $w || fail "a 4096-byte write was refused"
-expect_eq "after the 4096-byte write" "$(cat $w)" "1-3"
+# 8192 bytes are accepted (room for the longest cgroup path, twice), 8193 refused
+head -c 8191 /dev/zero | tr '\0' ' ' > /tmp/w8192 && echo >> /tmp/w8192
+printf '3' | dd of=/tmp/w8192 conv=notrunc 2>/dev/null
+expect_eq "an 8192-byte write" "$(wc -c < /tmp/w8192)" 8192
+# (dd: one write; cat may write in 4 KiB pieces)
+dd if=/tmp/w8192 of=$w bs=16384 2>/dev/null || fail "an 8192-byte write was refused"
+expect_eq "after the 8192-byte write" "$(cat $w)" "1-3"
 echo "-3" > $w
 kmsg_mark
-head -c 4096 /dev/zero | tr '\0' ' ' > /tmp/w4097 && echo >> /tmp/w4097
-if cat /tmp/w4097 > $w 2>/dev/null; then fail "a 4097-byte write was accepted"; fi
-expect_eq "set unchanged after 4097 bytes" "$(cat $w)" "1-2"
-expect_match "dmesg on 4097 bytes" "$(kmsg_new)" "memmon: watch-pids: rejected a write of 4097 bytes"
+head -c 8192 /dev/zero | tr '\0' ' ' > /tmp/w8193 && echo >> /tmp/w8193
+if dd if=/tmp/w8193 of=$w bs=16384 2>/dev/null; then fail "an 8193-byte write was accepted"; fi
+expect_eq "set unchanged after 8193 bytes" "$(cat $w)" "1-2"
+expect_match "dmesg on 8193 bytes" "$(kmsg_new)" "memmon: watch-pids: rejected a write of 8193 bytes \\(at most 8192\\)"
 # not root: the file is 0600 root
 if /progs/asuser 65534 sh -c "echo 3 > $w" 2>/tmp/err; then fail "a non-root write was accepted"; fi
 expect_match "non-root error" "$(cat /tmp/err)" "Permission denied"

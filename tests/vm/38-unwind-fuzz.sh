@@ -1,4 +1,4 @@
-# 10 000 invalid writes to /proc/memmon/unwind (memmon-unwind's fuzz cases: truncated,
+# 20 000 invalid writes to /proc/memmon/unwind (memmon-unwind's fuzz cases: truncated,
 # wrong magic, version or length, huge counts, unsorted or overlapping rows and ranges, bad
 # rules, unknown keys, a process not watched), after one valid ADD_TABLE: each is refused
 # with its errno (EINVAL, ENOENT, ESRCH), the file (root-only) reads the same before and
@@ -12,8 +12,8 @@ sleep 1000 &
 unwatched=$!
 echo $watched > /proc/memmon/watch-pids || fail "watching"
 expect_eq "unwind mode" "$(stat -c %a /proc/memmon/unwind)" 600
-out=$(/progs/unwind-fuzz $watched $unwatched 10000 7) || fail "fuzz: $out"
-expect_eq "fuzz result" "$out" "cases=10000 refused=10000 wrong=0 unchanged=yes"
+out=$(/progs/unwind-fuzz $watched $unwatched 20000 7) || fail "fuzz: $out"
+expect_eq "fuzz result" "$out" "cases=20000 refused=20000 wrong=0 unchanged=yes"
 expect_eq "tables after the fuzz" "$(grep -c '^table ' /proc/memmon/unwind)" 1
 expect_match "stats" "$(cat /proc/memmon/stats)" 'unwind_tables 1'
 expect_match "stats memory (17 rows, 17 index entries)" "$(cat /proc/memmon/stats)" 'memory_unwind 268$'

@@ -484,7 +484,46 @@ fn report_text_and_errors() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("RSS tree"), "{stdout}");
     assert!(stdout.contains("alloc_sites+0x"), "{stdout}");
-    assert!(stdout.contains("/tmp/alloc_sites.table"), "{stdout}");
+    // The peak by default, the end in the same line; the table file came after the peak.
+    assert_eq!(
+        stdout.lines().nth(1),
+        Some("at the peak, 826 ms: resident 11.7 MiB (anon 11.1 MiB, file 652 KiB, shmem 0 B), swapped 0 B, mapped 12.0 MiB; at the end: 5.7 MiB (--at end)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("/tmp/alloc_sites.table"), "{stdout}");
+    let (code, peak, _) = run(memmon()
+        .args(["report", "--top", "3", "--at", "peak"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!((code, peak.as_str()), (0, stdout.as_str()));
+    let (code, end, stderr) = run(memmon()
+        .args(["report", "--top", "3", "--at", "end"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(end.lines().nth(1).unwrap().starts_with("at the end (each process's last state before it released its memory): resident 5.7 MiB "), "{end}");
+    assert!(end.contains("/tmp/alloc_sites.table"), "{end}");
+    for (at, error) in [
+        ("nope", "memmon: error: no mark \"nope\" in the capture (marks: \"start\", \"after-keep\", \"after-scratch\", \"after-table\", \"after-reheat\", \"end\")\n"),
+        ("9s", "memmon: error: --at 9.0 s: the capture ends 2.2 s after its start\n"),
+    ] {
+        let (code, _, stderr) = run(memmon()
+            .args(["report", "--at", at])
+            .arg(report_fixture("base.cap")));
+        assert_eq!((code, stderr.as_str()), (1, error));
+    }
+    let (code, stdout, _) = run(memmon()
+        .args(["report", "--at", "1500ms"])
+        .arg(report_fixture("base.cap")));
+    assert_eq!(code, 0);
+    assert!(
+        stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("at 1.5 s: resident "),
+        "{stdout}"
+    );
+    let (_, help, _) = run(memmon().args(["report", "--help"]));
+    assert!(help.contains("--at <peak|end|MARK|TIME>"), "{help}");
     let (code, _, stderr) = run(memmon().args(["report", "/nonexistent/cap"]));
     assert_eq!(code, 1);
     assert!(

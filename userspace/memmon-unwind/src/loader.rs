@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::compile::{compile, Table};
 use crate::key::{key_for_object, FileId, Key};
@@ -39,7 +40,9 @@ impl<T: UnwindSink + ?Sized> UnwindSink for &mut T {
     }
 }
 
-/// `/proc/memmon/unwind`, open for writing.
+/// `/proc/memmon/unwind`, open for writing. A command the module refuses with `EAGAIN`
+/// (other writes being copied in hold the memory it needs) is written again, for 5 s at
+/// most.
 #[derive(Debug)]
 pub struct UnwindFile {
     file: File,
@@ -53,9 +56,26 @@ impl UnwindFile {
     }
 }
 
+/// How long a write the module refuses with `EAGAIN` (other writes hold the memory it would
+/// be copied into: docs/unwind.md) is tried again, every [`RETRY_EVERY`].
+const RETRY_FOR: Duration = Duration::from_secs(5);
+/// See [`RETRY_FOR`].
+const RETRY_EVERY: Duration = Duration::from_millis(10);
+
 impl UnwindSink for UnwindFile {
     fn write_command(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let written = self.file.write(bytes)?;
+        let start = Instant::now();
+        let written = loop {
+            match self.file.write(bytes) {
+                Err(error)
+                    if error.raw_os_error() == Some(libc_errno::EAGAIN)
+                        && start.elapsed() < RETRY_FOR =>
+                {
+                    std::thread::sleep(RETRY_EVERY)
+                }
+                result => break result?,
+            }
+        };
         if written != bytes.len() {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,

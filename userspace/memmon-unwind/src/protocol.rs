@@ -28,6 +28,12 @@ pub const ADD_TABLE_FIXED: usize = HEADER_BYTES + KEY_BYTES + 8;
 pub const SET_MAPS_FIXED: usize = HEADER_BYTES + 8;
 /// Bytes of a `DROP_TABLE`.
 pub const DROP_TABLE_BYTES: usize = HEADER_BYTES + KEY_BYTES;
+/// Bytes of a write the module reads before the rest: the header, and an `ADD_TABLE`'s key
+/// and counts.
+pub const PREFIX_BYTES: usize = ADD_TABLE_FIXED;
+/// Writes in flight may hold at least this much copied in together in the module, whatever
+/// `unwind_max_kb` is ([`KernelModel::staging_max`]).
+pub const STAGING_MIN: usize = 256 * 1024;
 
 /// The command numbers of the header.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -266,6 +272,26 @@ pub enum Invalid {
     DropTableSize,
 }
 
+impl Invalid {
+    /// Whether the module finds it in a write's first [`PREFIX_BYTES`] (its header and
+    /// counts, checked against its size), which it reads before the rest: such a write is
+    /// refused before any memory check; the others (rows and ranges) after them.
+    pub fn in_prefix(&self) -> bool {
+        !matches!(
+            self,
+            Invalid::RowRule
+                | Invalid::RspCfa
+                | Invalid::RbpCfa
+                | Invalid::BareRow
+                | Invalid::RbpSlot
+                | Invalid::RowsOrder
+                | Invalid::LastRow
+                | Invalid::EmptyRange
+                | Invalid::RangesOrder
+        )
+    }
+}
+
 /// Why the module refuses a write, with the errno it returns.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
 pub enum Reject {
@@ -278,7 +304,8 @@ pub enum Reject {
     /// `ESRCH`: a `SET_MAPS` of a process that does not exist or is not watched.
     #[error("a process not watched")]
     NotWatched,
-    /// `ENOSPC`: the table memory would pass `unwind_max_kb`.
+    /// `ENOSPC`: the table memory would pass `unwind_max_kb`, or the write is larger than
+    /// writes may copy in ([`KernelModel::staging_max`]).
     #[error("the table memory would pass unwind_max_kb")]
     NoSpace,
     /// `EBUSY`: a `DROP_TABLE` of a table that ranges still use (the module's behaviour;
@@ -306,6 +333,8 @@ pub mod libc_errno {
     pub const ENOENT: i32 = 2;
     /// No such process.
     pub const ESRCH: i32 = 3;
+    /// Try again.
+    pub const EAGAIN: i32 = 11;
     /// Device or resource busy.
     pub const EBUSY: i32 = 16;
     /// Invalid argument.
@@ -587,10 +616,38 @@ impl KernelModel {
         tables + processes
     }
 
-    /// Takes one write: validates it in full, then applies it, or refuses it and changes
-    /// nothing.
+    /// The largest write the module copies in: `unwind_max_kb`, or [`STAGING_MIN`] if
+    /// larger (writes in flight together may hold that much; this model has one at a
+    /// time).
+    pub fn staging_max(&self) -> usize {
+        self.max_bytes.max(STAGING_MIN)
+    }
+
+    /// Takes one write the way the module does: its header and counts ([`Invalid::in_prefix`]),
+    /// then, for an `ADD_TABLE` of a table not loaded, whether the table can fit with the
+    /// smallest index (one entry), and whether the write can be copied in at all, both
+    /// before its rows are read; then the rest, in full; then applies it, or refuses it and
+    /// changes nothing.
     pub fn apply(&mut self, bytes: &[u8]) -> Result<Command, Reject> {
-        let command = decode(bytes)?;
+        let decoded = decode(bytes);
+        if let Err(invalid) = decoded {
+            if invalid.in_prefix() {
+                return Err(invalid.into());
+            }
+        }
+        if u16_at(bytes, 6) == CommandCode::AddTable as u16
+            && !self.tables.contains_key(&key_at(bytes, HEADER_BYTES))
+        {
+            let rows = u32_at(bytes, HEADER_BYTES + KEY_BYTES) as usize;
+            let least = TABLE_OVERHEAD + rows * ROW_BYTES + INDEX_ENTRY_BYTES;
+            if self.bytes().saturating_add(least) > self.max_bytes {
+                return Err(Reject::NoSpace);
+            }
+        }
+        if bytes.len() > self.staging_max() {
+            return Err(Reject::NoSpace);
+        }
+        let command = decoded?;
         match &command {
             Command::AddTable { key, rows } => {
                 if self.tables.contains_key(key) {
@@ -780,5 +837,37 @@ mod tests {
         model.max_bytes = 100;
         assert_eq!(model.apply(&table), Err(Reject::NoSpace));
         assert_eq!(Reject::NoSpace.errno(), 28);
+    }
+
+    /// A table that cannot fit is refused for its memory before its rows are read (so even
+    /// with bad rows); one that fits is refused for its bad rows; a write larger than the
+    /// module copies in is refused for its size, even of a table loaded.
+    #[test]
+    fn model_refuses_memory_before_rows() {
+        let mut model = KernelModel::new();
+        let key = Key([2; 16]);
+        let mut bad = rows();
+        bad[0].cfa = 0;
+        let bad_table = encode_add_table(&key, &bad);
+        assert_eq!(
+            model.apply(&bad_table),
+            Err(Reject::Invalid(Invalid::RspCfa))
+        );
+        model.max_bytes = TABLE_OVERHEAD + bad.len() * ROW_BYTES + INDEX_ENTRY_BYTES - 1;
+        assert_eq!(model.apply(&bad_table), Err(Reject::NoSpace));
+        // A bad header is still refused first.
+        let mut short = bad_table.clone();
+        short.truncate(HEADER_BYTES + 4);
+        assert_eq!(model.apply(&short), Err(Reject::Invalid(Invalid::Length)));
+
+        let mut model = KernelModel::new();
+        model.max_bytes = 1024;
+        let big: Vec<Row> = (0..STAGING_MIN / ROW_BYTES)
+            .map(|i| Row::bare(0x1000 + 16 * i as u32, Rule::NoInfo))
+            .collect();
+        assert_eq!(
+            model.apply(&encode_add_table(&key, &big)),
+            Err(Reject::NoSpace)
+        );
     }
 }

@@ -42,6 +42,38 @@ fn the_module_parser_agrees_with_the_crate_on_every_fuzz_case() {
     assert!(format_errors > 5_000, "only {format_errors} format cases");
 }
 
+/// The module refuses a write from its first bytes (`parse_prefix`, before it copies the
+/// rest in) for exactly the reasons the crate finds there (`Invalid::in_prefix`), with the
+/// same text as its whole-write parser, and accepts the prefix of every other write.
+#[test]
+fn the_module_prefix_parser_refuses_what_the_crate_finds_in_a_prefix() {
+    let context = FuzzContext::new(100, 200);
+    let mut writes: Vec<(Vec<u8>, Option<Reject>)> = context
+        .setup_writes()
+        .into_iter()
+        .map(|write| (write, None))
+        .collect();
+    writes.extend(
+        generate(11, 10_000, &context)
+            .into_iter()
+            .map(|case| (case.bytes, Some(case.reject))),
+    );
+    let mut prefix_errors = 0;
+    for (i, (bytes, reject)) in writes.iter().enumerate() {
+        let prefix = &bytes[..bytes.len().min(format::PREFIX_BYTES)];
+        let parsed = format::parse_prefix(prefix, bytes.len());
+        match reject {
+            Some(Reject::Invalid(invalid)) if invalid.in_prefix() => {
+                prefix_errors += 1;
+                let why = parsed.expect_err("the prefix parser accepts it");
+                assert_eq!(format::parse(bytes).err(), Some(why), "case {i}");
+            }
+            _ => assert!(parsed.is_ok(), "case {i}: {:?}", parsed.err()),
+        }
+    }
+    assert!(prefix_errors > 2_000, "only {prefix_errors} prefix cases");
+}
+
 /// The module reads the index shape of a write's rows from its first and last row alone:
 /// the same as from all of them.
 #[test]

@@ -60,6 +60,10 @@ const VALID: &[&str] = &[
     "20.100000000 4242/4242 gen n=3 armed=4096",
     "20.100000100 4242/4243 fault type=access access=R addr=0x7f0000003010 ip=0x401136 gen=3",
     "20.100000200 4242/4242 fault type=access access=W addr=0x7f0000200000 ip=0x401136 huge=1 gen=3 stack=0x401136,0x401200",
+    // The cgroup of a process watched by cgroup: a path, the root, a long one cut at its start.
+    "21.000000000 5000/5000 cgroup id=4242 path=/system.slice/foo.service",
+    "21.000000001 5001/5001 cgroup id=1 path=/",
+    "21.000000002 5002/5002 cgroup id=77 path=...aaaa/bbbb/ctr\\x20x",
 ];
 
 /// Keys that may be absent.
@@ -153,7 +157,7 @@ fn garbage_values_are_named() {
                     // digits are ordinary text.
                     Ok(_)
                         if garbage != "\\q!"
-                            && ["text", "comm", "filename", "file"].contains(&key) => {}
+                            && ["text", "comm", "filename", "file", "path"].contains(&key) => {}
                     other => panic!("{text}: {other:?}"),
                 }
             }
@@ -717,6 +721,42 @@ fn access_sampling_lines() {
         "20.100000000 4242/4242 gen armed=1",
         "20.100000000 4242/4242 gen n=-1 armed=1",
         "20.100000000 4242/4242 fault type=access access=R addr=0x1 ip=0x2 gen=0x3",
+    ] {
+        assert!(parse_line(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn cgroup_lines_name_the_cgroup() {
+    let event = parse_line(VALID[50]).unwrap();
+    assert_eq!((event.pid, event.tid), (5000, 5000));
+    let EventKind::Cgroup { id, ref path } = event.kind else {
+        panic!("not a cgroup line: {:?}", event.kind)
+    };
+    assert_eq!(id, 4242);
+    assert_eq!(path.to_string_lossy(), "/system.slice/foo.service");
+    assert!(!event.kind.is_syscall());
+    assert!(!event.kind.may_have_stack());
+    assert_eq!(
+        serde_json::to_value(&event).unwrap(),
+        serde_json::json!({"time": "21.000000000", "pid": 5000, "tid": 5000,
+                           "kind": "cgroup", "id": 4242, "path": "/system.slice/foo.service"})
+    );
+    assert_eq!(
+        event.human().to_string(),
+        "5000: in cgroup /system.slice/foo.service (id 4242)"
+    );
+    // A path cut at its start keeps its `...`, and escapes decode.
+    let cut = parse_line(VALID[52]).unwrap();
+    let EventKind::Cgroup { ref path, .. } = cut.kind else {
+        panic!("not a cgroup line")
+    };
+    assert_eq!(path.to_string_lossy(), "...aaaa/bbbb/ctr x");
+    for bad in [
+        "21.000000000 5000/5000 cgroup path=/a",
+        "21.000000000 5000/5000 cgroup id=4242",
+        "21.000000000 5000/5000 cgroup id=-1 path=/a",
+        "21.000000000 5000/5000 cgroup id=0x10 path=/a",
     ] {
         assert!(parse_line(bad).is_err(), "{bad}");
     }

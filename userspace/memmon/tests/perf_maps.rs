@@ -3,7 +3,7 @@
 //! same addresses). A forked child runs its parent's code until it execs: the parent's
 //! map names it then, not after the exec. A process without a map shows the address.
 
-use memmon::report::{prepare, ReportOptions};
+use memmon::report::{prepare, Moment, ReportOptions};
 
 /// Processes 400 and 500 ran different code at the same address, 0x7f0000100000, each
 /// naming it in its own map; 600 ran code there too and has no map; 401, a fork of 400,
@@ -43,7 +43,13 @@ fn sites(capture: &str, name: &str) -> Vec<(String, u64)> {
         std::process::id()
     ));
     std::fs::write(&path, capture).unwrap();
-    let prepared = prepare(std::slice::from_ref(&path), &ReportOptions::default()).unwrap();
+    // At the end: after 402's exec (at the peak, its fork, 402 still holds copies of
+    // 400's pages, named by 400's map).
+    let options = ReportOptions {
+        at: Some(Moment::End),
+        ..ReportOptions::default()
+    };
+    let prepared = prepare(std::slice::from_ref(&path), &options).unwrap();
     let _ = std::fs::remove_file(&path);
     let mut sites: Vec<(String, u64)> = prepared
         .view

@@ -15,7 +15,7 @@ use memmon::report::model::replay::CounterSource;
 use memmon::report::model::timeline::Slicing;
 use memmon::report::output::profile_proto::Profile;
 use memmon::report::view::memory::{Lifetime, SiteRow, View};
-use memmon::report::{prepare, report, Format, ReportOptions};
+use memmon::report::{prepare, report, Format, Moment, ReportOptions};
 use prost::Message;
 
 const MIB: u64 = 1 << 20;
@@ -80,9 +80,53 @@ fn within_a_page(got: u64, want: u64) -> bool {
     got.abs_diff(want) <= PAGE
 }
 
+/// By default the report shows the peak: scratch()'s 8 MiB with keep_cache()'s 3 MiB,
+/// before load_table() and reheat() ran; the end (5.7 MiB) is in the header.
+#[test]
+fn shows_the_peak_by_default() {
+    let view = view_of(&["base.cap"], &options());
+    assert_eq!(view.shown.moment, "peak");
+    assert_eq!(view.shown.moment_label, "the peak, 826 ms");
+    assert_eq!(view.shown.moment_when[0].time.to_string(), "3.377804640");
+    assert_eq!(view.totals.resident(), 12_308_480);
+    assert_eq!(view.shown.peak.resident, 12_308_480);
+    assert_eq!(view.shown.end.resident, 6_021_120);
+    let top: Vec<(&str, u64)> = view
+        .sites
+        .iter()
+        .take(2)
+        .map(|row| (row.function(), row.resident))
+        .collect();
+    // Less the page of each chunk's header, which malloc wrote itself.
+    assert_eq!(
+        top,
+        [("scratch", 8 * MIB - PAGE), ("keep_cache", 3 * MIB - PAGE)]
+    );
+    // scratch's memory was released before the end: temporary, whatever the moment.
+    assert_eq!(site(&view, "scratch").lifetime, Lifetime::Temporary);
+    assert_eq!(site(&view, "load_table").resident, 0);
+    assert_eq!(site(&view, "reheat").resident, 0);
+    let at_end = view_of(
+        &["base.cap"],
+        &ReportOptions {
+            at: Some(Moment::End),
+            ..options()
+        },
+    );
+    assert_eq!(at_end.totals.resident(), 6_021_120);
+    assert_eq!(site(&at_end, "scratch").resident, 0);
+}
+
+/// At the end: what each phase left.
 #[test]
 fn names_the_functions_with_their_byte_counts() {
-    let view = view_of(&["base.cap"], &options());
+    let view = view_of(
+        &["base.cap"],
+        &ReportOptions {
+            at: Some(Moment::End),
+            ..options()
+        },
+    );
     let keep = site(&view, "keep_cache");
     assert!(
         within_a_page(keep.resident, 3 * MIB),
@@ -167,7 +211,7 @@ fn warns_on_a_capture_that_started_after_the_allocations() {
 #[test]
 fn at_a_mark() {
     let options = ReportOptions {
-        at: Some("after-keep".to_owned()),
+        at: Some(Moment::parse("after-keep")),
         ..options()
     };
     let view = view_of(&["base.cap"], &options);
@@ -177,7 +221,7 @@ fn at_a_mark() {
         .iter()
         .all(|row| row.function() != "reheat" || row.resident == 0));
     let bad = ReportOptions {
-        at: Some("nope".to_owned()),
+        at: Some(Moment::parse("nope")),
         ..ReportOptions::default()
     };
     let error = prepare(&[fixture("base.cap")], &bad)
@@ -297,8 +341,12 @@ fn folded_and_svg() {
         }
         buffer.clear();
     }
-    for name in ["keep_cache", "load_table", "reheat"] {
+    // At the peak: keep_cache and scratch; load_table and reheat ran after it.
+    for name in ["keep_cache", "scratch"] {
         assert!(texts.contains(name), "{name} not in the SVG");
+    }
+    for name in ["load_table", "reheat"] {
+        assert!(!texts.contains(name), "{name} in the SVG");
     }
 }
 

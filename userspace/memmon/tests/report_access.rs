@@ -11,11 +11,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memmon::report::model::timeline::Slicing;
 use memmon::report::symbolize::short_name::Naming;
 use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::access::{build, AccessView};
-use memmon::report::{analyze, report, Format, ReportOptions};
+use memmon::report::{analyze, report, Format, ReplayOptions, ReportOptions};
 
 const PID: u32 = 4242;
 const BASE: u64 = 0x7f3a_c000_0000;
@@ -154,7 +153,7 @@ fn capture() -> PathBuf {
 }
 
 fn access_view(cold: u64) -> AccessView {
-    let analysis = analyze(&[capture()], Slicing::Every(1_000_000_000)).unwrap();
+    let analysis = analyze(&[capture()], ReplayOptions::default()).unwrap();
     let symbols = Symbols::new(
         &analysis.sites,
         &SymbolOptions {

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use memmon::report::symbolize::symbols::{FrameInfo, SymbolOptions};
-use memmon::report::{prepare, symbolize_capture, ReportOptions};
+use memmon::report::{prepare, symbolize_capture, Moment, ReportOptions};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -97,9 +97,10 @@ fn put(from: &str, to: &Path) {
     std::fs::copy(files().join(from), to).unwrap();
 }
 
-/// Every site's frames (innermost first) and resident bytes, in the report's order, and
-/// the symbol warnings about /host/alloc_sites (the capture's /usr/bin/memmon, the
-/// recorder before its exec, is not in the test's roots).
+/// Every site's frames (innermost first) and resident bytes at the end (what the program
+/// kept: keep_cache, reheat and load_table lead), in the report's order, and the symbol
+/// warnings about /host/alloc_sites (the capture's /usr/bin/memmon, the recorder before its
+/// exec, is not in the test's roots).
 fn report(sysroot: &Path, debug_dirs: &[PathBuf]) -> (Vec<(Vec<FrameInfo>, u64)>, Vec<String>) {
     report_of(&fixture("base.cap"), sysroot, debug_dirs)
 }
@@ -112,6 +113,7 @@ fn report_of(
     let options = ReportOptions {
         sysroot: Some(sysroot.to_path_buf()),
         debug_dirs: debug_dirs.to_vec(),
+        at: Some(Moment::End),
         ..ReportOptions::default()
     };
     let view = prepare(&[capture.to_path_buf()], &options).unwrap().view;

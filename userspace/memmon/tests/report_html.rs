@@ -109,7 +109,13 @@ fn html_page_in_headless_chromium() {
     assert!(dom.contains(">after-keep</text>"));
     assert!(dom.contains("id=\"counters\""));
     assert!(dom.contains("class=\"spike\""));
-    // Flame graphs (in srcdoc frames) with the functions.
+    // The moment shown first: the peak, with the end.
+    assert!(
+        dom.contains("<p id=\"moment\">At <b>the peak, 826 ms</b>: resident <b>11.7 MiB</b> (anon 11.1 MiB, file 652 KiB, shmem 0 B), mapped 12.0 MiB; at the end: 5.7 MiB. 3422 events, process 60;"),
+        "the moment's paragraph"
+    );
+    // Flame graphs (in srcdoc frames) with the functions at the peak (load_table and
+    // reheat ran after it).
     let flame = dom
         .find("id=\"flame-resident\"")
         .expect("the resident flame graph");
@@ -117,9 +123,13 @@ fn html_page_in_headless_chromium() {
         ..dom[flame..]
             .find("</iframe>")
             .map_or(dom.len(), |e| flame + e)];
-    for name in ["keep_cache", "load_table", "reheat"] {
+    for name in ["keep_cache", "scratch"] {
         assert!(frame.contains(name), "{name} not in the flame graph");
     }
+    assert!(
+        !frame.contains("load_table"),
+        "load_table in the peak's flame graph"
+    );
     assert!(dom.contains("id=\"flame-faults\"") && dom.contains("id=\"flame-swapin\""));
     // The tables, with byte counts.
     let sites = &dom[dom.find("id=\"sites\"").expect("the sites table")..];
@@ -128,10 +138,15 @@ fn html_page_in_headless_chromium() {
         sites.contains("data-v=\"3141632\""),
         "keep_cache's 3 MiB - 1 page"
     );
+    assert!(
+        sites.contains("data-v=\"8384512\""),
+        "scratch's 8 MiB - 1 page"
+    );
     assert!(sites.contains("<td>temporary</td>"), "scratch is temporary");
     let breakdown = &dom[dom.find("id=\"breakdown\"").expect("the breakdown")..];
-    assert!(breakdown.contains("/tmp/alloc_sites.table"));
-    assert!(breakdown.contains("data-v=\"1048576\""));
+    let breakdown = &breakdown[..breakdown.find("</table>").unwrap()];
+    assert!(breakdown.contains("anonymous mmap"));
+    assert!(!breakdown.contains("/tmp/alloc_sites.table"));
     assert!(dom.contains("ok: exit of "));
 }
 
@@ -187,9 +202,10 @@ fn first_screen_answers_at_1400_by_1000() {
         number("data-page-width"),
         number("data-sites-right")
     );
+    // At the peak: scratch's 8 MiB, before it freed them.
     assert_eq!(
         attribute(&dom, "data-first-function"),
-        Some("keep_cache (report/alloc_sites.c)")
+        Some("scratch (report/alloc_sites.c)")
     );
     assert!(
         number("data-answer-bottom") <= 1000,

@@ -1,18 +1,25 @@
 //! The address-space model of `memmon report` on small hand-written captures that use the
 //! later stream additions (stack=, pages=, dur=, rss lines).
 
+use memmon::report::model::moment::Moment;
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
 use memmon::report::view::memory::{build, View, ViewOptions};
 
 const KIB: u64 = 1024;
 
+/// The view at the end: the model as the process left it, which the rss line at exit
+/// checks.
 fn view(capture: &str) -> View {
     let mut replay = Replay::new(ReplayOptions::default());
     replay.capture(capture.as_bytes()).unwrap();
     let analysis = replay.finish();
     let symbols = Symbols::new(&analysis.sites, &SymbolOptions::default());
-    build(&analysis, &symbols, &ViewOptions::default()).unwrap()
+    let options = ViewOptions {
+        at: Moment::End,
+        ..ViewOptions::default()
+    };
+    build(&analysis, &symbols, &options).unwrap()
 }
 
 const HEADER: &str = "\
@@ -41,6 +48,9 @@ fn stacks_pages_mremap_madvise_and_rss() {
     assert!(view.stacks && view.pages_key);
     assert_eq!(view.totals.anon, 32 * KIB);
     assert_eq!(view.totals.file, 64 * KIB);
+    // The peak: before the madvise, 64 KiB of each kind.
+    assert_eq!(view.shown.peak.resident, 128 * KIB);
+    assert_eq!(view.shown.peak.when[0].time.to_string(), "1.300000001");
     // The anonymous pages moved with mremap and half were released: a mixed site whose
     // frames are the fault ip (exact) and its callers, normalised to file offsets.
     let anon = view

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
 use memmon::report::model::replay::{Replay, ReplayOptions};
-use memmon::report::model::timeline::Slicing;
 use memmon::report::output::summary::summary;
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
@@ -219,7 +218,9 @@ impl Monitor {
     /// After the watch ended (Ctrl-C): reads what the module still holds of the events made
     /// before `until` (when the processes were unwatched), until a poll brings none of them,
     /// or another Ctrl-C; the stream may go on with other watchers' events. A child whose
-    /// fork was still unread is followed here and unwatched.
+    /// fork was still unread is followed here and unwatched. With `--cgroup` nothing is
+    /// unwatched by pid: the cgroup's processes stopped being watched with it, and a process
+    /// first seen here is one that someone else watches (by hand, say).
     fn drain(
         &mut self,
         events: &mut LiveEvents,
@@ -231,8 +232,10 @@ impl Monitor {
         // A lone event reaches readers a wake-up delay (about 1 ms) after it was made.
         while self.pump(events, DRAIN_POLL_MS, Some(until))? > 0 && interrupt_count() == interrupts
         {
-            for &pid in self.followed.difference(&known) {
-                let _ = proc.unwatch(&[pid]);
+            if !self.follow_any {
+                for &pid in self.followed.difference(&known) {
+                    let _ = proc.unwatch(&[pid]);
+                }
             }
             known = self.followed.clone();
         }
@@ -765,8 +768,7 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     }
     if !asked.quiet {
         // From the file, after recording: the summary costs the recording nothing.
-        let every_second = Slicing::Every(1_000_000_000);
-        match memmon::report::analyze(&[asked.output], every_second) {
+        match memmon::report::analyze(&[asked.output], ReplayOptions::default()) {
             Ok(analysis) => eprint!("{}", summary(&analysis)),
             Err(error) => eprintln!("memmon: warning: no summary: {error}"),
         }

@@ -26,8 +26,11 @@ pub struct ReportArgs {
     /// Rows per table.
     #[arg(long, default_value_t = 10)]
     top: usize,
-    /// Show the state at this mark (its text) instead of the end.
-    #[arg(long, value_name = "MARK")]
+    /// The moment shown: `peak` (default: when the processes together held the most
+    /// resident memory), `end` (each process's last state before it released its memory),
+    /// the text of a mark, or a time since the capture's start with its unit (9.1s, 250ms,
+    /// 100us).
+    #[arg(long, value_name = "peak|end|MARK|TIME")]
     at: Option<String>,
     /// Add the timeline (text format; always in JSON).
     #[arg(long)]
@@ -70,8 +73,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "K", default_value_t = memmon::report::view::access::DEFAULT_COLD,
           value_parser = clap::value_parser!(u64).range(1..=memmon::report::view::access::MAX_COLD))]
     cold: u64,
-    /// Also the end's RSS tree and top sites per cgroup (the `# cgroup` headers that
-    /// `record` writes; `?` without) or per process.
+    /// Also the RSS tree and top sites at the moment per cgroup (the `# cgroup` headers
+    /// that `record` writes; `?` without) or per process.
     #[arg(long, value_name = "BY",
           value_parser = clap::builder::PossibleValuesParser::new(["cgroup", "process"]))]
     group_by: Option<String>,
@@ -154,7 +157,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         weight: memmon::report::output::folded::Weight::parse(&args.weight)
             .context("bad --weight")?,
         top: args.top,
-        at: args.at,
+        at: args.at.as_deref().map(memmon::report::Moment::parse),
         timeline: args.timeline,
         slicing: memmon::report::parse_interval(&args.interval).with_context(|| {
             format!(

@@ -18,6 +18,9 @@ pub enum CgroupError {
     /// Something that is not a directory.
     #[error("--cgroup {0}: not a directory")]
     NotDirectory(String),
+    /// Longer than the module looks up.
+    #[error("--cgroup: cgroup path too long ({0} > {max} bytes)", max = crate::capture::control::CGROUP_PATH_MAX)]
+    TooLong(usize),
     /// A directory outside every cgroup2 mount.
     #[error("--cgroup {0}: not in a cgroup v2 file system (cgroup2 mounts: {1})")]
     NotCgroup2(String, String),
@@ -65,11 +68,21 @@ pub fn validate_with_mounts(path: &Path, mounts: &str) -> Result<PathBuf, Cgroup
     if !path.is_absolute() {
         return Err(CgroupError::NotAbsolute(shown));
     }
+    let too_long = |path: &Path| {
+        let len = path.as_os_str().len();
+        (len > crate::capture::control::CGROUP_PATH_MAX).then_some(CgroupError::TooLong(len))
+    };
+    if let Some(error) = too_long(path) {
+        return Err(error);
+    }
     let metadata = std::fs::metadata(path).map_err(|_| CgroupError::Missing(shown.clone()))?;
     if !metadata.is_dir() {
         return Err(CgroupError::NotDirectory(shown));
     }
     let resolved = std::fs::canonicalize(path).map_err(|_| CgroupError::Missing(shown.clone()))?;
+    if let Some(error) = too_long(&resolved) {
+        return Err(error);
+    }
     let points = cgroup2_mounts(mounts);
     if points.iter().any(|point| resolved.starts_with(point)) {
         Ok(resolved)
@@ -179,6 +192,23 @@ cgroup2 /tmp/with\\040space cgroup2 rw 0 0
         assert_eq!(
             validate_with_mounts(&dir, ""),
             Err(CgroupError::NotCgroup2(shown(&dir), "none".to_owned()))
+        );
+        // A 2 000-byte path of nested directories is a path like any other; one over the
+        // module's limit is refused before anything is looked up.
+        let mut deep = dir.join("cg2");
+        while deep.as_os_str().len() < 2000 {
+            deep.push("n".repeat(200));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(validate_with_mounts(&deep, &mounts), Ok(deep.clone()));
+        let too_long = format!("/{}", "a".repeat(4200));
+        assert_eq!(
+            validate_with_mounts(Path::new(&too_long), &mounts),
+            Err(CgroupError::TooLong(4201))
+        );
+        assert_eq!(
+            CgroupError::TooLong(4201).to_string(),
+            "--cgroup: cgroup path too long (4201 > 4095 bytes)"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -112,6 +112,12 @@ pub enum ControlError {
         /// What was written.
         request: String,
     },
+    /// The module refused a cgroup of a `c:PATH` or `-c:PATH` item.
+    #[error("{refusal}")]
+    CgroupRefused {
+        /// Why, from the errno of the write.
+        refusal: CgroupRefusal,
+    },
     /// A file of the module does not have the expected content.
     #[error("unexpected content in {}: {detail}", path.display())]
     BadContent {
@@ -129,6 +135,95 @@ pub enum ControlError {
         #[source]
         source: io::Error,
     },
+}
+
+/// Why the module refused a cgroup path (docs/events.md, `watch-pids` write form), told by
+/// the errno of the write.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CgroupRefusal {
+    /// ENAMETOOLONG, the whole path: longer than [`CGROUP_PATH_MAX`].
+    #[error("cgroup path too long ({len} > {} bytes)", CGROUP_PATH_MAX)]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// ENAMETOOLONG for a path within the limit: a name on it is too long.
+    #[error("a name in the cgroup path {} is too long", path.display())]
+    NameTooLong {
+        /// The path.
+        path: PathBuf,
+    },
+    /// ENOENT for a directory that exists: its cgroup is outside the writer's cgroup
+    /// namespace (or was removed as it was looked up).
+    #[error("cgroup {} is outside this process's cgroup namespace", path.display())]
+    OutsideNamespace {
+        /// The path.
+        path: PathBuf,
+    },
+    /// ENOENT for a path that names nothing.
+    #[error("no such cgroup: {}", path.display())]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// ENOTDIR.
+    #[error("not a cgroup directory: {} (not a directory)", path.display())]
+    NotDirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// EMEDIUMTYPE.
+    #[error("not a cgroup v2 directory: {} (not in a cgroup2 file system)", path.display())]
+    NotCgroup2 {
+        /// The path.
+        path: PathBuf,
+    },
+    /// ELOOP.
+    #[error("too many symbolic links in the cgroup path {}", path.display())]
+    SymlinkLoop {
+        /// The path.
+        path: PathBuf,
+    },
+    /// ENOSPC.
+    #[error("cannot watch cgroup {}: {} cgroups are watched already (the module's limit)", path.display(), CGROUPS_MAX)]
+    TooMany {
+        /// The path.
+        path: PathBuf,
+    },
+    /// EINVAL: not an absolute path, or a NUL byte in it.
+    #[error("the module refused the cgroup path {} (not absolute, or a NUL byte in it)", path.display())]
+    Invalid {
+        /// The path.
+        path: PathBuf,
+    },
+}
+
+/// Longest cgroup path the module looks up, in bytes: `PATH_MAX` with its NUL.
+pub const CGROUP_PATH_MAX: usize = 4095;
+
+/// Most cgroups the module watches at once.
+pub const CGROUPS_MAX: usize = 64;
+
+impl CgroupRefusal {
+    /// Why the module refused `path` with `errno`; `None` for an errno that says nothing
+    /// about the path.
+    pub fn from_errno(path: &Path, errno: i32) -> Option<CgroupRefusal> {
+        let path_buf = path.to_owned();
+        Some(match errno {
+            ENAMETOOLONG if path.as_os_str().len() > CGROUP_PATH_MAX => CgroupRefusal::TooLong {
+                len: path.as_os_str().len(),
+            },
+            ENAMETOOLONG => CgroupRefusal::NameTooLong { path: path_buf },
+            ENOENT if path.is_dir() => CgroupRefusal::OutsideNamespace { path: path_buf },
+            ENOENT => CgroupRefusal::Missing { path: path_buf },
+            ENOTDIR => CgroupRefusal::NotDirectory { path: path_buf },
+            EMEDIUMTYPE => CgroupRefusal::NotCgroup2 { path: path_buf },
+            ELOOP => CgroupRefusal::SymlinkLoop { path: path_buf },
+            ENOSPC => CgroupRefusal::TooMany { path: path_buf },
+            EINVAL => CgroupRefusal::Invalid { path: path_buf },
+            _ => return None,
+        })
+    }
 }
 
 fn join_pids(pids: &[i64]) -> String {
@@ -338,21 +433,43 @@ impl ProcInterface {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(" ");
-        self.write_watch(request, changes)
+        self.write_watch(request, |errno, request| match errno {
+            ESRCH => Some(ControlError::NoSuchProcess {
+                pids: missing_pids(changes),
+            }),
+            EINVAL => Some(ControlError::InvalidInput {
+                request: request.to_owned(),
+            }),
+            _ => None,
+        })
     }
 
     /// Watches every process of the cgroup v2 directory `path` and below it (`c:PATH`;
     /// check it first with [`crate::capture::cgroup::validate`]).
     pub fn watch_cgroup(&self, path: &Path) -> Result<(), ControlError> {
-        self.write_watch(format!("c:{}", path.display()), &[])
+        self.write_cgroup_item("c:", path)
     }
 
     /// Stops watching the cgroup at `path` (`-c:PATH`).
     pub fn unwatch_cgroup(&self, path: &Path) -> Result<(), ControlError> {
-        self.write_watch(format!("-c:{}", path.display()), &[])
+        self.write_cgroup_item("-c:", path)
     }
 
-    fn write_watch(&self, request: String, changes: &[WatchChange]) -> Result<(), ControlError> {
+    /// Writes the item `PREFIX PATH`; a refusal of the path says why ([`CgroupRefusal`]).
+    fn write_cgroup_item(&self, prefix: &str, path: &Path) -> Result<(), ControlError> {
+        self.write_watch(format!("{prefix}{}", path.display()), |errno, _| {
+            CgroupRefusal::from_errno(path, errno)
+                .map(|refusal| ControlError::CgroupRefused { refusal })
+        })
+    }
+
+    /// Writes `request` to `watch-pids` in one write; `refused` turns the errno of a refused
+    /// write into the error that says why (`None`: the errno's own error).
+    fn write_watch(
+        &self,
+        request: String,
+        refused: impl FnOnce(i32, &str) -> Option<ControlError>,
+    ) -> Result<(), ControlError> {
         let path = self.path("watch-pids");
         let mut file = self.open("watch-pids", OpenOptions::new().write(true))?;
         let line = format!("{request}\n");
@@ -362,13 +479,10 @@ impl ProcInterface {
                 path,
                 detail: format!("short write ({written} of {} bytes)", line.len()),
             }),
-            Err(source) => Err(match source.raw_os_error() {
-                Some(ESRCH) => ControlError::NoSuchProcess {
-                    pids: missing_pids(changes),
-                },
-                Some(EINVAL) => ControlError::InvalidInput { request },
-                _ => self.classify(&path, source),
-            }),
+            Err(source) => Err(source
+                .raw_os_error()
+                .and_then(|errno| refused(errno, &request))
+                .unwrap_or_else(|| self.classify(&path, source))),
         }
     }
 
@@ -438,9 +552,15 @@ impl ProcInterface {
 }
 
 const EPERM: i32 = 1;
+const ENOENT: i32 = 2;
 const ESRCH: i32 = 3;
 const EACCES: i32 = 13;
+const ENOTDIR: i32 = 20;
 const EINVAL: i32 = 22;
+const ENOSPC: i32 = 28;
+const ENAMETOOLONG: i32 = 36;
+const ELOOP: i32 = 40;
+const EMEDIUMTYPE: i32 = 124;
 
 /// The pids of a request that have no /proc entry; all of them when each seems alive.
 fn missing_pids(changes: &[WatchChange]) -> Vec<i64> {
@@ -470,6 +590,56 @@ fn missing_pids(changes: &[WatchChange]) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_refusals_say_why() {
+        let said = |path: &str, errno: i32| {
+            CgroupRefusal::from_errno(Path::new(path), errno).map(|refusal| refusal.to_string())
+        };
+        let long = format!("/sys/fs/cgroup/{}", "a/".repeat(2100));
+        assert_eq!(
+            said(&long, ENAMETOOLONG).as_deref(),
+            Some("cgroup path too long (4215 > 4095 bytes)")
+        );
+        assert_eq!(
+            said("/sys/fs/cgroup/x", ENAMETOOLONG).as_deref(),
+            Some("a name in the cgroup path /sys/fs/cgroup/x is too long")
+        );
+        let missing = "/nonexistent/memmon-cgroup";
+        assert_eq!(
+            said(missing, ENOENT).as_deref(),
+            Some("no such cgroup: /nonexistent/memmon-cgroup")
+        );
+        // A directory that exists and that the module does not find: outside the namespace.
+        let dir = std::env::temp_dir();
+        assert_eq!(
+            said(dir.to_str().unwrap(), ENOENT),
+            Some(format!(
+                "cgroup {} is outside this process's cgroup namespace",
+                dir.display()
+            ))
+        );
+        assert_eq!(
+            said("/tmp", ENOSPC).as_deref(),
+            Some("cannot watch cgroup /tmp: 64 cgroups are watched already (the module's limit)")
+        );
+        assert_eq!(
+            said("/proc", EMEDIUMTYPE).as_deref(),
+            Some("not a cgroup v2 directory: /proc (not in a cgroup2 file system)")
+        );
+        assert_eq!(
+            said("/x/cgroup.procs", ENOTDIR).as_deref(),
+            Some("not a cgroup directory: /x/cgroup.procs (not a directory)")
+        );
+        assert_eq!(
+            said("/x", ELOOP).as_deref(),
+            Some("too many symbolic links in the cgroup path /x")
+        );
+        assert!(said("/x", EINVAL).is_some());
+        // Not about the path: the errno's own error.
+        assert_eq!(said("/x", EACCES), None);
+        assert_eq!(said("/x", EPERM), None);
+    }
 
     #[test]
     fn pid_ranges_parse() {

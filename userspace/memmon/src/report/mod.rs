@@ -4,14 +4,16 @@
 //!
 //! [`Replay`] replays captures into a model of each address space ([`model::space`]),
 //! with every resident page attributed to the code site that brought it in and to its
-//! mapping class; [`symbolize::symbols`] names the sites; the views and output formats build
-//! on the [`Analysis`].
+//! mapping class, and keeps what the processes held at the moments a report can show
+//! ([`model::moment`]: the peak, the end, marks, a time); [`symbolize::symbols`] names the
+//! sites; the views and output formats build on the [`Analysis`], at one moment.
 
 pub mod model;
 pub mod output;
 pub mod symbolize;
 pub mod view;
 
+pub use model::moment::Moment;
 pub use model::replay::{Analysis, Replay, ReplayOptions};
 pub use view::memory::{Prepared, View};
 
@@ -106,8 +108,8 @@ pub struct ReportOptions {
     pub weight: Weight,
     /// Rows per table.
     pub top: usize,
-    /// The state at this mark instead of the end.
-    pub at: Option<String>,
+    /// The moment shown (`--at`); none: the peak.
+    pub at: Option<Moment>,
     /// Show the timeline (text).
     pub timeline: bool,
     /// Timeline slicing.
@@ -126,7 +128,7 @@ pub struct ReportOptions {
     pub access: bool,
     /// `--cold K`: an access is cold when the page went untouched for K generations.
     pub cold: u64,
-    /// `--group-by cgroup|process`: the end's RSS tree and top sites per group too.
+    /// `--group-by cgroup|process`: the RSS tree and top sites per group too.
     pub group_by: Option<crate::report::view::memory::GroupBy>,
     /// What is the program's own code (`--own GLOB`, `--lib GLOB`).
     pub own_code: OwnCode,
@@ -159,6 +161,18 @@ impl Default for ReportOptions {
 }
 
 impl ReportOptions {
+    /// The moment shown.
+    pub fn moment(&self) -> Moment {
+        self.at.clone().unwrap_or_default()
+    }
+
+    fn replay_options(&self) -> ReplayOptions {
+        ReplayOptions {
+            slicing: self.slicing,
+            at_time: self.at.as_ref().and_then(Moment::time),
+        }
+    }
+
     fn symbol_options(&self) -> SymbolOptions {
         SymbolOptions {
             sysroot: self.sysroot.clone(),
@@ -174,8 +188,8 @@ impl ReportOptions {
 pub struct ReportError(pub String);
 
 /// Replays captures (merged) into an analysis.
-pub fn analyze(paths: &[PathBuf], slicing: Slicing) -> Result<Analysis, ReportError> {
-    let mut replay = Replay::new(ReplayOptions { slicing });
+pub fn analyze(paths: &[PathBuf], options: ReplayOptions) -> Result<Analysis, ReportError> {
+    let mut replay = Replay::new(options);
     for path in paths {
         let file = File::open(path)
             .map_err(|e| ReportError(format!("cannot open {}: {e}", path.display())))?;
@@ -197,7 +211,7 @@ pub fn symbolize_capture(
     options: &SymbolOptions,
 ) -> Result<usize, ReportError> {
     use std::io::Write;
-    let analysis = analyze(&[path.to_path_buf()], Slicing::Every(1_000_000_000))?;
+    let analysis = analyze(&[path.to_path_buf()], ReplayOptions::default())?;
     let symbols = Symbols::new(&analysis.sites, options);
     let mut out = Vec::new();
     let mut count = 0;
@@ -229,7 +243,7 @@ pub fn symbolize_capture(
 
 /// Replays, symbolises and builds the view.
 pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, ReportError> {
-    let analysis = analyze(paths, options.slicing)?;
+    let analysis = analyze(paths, options.replay_options())?;
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let mut own_code = options.own_code.clone();
     for executable in &analysis.executables {
@@ -244,7 +258,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
         &analysis,
         &symbols,
         &ViewOptions {
-            at: options.at.clone(),
+            at: options.moment(),
             spike: options.spike,
             group_by: options.group_by,
             own_code,
@@ -274,9 +288,9 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
     if options.access {
         return access_report(paths, options);
     }
-    if options.group_by.is_some() && (options.at.is_some() || options.diff) {
+    if options.group_by.is_some() && options.diff {
         return Err(ReportError(
-            "--group-by groups the end of the capture (no --at, no --diff)".to_owned(),
+            "--group-by groups one report's processes (no --diff)".to_owned(),
         ));
     }
     if options.diff {
@@ -325,7 +339,7 @@ pub fn report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, Rep
             let title = format!(
                 "memmon: {} by site at {}",
                 options.weight.name(),
-                view.moment
+                view.shown.moment_label
             );
             render_svg(view, options.weight, &title).map_err(ReportError)
         }
@@ -363,7 +377,7 @@ fn access_report(paths: &[PathBuf], options: &ReportOptions) -> Result<Vec<u8>, 
             "--access covers all the generations of the capture (no --at)".to_owned(),
         ));
     }
-    let analysis = analyze(paths, options.slicing)?;
+    let analysis = analyze(paths, options.replay_options())?;
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let view =
         crate::report::view::access::build(&analysis, &symbols, options.cold, options.naming);

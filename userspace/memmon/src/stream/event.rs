@@ -700,6 +700,15 @@ event_kinds! {
             /// Pages armed in this process for this generation.
             armed: u64,
         },
+        /// The process is watched as a member of a watched cgroup (from the `c:PATH` write,
+        /// its fork or exec in it), or was moved while in one: the cgroup it is in.
+        "cgroup" other Cgroup {
+            /// The cgroup's id (the inode number of its directory).
+            id: u64,
+            /// Its path from the root of the hierarchy, as the initial cgroup namespace sees
+            /// it; a longer one than fits keeps its end (`...` before it).
+            path: EscapedStr<'a>,
+        },
         /// This reader missed `count` events that were overwritten.
         "lost" other Lost {
             /// Number of events missed.

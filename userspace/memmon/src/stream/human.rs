@@ -166,6 +166,10 @@ impl KindWriter for HumanForm<'_, '_> {
         )
     }
 
+    fn cgroup(&mut self, id: u64, path: &EscapedStr<'_>) -> fmt::Result {
+        write!(self.0, "in cgroup {} (id {id})", path.to_string_lossy())
+    }
+
     fn lost(&mut self, count: u64) -> fmt::Result {
         write!(
             self.0,

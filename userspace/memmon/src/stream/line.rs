@@ -99,6 +99,10 @@ impl KindWriter for LineForm<'_, '_> {
         write!(self.0, " n={n} armed={armed}")
     }
 
+    fn cgroup(&mut self, id: u64, path: &EscapedStr<'_>) -> fmt::Result {
+        write!(self.0, " id={id} path={path}")
+    }
+
     fn lost(&mut self, count: u64) -> fmt::Result {
         write!(self.0, " count={count}")
     }

@@ -497,6 +497,10 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
             n: f.dec("n")?,
             armed: f.dec("armed")?,
         },
+        "cgroup" => EventKind::Cgroup {
+            id: f.dec("id")?,
+            path: f.string("path")?,
+        },
         "lost" => EventKind::Lost {
             count: f.dec("count")?,
         },

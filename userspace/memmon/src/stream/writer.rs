@@ -169,6 +169,8 @@ pub(crate) trait KindWriter {
     fn exit(&mut self, code: i32) -> fmt::Result;
     /// Access-sampling generation `n`, with `armed` pages armed.
     fn generation(&mut self, n: u64, armed: u64) -> fmt::Result;
+    /// The cgroup of id `id` at `path` the process is in.
+    fn cgroup(&mut self, id: u64, path: &EscapedStr<'_>) -> fmt::Result;
     /// `count` events missed.
     fn lost(&mut self, count: u64) -> fmt::Result;
 }
@@ -229,6 +231,7 @@ impl EventKind<'_> {
             EventKind::Fork { child, watched } => out.fork(child, watched),
             EventKind::Exit { code } => out.exit(code),
             EventKind::Gen { n, armed } => out.generation(n, armed),
+            EventKind::Cgroup { id, ref path } => out.cgroup(id, path),
             EventKind::Lost { count } => out.lost(count),
             _ => self.write_address_call(out),
         }
@@ -395,6 +398,7 @@ impl EventKind<'_> {
             | EventKind::Fork { .. }
             | EventKind::Exit { .. }
             | EventKind::Gen { .. }
+            | EventKind::Cgroup { .. }
             | EventKind::Lost { .. }
             | EventKind::Mmap { .. }
             | EventKind::Mremap { .. }

@@ -1,9 +1,12 @@
 //! The model the replay builds from captures: address spaces, sites, classes, pictures
-//! of what is resident, statistics, the timeline and access sampling.
+//! of what is resident, the moments a report shows (the peak, the end, marks, a time),
+//! statistics, the timeline and access sampling.
 
 pub mod access;
 pub mod class;
 pub mod maps;
+pub mod moment;
+pub mod peak;
 pub mod picture;
 pub mod replay;
 pub mod sites;

@@ -77,6 +77,21 @@ impl Picture {
         add_to(&mut self.class_mapped, class, delta);
     }
 
+    /// Adds `delta` pages known as swapped.
+    pub fn swapped(&mut self, delta: i64) {
+        self.swapped = self.swapped.saturating_add_signed(delta);
+    }
+
+    /// Whether nothing is resident, mapped or swapped.
+    pub fn is_empty(&self) -> bool {
+        self.site_resident.is_empty()
+            && self.site_mapped.is_empty()
+            && self.class_resident.is_empty()
+            && self.class_mapped.is_empty()
+            && self.kinds == [0; 3]
+            && self.swapped == 0
+    }
+
     /// Adds another picture (another process) to this one.
     pub fn merge(&mut self, other: &Picture) {
         for (&site, &pages) in &other.site_resident {
@@ -107,5 +122,96 @@ impl Picture {
             shmem: self.kinds[PageKind::Shmem.index()].saturating_mul(PAGE),
             swap: self.swapped.saturating_mul(PAGE),
         }
+    }
+}
+
+/// The changes of one process's picture since some moment, net and signed: applied to its
+/// picture of that moment, they give its picture of now. The same keys as [`Picture`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PictureChanges {
+    site_resident: FxHashMap<SiteId, i64>,
+    site_mapped: FxHashMap<SiteId, i64>,
+    class_resident: FxHashMap<(PageKind, ClassId), i64>,
+    class_mapped: FxHashMap<ClassId, i64>,
+    kinds: [i64; 3],
+    swapped: i64,
+}
+
+fn change<K: std::hash::Hash + Eq + Copy>(map: &mut FxHashMap<K, i64>, key: K, delta: i64) {
+    let entry = map.entry(key).or_insert(0);
+    *entry = entry.saturating_add(delta);
+    if *entry == 0 {
+        map.remove(&key);
+    }
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl PictureChanges {
+    /// `delta` resident pages of `site` in (`kind`, `class`), as [`Picture::resident`].
+    pub fn resident(&mut self, site: SiteId, kind: PageKind, class: ClassId, delta: i64) {
+        change(&mut self.site_resident, site, delta);
+        change(&mut self.class_resident, (kind, class), delta);
+        let total = &mut self.kinds[kind.index()];
+        *total = total.saturating_add(delta);
+    }
+
+    /// `delta` mapped bytes of `site` in `class`, as [`Picture::mapped`].
+    pub fn mapped(&mut self, site: SiteId, class: ClassId, delta: i64) {
+        change(&mut self.site_mapped, site, delta);
+        change(&mut self.class_mapped, class, delta);
+    }
+
+    /// `delta` swapped pages, as [`Picture::swapped`].
+    pub fn swapped(&mut self, delta: i64) {
+        self.swapped = self.swapped.saturating_add(delta);
+    }
+
+    /// All of `picture`, added (`sign` 1) or taken away (-1).
+    pub fn picture(&mut self, picture: &Picture, sign: i64) {
+        for (&site, &pages) in &picture.site_resident {
+            change(&mut self.site_resident, site, sign * to_i64(pages));
+        }
+        for (&site, &bytes) in &picture.site_mapped {
+            change(&mut self.site_mapped, site, sign * to_i64(bytes));
+        }
+        for (&key, &pages) in &picture.class_resident {
+            change(&mut self.class_resident, key, sign * to_i64(pages));
+        }
+        for (&class, &bytes) in &picture.class_mapped {
+            change(&mut self.class_mapped, class, sign * to_i64(bytes));
+        }
+        for (total, &pages) in self.kinds.iter_mut().zip(&picture.kinds) {
+            *total = total.saturating_add(sign * to_i64(pages));
+        }
+        self.swapped = self.swapped.saturating_add(sign * to_i64(picture.swapped));
+    }
+
+    /// Applies the changes to `picture` and forgets them (keeping their room). Each key's
+    /// net change leaves its count at what the process holds, never below zero, so no
+    /// count saturates on the way whatever the order.
+    pub fn drain_into(&mut self, picture: &mut Picture) {
+        for (site, delta) in self.site_resident.drain() {
+            add_to(&mut picture.site_resident, site, delta);
+        }
+        for (site, delta) in self.site_mapped.drain() {
+            add_to(&mut picture.site_mapped, site, delta);
+        }
+        for (key, delta) in self.class_resident.drain() {
+            add_to(&mut picture.class_resident, key, delta);
+        }
+        for (class, delta) in self.class_mapped.drain() {
+            add_to(&mut picture.class_mapped, class, delta);
+        }
+        for (total, delta) in picture
+            .kinds
+            .iter_mut()
+            .zip(std::mem::take(&mut self.kinds))
+        {
+            *total = total.saturating_add_signed(delta);
+        }
+        picture.swapped(std::mem::take(&mut self.swapped));
     }
 }

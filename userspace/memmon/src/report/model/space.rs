@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::report::model::class::PageKind;
+use crate::report::model::peak::PeakTracker;
 use crate::report::model::picture::{ClassId, Picture, PAGE};
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SpaceId};
 use crate::report::model::stats::StatsTable;
@@ -71,6 +72,10 @@ pub struct Ctx<'a> {
     pub stats: &'a mut StatsTable,
     /// The timeline being built.
     pub timeline: &'a mut TimelineBuilder,
+    /// The peak's tracker: every change of the picture goes to it too.
+    pub peak: &'a mut PeakTracker,
+    /// The process whose address space this is.
+    pub process: crate::report::model::ProcessKey,
 }
 
 /// The model of one address space.
@@ -186,8 +191,7 @@ impl Space {
 
     fn insert(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
         let len = vma.end.saturating_sub(start);
-        self.picture.mapped(vma.site, vma.class, to_i64(len));
-        ctx.timeline.mapped(to_i64(len));
+        self.mapped(ctx, vma.site, vma.class, to_i64(len));
         if vma.exec {
             self.code_epoch += 1;
         }
@@ -257,8 +261,7 @@ impl Space {
             let piece_start = key.max(start);
             let piece_end = vma.end.min(end);
             let len = piece_end - piece_start;
-            self.picture.mapped(vma.site, vma.class, -to_i64(len));
-            ctx.timeline.mapped(-to_i64(len));
+            self.mapped(ctx, vma.site, vma.class, -to_i64(len));
             if vma.exec {
                 self.code_epoch += 1;
             }
@@ -299,10 +302,10 @@ impl Space {
                     Leave::Released => {}
                 }
             } else if page.state == PageState::Swapped {
-                self.picture.swapped = self.picture.swapped.saturating_sub(1);
+                self.swapped(ctx, -1);
             }
             if why == Leave::PagedOut && page.state != PageState::Zero {
-                self.picture.swapped += 1;
+                self.swapped(ctx, 1);
                 self.pages.insert(
                     key,
                     Page {
@@ -316,12 +319,28 @@ impl Space {
         }
     }
 
+    /// `delta` resident pages like `page`.
     fn count(&mut self, ctx: &mut Ctx, page: &Page, delta: i64) {
         self.picture
             .resident(page.site, page.kind, page.class, delta);
+        ctx.peak
+            .resident(ctx.process, page.site, page.kind, page.class, delta);
         ctx.stats.resident_changed(page.site, delta);
         ctx.timeline
             .resident(page.site, page.kind.index(), page.class, delta);
+    }
+
+    /// `delta` bytes mapped by `site` in `class`.
+    fn mapped(&mut self, ctx: &mut Ctx, site: SiteId, class: ClassId, delta: i64) {
+        self.picture.mapped(site, class, delta);
+        ctx.peak.mapped(ctx.process, site, class, delta);
+        ctx.timeline.mapped(delta);
+    }
+
+    /// `delta` pages known as swapped.
+    fn swapped(&mut self, ctx: &mut Ctx, delta: i64) {
+        self.picture.swapped(delta);
+        ctx.peak.swapped(ctx.process, delta);
     }
 
     /// The known pages with numbers in `first..last`.
@@ -346,7 +365,7 @@ impl Space {
                 true
             }
             Some(old) if old.state == PageState::Swapped => {
-                self.picture.swapped = self.picture.swapped.saturating_sub(1);
+                self.swapped(ctx, -1);
                 false
             }
             _ => false,
@@ -418,8 +437,7 @@ impl Space {
                     v.end = end;
                 }
                 let grown = to_i64(end - vma.end);
-                self.picture.mapped(vma.site, vma.class, grown);
-                ctx.timeline.mapped(grown);
+                self.mapped(ctx, vma.site, vma.class, grown);
             }
         }
     }
@@ -430,8 +448,7 @@ impl Space {
         let all: Vec<(u64, Vma)> = std::mem::take(&mut self.vmas).into_iter().collect();
         for (start, vma) in all {
             let len = to_i64(vma.end.saturating_sub(start));
-            self.picture.mapped(vma.site, vma.class, -len);
-            ctx.timeline.mapped(-len);
+            self.mapped(ctx, vma.site, vma.class, -len);
         }
         self.brk_start = None;
         self.brk = None;

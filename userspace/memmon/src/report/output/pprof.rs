@@ -244,15 +244,9 @@ impl ProfileBuilder {
 
 /// Per-site values of a view's moment, from the analysis.
 pub fn site_values(analysis: &Analysis, view: &View) -> HashMap<SiteId, Values> {
-    let _ = view;
-    let picture = match view.moment.as_str() {
-        "end" => &analysis.end,
-        _ => analysis
-            .marks
-            .iter()
-            .find(|m| format!("mark {:?}", m.text) == view.moment)
-            .map_or(&analysis.end, |m| &m.picture),
-    };
+    let picture = analysis
+        .at(&view.shown.at)
+        .map_or(&analysis.end.total, |shown| &shown.holdings.total);
     let mut values = HashMap::new();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;

@@ -1,9 +1,11 @@
 //! The one-screen summary `memmon run` and `memmon record` print at the end: faults by
-//! type, resident growth, the top 5 sites symbolised.
+//! type, resident growth at the peak (and at the end), the top 5 sites at the peak
+//! symbolised.
 
 use std::fmt::Write;
 
 use crate::report::model::replay::Analysis;
+use crate::report::output::moment::other_moments;
 use crate::report::output::text::size;
 use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::memory::{build, shown_sites, ViewOptions};
@@ -33,9 +35,14 @@ pub fn summary(analysis: &Analysis) -> String {
         view.events, faults[0], faults[1], faults[2], faults[3], faults[4]
     );
     let totals = view.totals;
+    let others: String = other_moments(&view.shown, false)
+        .iter()
+        .map(|other| format!("; {other}"))
+        .collect();
     let _ = writeln!(
         out,
-        "memmon: resident growth while watched: {} (anon {}, file {}, shmem {}), {} swapped out",
+        "memmon: resident growth while watched, at {}: {} (anon {}, file {}, shmem {}), {} swapped out{others}",
+        view.shown.moment_label,
         size(totals.resident()),
         size(totals.anon),
         size(totals.file),
@@ -48,7 +55,11 @@ pub fn summary(analysis: &Analysis) -> String {
         .take(TOP)
         .collect();
     if !rows.is_empty() {
-        let _ = writeln!(out, "memmon: top sites by resident bytes:");
+        let _ = writeln!(
+            out,
+            "memmon: top sites by resident bytes at {}:",
+            view.shown.moment_label
+        );
     }
     for row in rows {
         let location = row

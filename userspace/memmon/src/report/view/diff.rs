@@ -1,11 +1,12 @@
 //! `--diff BASE NEW`: the change per class and per site (sites matched by function chain,
-//! so two builds of a program compare), ordered by absolute change.
+//! so two builds of a program compare), ordered by absolute change, each capture at its
+//! own moment (its peak unless asked).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::view::memory::{shown_sites, View};
+use crate::report::view::memory::{shown_sites, Shown, View};
 
 /// The change of one class or site.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,6 +30,10 @@ pub struct Change {
 pub struct Diff {
     /// NEW - BASE of the totals (anon, file, shmem).
     pub total: i64,
+    /// The moment BASE is compared at, with its peak and end.
+    pub base: Shown,
+    /// The moment NEW is compared at, with its peak and end.
+    pub new: Shown,
     /// Changes by class, largest absolute change first.
     pub classes: Vec<Change>,
     /// Changes by site, largest absolute change first.
@@ -116,6 +121,8 @@ pub fn diff(base: &View, new: &View) -> Diff {
     order(&mut sites);
     Diff {
         total: total(new).saturating_sub(total(base)),
+        base: base.shown.clone(),
+        new: new.shown.clone(),
         classes,
         sites,
     }

@@ -1,5 +1,6 @@
 //! The report's data: site rows aggregated by function chain, the RSS tree, and the
-//! reconciliation, for the end or for one mark. Output formats render a [`View`].
+//! reconciliation, at one moment (the peak unless asked: [`Moment`]). Output formats
+//! render a [`View`].
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -7,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::report::model::class::{Class, PageKind};
+use crate::report::model::moment::{duration, Holdings, Moment, MomentError, When};
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::Analysis;
 use crate::report::model::sites::{ObjectId, SiteId};
@@ -31,15 +33,15 @@ pub struct Prepared {
     pub view: View,
 }
 
-/// Whether a site's memory stays.
+/// Whether a site's memory stays, over the whole capture (whatever the view's moment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifetime {
-    /// Still resident at the moment of the view, never released.
+    /// Still resident at the end, never released.
     Accumulating,
-    /// Brought in and released within the capture; nothing resident at the view.
+    /// Brought in and released within the capture; nothing resident at the end.
     Temporary,
-    /// Some released, some still resident.
+    /// Some released, some still resident at the end.
     Mixed,
     /// Nothing brought in (only mapped, or only faults that map nothing).
     None,
@@ -128,7 +130,7 @@ pub struct SiteRow {
     pub last_swapin: Option<Timestamp>,
     /// Highest resident bytes at any moment of the busiest of the merged sites.
     pub peak: u64,
-    /// Temporary or accumulating.
+    /// Temporary or accumulating (by the end and the bytes released).
     pub lifetime: Lifetime,
     /// The indexes in `frames` of the program's own code ([`OwnCode::split`]), innermost
     /// first: the first names the site.
@@ -342,11 +344,68 @@ pub struct MappedRow {
     pub mapped: u64,
 }
 
+/// Resident bytes at a moment, and when it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MomentTotals {
+    /// The moment for people: `the peak, 9.1 s`, `the end`.
+    pub label: String,
+    /// Resident bytes (anon + file + shmem).
+    pub resident: u64,
+    /// By kind, and swapped.
+    #[serde(flatten)]
+    pub bytes: KindBytes,
+    /// When, in each capture (none for the end: each process's own last moment).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<When>,
+}
+
+impl MomentTotals {
+    fn of(label: String, holdings: &Holdings, when: &[When]) -> MomentTotals {
+        let bytes = holdings.total.kind_bytes();
+        MomentTotals {
+            label,
+            resident: bytes.resident(),
+            bytes,
+            when: when.to_vec(),
+        }
+    }
+}
+
+/// The moment a view shows, and the peak and the end to compare with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shown {
+    /// The moment shown: `peak`, `end`, `mark "TEXT"` or `time 9.1s` (`--at`).
+    pub moment: String,
+    /// The moment for people: `the peak, 9.1 s`, `the end`, `mark "x", 2.3 s`, `2.5 s`.
+    pub moment_label: String,
+    /// Resident bytes at the moment shown.
+    pub moment_resident: u64,
+    /// When the moment shown was, in each capture (none for the end).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moment_when: Vec<When>,
+    /// The peak: its resident bytes and when.
+    pub peak: MomentTotals,
+    /// The end (each process's last state before it released its memory).
+    pub end: MomentTotals,
+    /// The moment shown, to find its pictures in the analysis.
+    #[serde(skip)]
+    pub at: Moment,
+}
+
+impl Shown {
+    /// Whether the moment shown is the end (asked, or the peak of a capture without
+    /// events).
+    pub fn at_end(&self) -> bool {
+        self.at == Moment::End || (self.at == Moment::Peak && self.peak.when.is_empty())
+    }
+}
+
 /// Everything a format renders.
 #[derive(Debug, Clone, Serialize)]
 pub struct View {
-    /// `end` or `mark "TEXT"`.
-    pub moment: String,
+    /// The moment shown, the peak and the end.
+    #[serde(flatten)]
+    pub shown: Shown,
     /// Events replayed.
     pub events: u64,
     /// Events lost by the reader.
@@ -367,7 +426,7 @@ pub struct View {
     pub stack_reach: StackReach,
     /// Whether `pages=` was present.
     pub pages_key: bool,
-    /// Totals by kind at the moment.
+    /// Totals by kind at the moment shown.
     pub totals: KindBytes,
     /// Mapped bytes at the moment.
     pub mapped: u64,
@@ -386,12 +445,12 @@ pub struct View {
     pub reconciliation: Vec<Check>,
     /// The timeline.
     pub timeline: Vec<TimelineRow>,
-    /// With `--group-by`: the end's resident memory by cgroup or by process.
+    /// With `--group-by`: the resident memory at the moment by cgroup or by process.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupRow>,
 }
 
-/// What `--group-by` groups the end's resident memory by.
+/// What `--group-by` groups the resident memory at the moment by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupBy {
@@ -412,7 +471,8 @@ impl GroupBy {
     }
 }
 
-/// One group of `--group-by`: its processes' end states summed, as the whole report's.
+/// One group of `--group-by`: its processes' states at the moment summed, as the whole
+/// report's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupRow {
     /// `cgroup /system.slice/foo.service`, `process 212`; `cgroup ?` for processes the
@@ -444,11 +504,11 @@ pub struct TimelineRow {
 /// Options of a view.
 #[derive(Debug, Clone, Default)]
 pub struct ViewOptions {
-    /// Show the state at this mark instead of the end.
-    pub at: Option<String>,
+    /// The moment shown (the peak by default).
+    pub at: Moment,
     /// Flag intervals growing by more than this many bytes.
     pub spike: Option<u64>,
-    /// Group the end's resident memory by cgroup or by process.
+    /// Group the resident memory at the moment by cgroup or by process.
     pub group_by: Option<GroupBy>,
     /// What is the program's own code.
     pub own_code: OwnCode,
@@ -459,43 +519,68 @@ pub struct ViewOptions {
 /// Why a view cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ViewError {
-    /// `--at` names no mark of the capture.
-    #[error("no mark {0:?} in the capture (marks: {1})")]
-    NoSuchMark(String, String),
+    /// The moment asked is not in the capture.
+    #[error(transparent)]
+    Moment(#[from] MomentError),
 }
 
-/// Builds the view of `analysis` at the end or at a mark.
+/// When, in each capture: `9.1 s`, or `9.1 s, 8.7 s` for several.
+fn times(when: &[When]) -> String {
+    let times: Vec<String> = when.iter().map(|w| duration(w.since_start_ns)).collect();
+    times.join(", ")
+}
+
+/// The moment for people (`the peak, 9.1 s`), in captures of `processes` processes.
+fn moment_label(moment: &Moment, when: &[When], processes: usize) -> String {
+    let several = when.len() > 1;
+    match moment {
+        Moment::Peak if when.is_empty() => "the end (no event)".to_owned(),
+        Moment::Peak if several => format!(
+            "the peak of each of the {} captures ({}), summed",
+            when.len(),
+            times(when)
+        ),
+        Moment::Peak if processes > 1 => format!(
+            "the peak of the {processes} processes together, {}",
+            times(when)
+        ),
+        Moment::Peak => format!("the peak, {}", times(when)),
+        Moment::End => "the end".to_owned(),
+        Moment::Mark(text) => format!("mark {text:?}, {}", times(when)),
+        Moment::Time(_) if several => {
+            format!("{} after each capture's start, summed", times(&when[..1]))
+        }
+        Moment::Time(_) => times(when),
+    }
+}
+
+/// The moment as `--at` names it: `peak`, `end`, `mark "TEXT"`, `time 9.1s`.
+fn moment_key(moment: &Moment) -> String {
+    match moment {
+        Moment::Peak => "peak".to_owned(),
+        Moment::End => "end".to_owned(),
+        Moment::Mark(text) => format!("mark {text:?}"),
+        Moment::Time(nanos) => format!("time {}s", *nanos as f64 / 1e9),
+    }
+}
+
+/// Builds the view of `analysis` at a moment.
 pub fn build(
     analysis: &Analysis,
     symbols: &Symbols,
     options: &ViewOptions,
 ) -> Result<View, ViewError> {
-    let (moment, picture): (String, &Picture) = match &options.at {
-        None => ("end".to_owned(), &analysis.end),
-        Some(text) => {
-            let mark = analysis
-                .marks
-                .iter()
-                .find(|m| &m.text == text)
-                .ok_or_else(|| {
-                    let names: Vec<String> = analysis
-                        .marks
-                        .iter()
-                        .map(|m| format!("{:?}", m.text))
-                        .collect();
-                    ViewError::NoSuchMark(text.clone(), names.join(", "))
-                })?;
-            (format!("mark {text:?}"), &mark.picture)
-        }
-    };
-    let (sites, stack_reach) = site_rows(analysis, symbols, options, picture);
+    let shown = analysis.at(&options.at)?;
+    let picture = &shown.holdings.total;
+    let (sites, stack_reach) = site_rows(analysis, symbols, options, picture, &analysis.end.total);
     let your_code = your_code(&sites, &analysis.executables);
     let runtime_work = runtime_work_rows(&sites);
     let tree = tree_rows(analysis, picture);
     let groups = match options.group_by {
-        Some(by) if options.at.is_none() => group_rows(analysis, symbols, options, by),
-        _ => Vec::new(),
+        Some(by) => group_rows(analysis, symbols, options, shown.holdings, by),
+        None => Vec::new(),
     };
+    let peak = analysis.at(&Moment::Peak)?;
     let mut mapped_by_class: Vec<MappedRow> = picture
         .class_mapped
         .iter()
@@ -511,7 +596,19 @@ pub fn build(
     mapped_by_class.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.label.cmp(&b.label)));
     let timeline = timeline_rows(analysis, symbols, options.spike, options.naming);
     Ok(View {
-        moment,
+        shown: Shown {
+            moment: moment_key(&options.at),
+            moment_label: moment_label(&options.at, shown.when, analysis.pids.len()),
+            moment_resident: picture.kind_bytes().resident(),
+            moment_when: shown.when.to_vec(),
+            peak: MomentTotals::of(
+                moment_label(&Moment::Peak, peak.when, analysis.pids.len()),
+                peak.holdings,
+                peak.when,
+            ),
+            end: MomentTotals::of(moment_label(&Moment::End, &[], 0), &analysis.end, &[]),
+            at: options.at.clone(),
+        },
         events: analysis.events,
         lost: analysis.lost,
         bad_lines: analysis.bad_lines,
@@ -561,15 +658,17 @@ fn tree_rows(analysis: &Analysis, picture: &Picture) -> Vec<ClassRow> {
     tree
 }
 
-/// The end's pictures grouped by cgroup or process, largest resident first.
+/// The processes' pictures at a moment grouped by cgroup or process, largest resident
+/// first.
 fn group_rows(
     analysis: &Analysis,
     symbols: &Symbols,
     options: &ViewOptions,
+    holdings: &Holdings,
     by: GroupBy,
 ) -> Vec<GroupRow> {
     let mut groups: Vec<(String, Vec<u32>, Picture)> = Vec::new();
-    for (key, picture) in &analysis.process_end {
+    for (key, picture) in &holdings.processes {
         let name = match by {
             GroupBy::Cgroup => format!(
                 "cgroup {}",
@@ -594,7 +693,7 @@ fn group_rows(
             pids,
             totals: picture.kind_bytes(),
             tree: tree_rows(analysis, &picture),
-            sites: site_rows(analysis, symbols, options, &picture)
+            sites: site_rows(analysis, symbols, options, &picture, &analysis.end.total)
                 .0
                 .into_iter()
                 .filter(|row| row.resident > 0)
@@ -615,15 +714,17 @@ fn chain_key(frames: &[FrameInfo]) -> Vec<String> {
 }
 
 /// The site rows of a picture (merged by their chains as `options` names them), and its
-/// resident bytes by where their stacks end.
+/// resident bytes by where their stacks end; `end` gives their lifetimes.
 fn site_rows(
     analysis: &Analysis,
     symbols: &Symbols,
     options: &ViewOptions,
     picture: &Picture,
+    end: &Picture,
 ) -> (Vec<SiteRow>, StackReach) {
     let (own_code, naming) = (&options.own_code, options.naming);
-    let mut rows: HashMap<Vec<String>, (SiteRow, u64)> = HashMap::new();
+    // Each row, the weight of its heaviest member, its resident bytes at the end.
+    let mut rows: HashMap<Vec<String>, (SiteRow, u64, u64)> = HashMap::new();
     let mut reach = StackReach::default();
     let empty = SiteStats::default();
     let with_lines = &objects_with_own_lines(symbols);
@@ -637,6 +738,7 @@ fn site_rows(
             .unwrap_or(0)
             .saturating_mul(PAGE);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
+        let at_end = end.site_resident.get(&id).copied().unwrap_or(0);
         if resident == 0 && mapped == 0 && stats.total_faults() == 0 {
             continue;
         }
@@ -654,12 +756,14 @@ fn site_rows(
         let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
         let split = own_code.split(&analysis.sites, site_frames, &by_frame, with_lines, naming);
         let shown = naming.frames(&frames);
-        let (row, best) = rows.entry(chain_key(&shown)).or_insert_with(|| {
+        let (row, best, row_at_end) = rows.entry(chain_key(&shown)).or_insert_with(|| {
             (
                 SiteRow::empty(frames.clone(), shown.clone(), split.clone()),
                 0,
+                0,
             )
         });
+        *row_at_end += at_end;
         if weight > *best {
             // Show the source location of the heaviest member.
             row.frames = frames;
@@ -675,8 +779,8 @@ fn site_rows(
     }
     let mut rows: Vec<SiteRow> = rows
         .into_values()
-        .map(|(mut row, _)| {
-            row.lifetime = Lifetime::of(row.resident, row.released);
+        .map(|(mut row, _, at_end)| {
+            row.lifetime = Lifetime::of(at_end, row.released);
             row
         })
         .collect();

@@ -1,9 +1,8 @@
 //! How each event changes the model: [`Replay::event`] sends each kind to its method.
 
-use std::collections::HashMap;
-
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
+use crate::report::model::moment::When;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK};
@@ -17,8 +16,14 @@ use crate::stream::flags::{Advice, MmapFlags, MremapFlags, Prot};
 const MAX_PAGES_PER_FAULT: u64 = 262_144;
 
 impl Replay {
-    /// Applies one event.
+    /// Applies one event. The state after it is a moment: the peak's tracker sees it.
     pub fn event(&mut self, event: &Event) {
+        self.before_event(event.time);
+        self.apply(event);
+        self.peak_tracker.settle(event.time);
+    }
+
+    fn apply(&mut self, event: &Event) {
         self.count(event);
         let key = (self.capture, event.pid);
         match &event.kind {
@@ -163,6 +168,7 @@ impl Replay {
     /// A new generation of access sampling, with the pages resident when it starts.
     fn on_gen(&mut self, key: ProcessKey, n: u64, armed: u64, time: Timestamp) {
         let stack = self.class_ids.get(&Class::Stack).copied();
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let resident = process
             .space
@@ -232,6 +238,7 @@ impl Replay {
         // A new image: its generated code is not the old one's.
         self.spaces.remove(&key);
         self.release(key, RssAt::Exec);
+        self.peak_tracker.revived(key);
         if let Some(process) = self.processes.get_mut(&key) {
             process.exited = false;
             process.exec_loading = true;
@@ -243,11 +250,16 @@ impl Replay {
     /// An exit: the process's last state counts for the end, then its memory goes.
     fn on_exit(&mut self, key: ProcessKey) {
         if let Some(process) = self.processes.get(&key) {
-            let picture = process.space.picture.clone();
-            self.finished.merge(&picture);
-            self.process_end.push((key, picture));
+            self.finished.add(key, process.space.picture.clone());
         }
         self.release(key, RssAt::Exit);
+        if self
+            .processes
+            .get(&key)
+            .is_some_and(|process| process.exited)
+        {
+            self.peak_tracker.exited(key);
+        }
     }
 
     /// A watched fork: the child starts with a copy of its parent's address space (its
@@ -262,6 +274,13 @@ impl Replay {
             let space = parent.space.clone();
             let process = self.processes.entry(child_key).or_default();
             if process.space.is_empty() {
+                // A pid that exited before is a new process now.
+                if std::mem::replace(&mut process.exited, false) {
+                    self.peak_tracker.revived(child_key);
+                    process.space.picture = Picture::default();
+                }
+                self.peak_tracker
+                    .replaced(child_key, &process.space.picture, &space.picture);
                 process.space = space;
             }
             if !self.order.contains(&child_key) {
@@ -277,19 +296,13 @@ impl Replay {
     /// A mark: the timeline's, and the state of the capture's live processes then.
     fn on_mark(&mut self, text: String, time: Timestamp) {
         self.timeline.mark(time, &text);
-        let mut picture = Picture::default();
-        let mut per_process = HashMap::new();
-        for (&k, process) in &self.processes {
-            if k.0 == self.capture && !process.exited {
-                picture.merge(&process.space.picture);
-                per_process.insert(k, process.space.picture.kind_bytes());
-            }
-        }
+        let holdings = self.live_holdings();
+        let resident = holdings.total.kind_bytes().resident();
+        let start = self.start.unwrap_or(time);
         self.marks.push(MarkState {
             text,
-            time,
-            picture,
-            per_process,
+            when: When::new(self.capture, time, start, resident),
+            holdings,
         });
     }
 
@@ -337,14 +350,22 @@ impl Replay {
         }
     }
 
-    fn with_space(&mut self, key: ProcessKey, f: impl FnOnce(&mut Space, &mut Ctx)) {
+    /// A process seen for the first time takes its place in the order (the end, the
+    /// moments and `--group-by` list the processes in it).
+    fn register(&mut self, key: ProcessKey) {
         if !self.processes.contains_key(&key) {
             self.order.push(key);
         }
+    }
+
+    fn with_space(&mut self, key: ProcessKey, f: impl FnOnce(&mut Space, &mut Ctx)) {
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         f(&mut process.space, &mut ctx);
     }
@@ -359,6 +380,8 @@ impl Replay {
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         process.space.release(&mut ctx);
     }
@@ -388,6 +411,7 @@ impl Replay {
             _ => return self.sites.label(label),
         };
         let space = self.space_of(key);
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         if process.raw_epoch != process.space.code_epoch {
             process.raw_sites.clear();
@@ -457,6 +481,7 @@ impl Replay {
             return;
         }
         let unknown = self.class(Class::Unknown);
+        self.register(key);
         let process = self.processes.entry(key).or_default();
         let space = &mut process.space;
         let (region, class_id, shared, shmem) = match space.find(addr) {
@@ -482,6 +507,8 @@ impl Replay {
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
         };
         let mut brought = 0;
         for vpn in targets {

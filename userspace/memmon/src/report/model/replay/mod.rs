@@ -12,6 +12,8 @@ use crate::capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotS
 use crate::report::model::access::AccessLog;
 use crate::report::model::class::Class;
 use crate::report::model::maps::{Counters, MapsLine};
+use crate::report::model::moment::{after, since, Holdings, MomentState, TimeState, When};
+use crate::report::model::peak::PeakTracker;
 use crate::report::model::picture::{ClassId, KindBytes, Picture};
 use crate::report::model::sites::{ObjectId, SiteId, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC};
 use crate::report::model::space::{Ctx, Space, Vma};
@@ -57,11 +59,9 @@ pub struct MarkState {
     /// The mark's text.
     pub text: String,
     /// When.
-    pub time: Timestamp,
-    /// All live processes together.
-    pub picture: Picture,
-    /// Each live process's totals.
-    pub per_process: HashMap<ProcessKey, KindBytes>,
+    pub when: When,
+    /// What the capture's live processes held.
+    pub holdings: Holdings,
 }
 
 #[derive(Debug, Default)]
@@ -87,12 +87,15 @@ struct Process {
 pub struct ReplayOptions {
     /// How the timeline is cut.
     pub slicing: Slicing,
+    /// Keep the state at this many nanoseconds after each capture's start (`--at TIME`).
+    pub at_time: Option<u64>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
             slicing: Slicing::Every(1_000_000_000),
+            at_time: None,
         }
     }
 }
@@ -106,8 +109,14 @@ pub struct Analysis {
     pub classes: Vec<Class>,
     /// Cumulative per-site statistics.
     pub stats: StatsTable,
-    /// The end: each process's last state before it released its memory, summed.
-    pub end: Picture,
+    /// The end: each process's last state before it released its memory (in the order
+    /// the processes appeared), and their sum.
+    pub end: Holdings,
+    /// The peak of each capture: the moment its live processes together held the most
+    /// resident memory (the first such), and what they held then, summed over captures.
+    pub peak: MomentState,
+    /// The state at `ReplayOptions::at_time`, when asked.
+    pub at_time: Option<TimeState>,
     /// The state at each mark.
     pub marks: Vec<MarkState>,
     /// Model against counters.
@@ -140,9 +149,6 @@ pub struct Analysis {
     pub executables: Vec<String>,
     /// Access sampling: generations and sampled accesses.
     pub access: AccessLog,
-    /// Each process's last state before it released its memory (what [`Analysis::end`]
-    /// sums), in the order the processes appeared: for `--group-by`.
-    pub process_end: Vec<(ProcessKey, Picture)>,
     /// The cgroup of each process (`# cgroup PID PATH` headers; a forked child without
     /// one is in its parent's).
     pub cgroups: HashMap<ProcessKey, String>,
@@ -161,7 +167,18 @@ pub struct Replay {
     /// parent's, a new one after exec.
     spaces: HashMap<ProcessKey, SpaceId>,
     order: Vec<ProcessKey>,
-    finished: Picture,
+    finished: Holdings,
+    /// The peak of the capture being replayed.
+    pub(super) peak_tracker: PeakTracker,
+    /// The peaks of the captures replayed.
+    peak: MomentState,
+    /// The capture's start (its `# start` header, else its first event) and last event.
+    start: Option<Timestamp>,
+    last: Option<Timestamp>,
+    /// `ReplayOptions::at_time`, and the state then once taken in this capture.
+    at_time: Option<u64>,
+    time_taken: bool,
+    time_state: TimeState,
     marks: Vec<MarkState>,
     comparisons: Vec<Comparison>,
     start_counters: HashMap<ProcessKey, Counters>,
@@ -179,7 +196,6 @@ pub struct Replay {
     /// The programs executed, as `Analysis::executables`.
     pub(super) executables: Vec<String>,
     access: AccessLog,
-    process_end: Vec<(ProcessKey, Picture)>,
     cgroups: HashMap<ProcessKey, String>,
 }
 
@@ -195,7 +211,17 @@ impl Replay {
             processes: HashMap::new(),
             spaces: HashMap::new(),
             order: Vec::new(),
-            finished: Picture::default(),
+            finished: Holdings::default(),
+            peak_tracker: PeakTracker::default(),
+            peak: MomentState::default(),
+            start: None,
+            last: None,
+            at_time: options.at_time,
+            time_taken: false,
+            time_state: TimeState {
+                asked: options.at_time.unwrap_or(0),
+                ..TimeState::default()
+            },
             marks: Vec::new(),
             comparisons: Vec::new(),
             start_counters: HashMap::new(),
@@ -212,7 +238,6 @@ impl Replay {
             commands: Vec::new(),
             executables: Vec::new(),
             access: AccessLog::default(),
-            process_end: Vec::new(),
             cgroups: HashMap::new(),
         }
     }
@@ -250,6 +275,9 @@ impl Replay {
         }
         if key == "command" || key == "pids" {
             self.commands.push(value.to_owned());
+        }
+        if key == "start" {
+            self.start = Timestamp::parse(value.trim());
         }
         if key == "sample-pages" {
             self.access.budget = value.trim().parse().ok();
@@ -373,7 +401,6 @@ impl Replay {
                 heap,
             ));
         }
-        let (stats, timeline) = (&mut self.stats, &mut self.timeline);
         let new = !self.processes.contains_key(&key);
         let process = self.processes.entry(key).or_default();
         if new && snapshot.reason == "start" && self.command_capture {
@@ -382,7 +409,12 @@ impl Replay {
         if !self.order.contains(&key) {
             self.order.push(key);
         }
-        let mut ctx = Ctx { stats, timeline };
+        let mut ctx = Ctx {
+            stats: &mut self.stats,
+            timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
+        };
         for (start, vma, heap) in regions {
             if process.stub {
                 process.stub_objects.extend(vma.object);
@@ -458,8 +490,12 @@ impl Replay {
             return;
         };
         let label = format!("mark {:?}", mark.text);
-        let time = mark.time;
-        let model = mark.per_process.get(&key).copied().unwrap_or_default();
+        let time = mark.when.time;
+        let model = mark
+            .holdings
+            .process(key)
+            .map(|picture| picture.kind_bytes())
+            .unwrap_or_default();
         // An rss line wins over the status snapshot of the same mark.
         if let Some(existing) = self
             .comparisons
@@ -514,6 +550,43 @@ impl Replay {
         self.capture += 1;
     }
 
+    /// What the current capture's live processes hold now, in the order they appeared.
+    pub(super) fn live_holdings(&self) -> Holdings {
+        let mut holdings = Holdings::default();
+        for key in self.order.iter().filter(|k| k.0 == self.capture) {
+            match self.processes.get(key) {
+                Some(process) if !process.exited => {
+                    holdings.add(*key, process.space.picture.clone());
+                }
+                _ => {}
+            }
+        }
+        holdings
+    }
+
+    /// Before an event at `time`: the first past `ReplayOptions::at_time` takes the state
+    /// then (what the events before it made).
+    pub(super) fn before_event(&mut self, time: Timestamp) {
+        let start = *self.start.get_or_insert(time);
+        self.last = Some(self.last.map_or(time, |last| last.max(time)));
+        match self.at_time {
+            Some(at_time) if !self.time_taken && since(start, time) > at_time => {
+                self.take_time_state(start, at_time);
+            }
+            _ => {}
+        }
+    }
+
+    fn take_time_state(&mut self, start: Timestamp, at_time: u64) {
+        self.time_taken = true;
+        let holdings = self.live_holdings();
+        let resident = holdings.total.kind_bytes().resident();
+        let when = When::new(self.capture, after(start, at_time), start, resident);
+        let state = &mut self.time_state.state;
+        state.when.push(when);
+        state.holdings.extend(holdings);
+    }
+
     fn end_capture(&mut self) {
         let capture = self.capture;
         let keys: Vec<ProcessKey> = self
@@ -522,15 +595,24 @@ impl Replay {
             .copied()
             .filter(|k| k.0 == capture)
             .collect();
-        for key in keys {
+        for &key in &keys {
             if let Some(process) = self.processes.get(&key) {
                 if !process.exited {
-                    let picture = process.space.picture.clone();
-                    self.finished.merge(&picture);
-                    self.process_end.push((key, picture));
+                    self.finished.add(key, process.space.picture.clone());
                 }
             }
         }
+        self.peak_tracker
+            .finish(capture, self.start, &keys, &mut self.peak);
+        if let (Some(start), Some(last), Some(at_time)) = (self.start, self.last, self.at_time) {
+            self.time_state.longest = self.time_state.longest.max(since(start, last));
+            if !self.time_taken {
+                self.take_time_state(start, at_time);
+            }
+        }
+        self.start = None;
+        self.last = None;
+        self.time_taken = false;
     }
 
     /// The analysis of everything replayed.
@@ -543,6 +625,8 @@ impl Replay {
             classes: self.classes,
             stats: self.stats,
             end: self.finished,
+            peak: self.peak,
+            at_time: self.at_time.map(|_| self.time_state),
             marks: self.marks,
             comparisons: self.comparisons,
             events: self.events,
@@ -560,7 +644,6 @@ impl Replay {
             commands: self.commands,
             executables: self.executables,
             access: self.access,
-            process_end: self.process_end,
             cgroups: self.cgroups,
         }
     }

@@ -292,7 +292,7 @@ fn draw_marks(svg: &mut Svg, plot: &Plot, marks: &[MarkState]) -> io::Result<()>
     let top_edge = TOP.to_string();
     let label_y = format!("{:.1}", TOP - 4.0);
     for mark in marks {
-        let mx = format!("{:.1}", plot.x(mark.time.as_nanos()));
+        let mx = format!("{:.1}", plot.x(mark.when.time.as_nanos()));
         svg.empty(
             "line",
             &[

@@ -13,6 +13,7 @@ use std::fmt::Write;
 use crate::report::output::folded::{folded_lines, render_svg_width, Weight, WHOSE_COLOURS};
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
+use crate::report::output::moment::{moment_line, other_moments};
 use crate::report::output::text::your_code::unnamed_code_note;
 use crate::report::output::text::{signed_size, size};
 use crate::report::symbolize::short_name::Naming;
@@ -39,7 +40,11 @@ fn flame_section(view: &View, weights: &[Weight]) -> String {
     let mut out = String::from("<h2>Flame graph</h2><div class=\"switch\">");
     let mut frames = String::new();
     for &weight in weights {
-        let title = format!("memmon: {} by site at {}", weight.name(), view.moment);
+        let title = format!(
+            "memmon: {} by site at {}",
+            weight.name(),
+            view.shown.moment_label
+        );
         let Ok(svg) = render_svg_width(view, weight, &title, Some(1100)) else {
             continue;
         };
@@ -260,16 +265,20 @@ fn summary_line(view: &View) -> String {
             format!("{} processes ({})", pids.len(), listed.join(", "))
         }
     };
+    let others: String = other_moments(&view.shown, false)
+        .iter()
+        .map(|other| format!("; {}", escape(other)))
+        .collect();
     format!(
-        "<p>{} events, {}; at {}: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}; sites from {}.</p>",
-        view.events,
-        escape(&processes),
-        escape(&view.moment),
+        "<p id=\"moment\">At <b>{}</b>: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}{others}. {} events, {}; sites from {}.</p>",
+        escape(&view.shown.moment_label),
         escape(&size(t.resident())),
         escape(&size(t.anon)),
         escape(&size(t.file)),
         escape(&size(t.shmem)),
         escape(&size(view.mapped)),
+        view.events,
+        escape(&processes),
         if view.stacks { "call stacks" } else { "fault addresses" }
     )
 }
@@ -314,8 +323,10 @@ pub fn render_diff(base: &Prepared, new: &Prepared, diff: &Diff, top: usize) -> 
     let mut body = String::from("<h1>memmon report --diff</h1>");
     let _ = write!(
         body,
-        "<p>Resident change: <b>{}</b></p>",
-        escape(&signed_size(diff.total))
+        "<p id=\"moment\">Resident change: <b>{}</b>, NEW against BASE. BASE {}; NEW {}.</p>",
+        escape(&signed_size(diff.total)),
+        escape(&moment_line(&base.view.shown)),
+        escape(&moment_line(&new.view.shown))
     );
     let before = folded_lines(&base.view, Weight::Resident).join("\n");
     let after = folded_lines(&new.view, Weight::Resident).join("\n");

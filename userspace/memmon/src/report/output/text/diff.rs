@@ -1,13 +1,26 @@
-//! `--diff BASE NEW` as text: the change of the total, then by class and by site.
+//! `--diff BASE NEW` as text: the change of the total and the moment of each side, then
+//! by class and by site.
 
+use crate::report::output::moment::moment_line;
 use crate::report::output::text::{signed_size, size};
 use crate::report::view::diff::{Change, Diff};
 
 /// The text form, `top` rows per table.
 pub fn render(diff: &Diff, top: usize) -> String {
+    let each = if diff.base.moment == diff.new.moment {
+        match diff.base.moment.as_str() {
+            "peak" => ", each at its peak".to_owned(),
+            "end" => ", each at its end".to_owned(),
+            moment => format!(", each at {moment}"),
+        }
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "memmon report --diff: resident {}\n",
-        signed_size(diff.total)
+        "memmon report --diff: resident {}, NEW against BASE{each}\nBASE {}\nNEW  {}\n",
+        signed_size(diff.total),
+        moment_line(&diff.base),
+        moment_line(&diff.new)
     );
     out.push_str("\nBy class\n");
     for change in diff.classes.iter().take(top) {

@@ -6,6 +6,7 @@ use std::fmt::{Result, Write};
 
 use crate::report::model::class::PageKind;
 use crate::report::model::picture::saturating_sum;
+use crate::report::output::moment::other_moments;
 use crate::report::output::text::your_code::write_your_code;
 use crate::report::output::text::{signed_size, size, Table};
 use crate::report::view::memory::{runtime_work_rows, shown_sites, SiteRow, View};
@@ -45,7 +46,8 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> Result {
     Ok(())
 }
 
-/// The first lines: the capture, the notes and warnings, and the totals.
+/// The first lines: the capture, the moment shown with its totals (and the peak and the
+/// end when they are not it), the notes and warnings.
 fn write_header(out: &mut String, view: &View) -> Result {
     let pids: Vec<String> = view.pids.iter().map(u32::to_string).collect();
     writeln!(
@@ -65,6 +67,7 @@ fn write_header(out: &mut String, view: &View) -> Result {
             String::new()
         }
     )?;
+    write_moment(out, view)?;
     for warning in &view.symbol_warnings {
         writeln!(out, "note: {warning}")?;
     }
@@ -79,21 +82,35 @@ fn write_header(out: &mut String, view: &View) -> Result {
             view.bad_lines
         )?;
     }
+    Ok(())
+}
+
+/// `at the peak, 9.1 s: resident 147 MiB (anon ...), swapped 0 B, mapped 300 MiB; at the
+/// end: 46 MiB (--at end)`.
+fn write_moment(out: &mut String, view: &View) -> Result {
     let totals = view.totals;
+    let label = if view.shown.at_end() {
+        format!(
+            "{} (each process's last state before it released its memory)",
+            view.shown.moment_label
+        )
+    } else {
+        view.shown.moment_label.clone()
+    };
+    let others = other_moments(&view.shown, true);
     writeln!(
         out,
-        "at {}: resident {} (anon {}, file {}, shmem {}), swapped {}, mapped {}",
-        if view.moment == "end" {
-            "the end (each process's last state before it released its memory)".to_owned()
-        } else {
-            view.moment.clone()
-        },
+        "at {label}: resident {} (anon {}, file {}, shmem {}), swapped {}, mapped {}{}",
         size(totals.resident()),
         size(totals.anon),
         size(totals.file),
         size(totals.shmem),
         size(totals.swap),
-        size(view.mapped)
+        size(view.mapped),
+        others
+            .iter()
+            .map(|other| format!("; {other}"))
+            .collect::<String>()
     )
 }
 
