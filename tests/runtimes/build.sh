@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the runtimes' test programs into OUT (build/progs/runtimes) for
-# tests/vm/48-runtimes.sh: a C++ program built with g++ against Debian's libstdc++
+# tests/vm/51-runtimes.sh: a C++ program built with g++ against Debian's libstdc++
 # (templates, an anonymous namespace, a lambda), a Go program built with Debian's Go that
 # forces collections, and the Node.js script, copied (the guest runs the host's node).
 set -euo pipefail

@@ -4,7 +4,7 @@
 // they stay) and holdBuffers 20 MiB of Buffers (20 of 1 MiB, outside V8's heap, filled);
 // holdRecords keeps 120000 small objects, which V8's scavenger copies out of the young
 // generation: those pages are the collector's. Run with
-// `memmon record --jit-maps -- node hold.js` (tests/vm/48-runtimes.sh).
+// `memmon record --jit-maps -- node hold.js` (tests/vm/51-runtimes.sh).
 'use strict';
 
 const ARRAY_LENGTH = 131072; // 8-byte elements: 1 MiB

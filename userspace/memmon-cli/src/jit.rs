@@ -50,10 +50,11 @@ fn hint(command: &[String], environment: impl Fn(&str) -> Option<String>) -> Opt
         return None;
     }
     Some(format!(
-        "{} names the functions it compiles only with {} (or {}): without it the report cannot name the script's functions; add it after {}, or record with --jit-maps",
+        "{} names its functions in a perf map only with {} (or {}={}): without that the report cannot name the script's functions; give it after {}, or record with --jit-maps",
         switch.runtime,
         switch.flags,
-        format_args!("{}={}", switch.variable, switch.value),
+        switch.variable,
+        switch.value,
         basename(program)
     ))
 }
@@ -76,7 +77,7 @@ mod tests {
         let line = hint(&command(&["node", "app.js"]), unset).unwrap();
         assert!(
             line.starts_with(
-                "node names the functions it compiles only with --perf-basic-prof --interpreted-frames-native-stack"
+                "node names its functions in a perf map only with --perf-basic-prof --interpreted-frames-native-stack"
             ),
             "{line}"
         );

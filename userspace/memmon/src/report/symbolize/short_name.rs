@@ -129,6 +129,34 @@ pub fn enclosing_function(name: &str, go: bool) -> &str {
     }
 }
 
+/// The last `segments` scopes of a (short) name, split at its top-level `::`: what a
+/// library summary names a function by, after its object's name
+/// (`v8::internal::FactoryBase<…>::NewFixedArrayWithFiller` is
+/// `FactoryBase<…>::NewFixedArrayWithFiller` with 2; `<app::Cache as Drop>::drop` keeps its
+/// qualified path whole).
+pub fn scope_tail(name: &str, segments: usize) -> &str {
+    let mut depth = 0usize;
+    let mut seen = 0usize;
+    let bytes = name.as_bytes();
+    let mut at = bytes.len();
+    while at > 1 {
+        at -= 1;
+        match bytes[at] {
+            b'>' | b')' | b'}' | b']' => depth += 1,
+            b'<' | b'(' | b'{' | b'[' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 && bytes[at - 1] == b':' => {
+                seen += 1;
+                if seen == segments {
+                    return &name[at + 1..];
+                }
+                at -= 1;
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
 /// `function` without GCC's clone suffixes (`f(int) [clone .constprop.0] [clone .cold]`)
 /// and a legacy Rust symbol's hash (`app::main::h0123456789abcdef`).
 fn without_suffixes(function: &str) -> &str {
@@ -893,6 +921,28 @@ mod tests {
     #[test]
     fn unbalanced_names_are_kept() {
         check(&[("a<b", "a<b"), ("f(int", "f(int"), ("x)y(", "x)y(")]);
+    }
+
+    #[test]
+    fn scope_tails() {
+        for (name, tail) in [
+            (
+                "v8::internal::FactoryBase<…>::NewFixedArrayWithFiller",
+                "FactoryBase<…>::NewFixedArrayWithFiller",
+            ),
+            (
+                "std::vector<…>::_M_realloc_insert",
+                "vector<…>::_M_realloc_insert",
+            ),
+            ("(anon)::Store<…>::fill", "Store<…>::fill"),
+            ("<app::Cache as Drop>::drop", "<app::Cache as Drop>::drop"),
+            ("operator new", "operator new"),
+            ("Scanner::Initialize", "Scanner::Initialize"),
+            ("malloc", "malloc"),
+            ("runtime.mallocgc", "runtime.mallocgc"),
+        ] {
+            assert_eq!(scope_tail(name, 2), tail, "{name}");
+        }
     }
 
     #[test]

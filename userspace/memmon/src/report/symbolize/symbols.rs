@@ -589,11 +589,58 @@ fn symbolize_split(
     let Ok(results) = symbolizer.symbolize(&source, Input::VirtOffset(&known)) else {
         return vec![None; offsets.len()];
     };
-    let mut results = convert(results).into_iter();
+    let mut results = convert(results);
+    qualify(
+        &mut results,
+        symbol_table_names(symbolizer, debug, Input::VirtOffset(&known)),
+    );
+    let mut results = results.into_iter();
     addrs
         .iter()
         .map(|addr| addr.and_then(|_| results.next().flatten()))
         .collect()
+}
+
+/// The names the ELF symbol table of `file` (not its DWARF) gives `input`'s addresses.
+fn symbol_table_names(
+    symbolizer: &Symbolizer,
+    file: &Path,
+    input: Input<&[u64]>,
+) -> Vec<Option<String>> {
+    let source = Source::Elf(Elf {
+        debug_syms: false,
+        ..Elf::new(file)
+    });
+    match symbolizer.symbolize(&source, input) {
+        Ok(results) => results
+            .into_iter()
+            .map(|result| match result {
+                Symbolized::Sym(sym) => Some(sym.name.to_string()),
+                Symbolized::Unknown(_) => None,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Each result's function (the one its code belongs to, not those inlined into it) named
+/// by the symbol table where DWARF names it without its scope: GCC gives a function of
+/// internal linkage (in an anonymous namespace, a lambda's `operator()`) no linkage name,
+/// only its own (`fill`), while its symbol is qualified
+/// (`(anonymous namespace)::Store<unsigned long>::fill(unsigned long)`).
+fn qualify(results: &mut [Option<Vec<FrameInfo>>], symbols: Vec<Option<String>>) {
+    for (result, symbol) in results.iter_mut().zip(symbols) {
+        let (Some(infos), Some(symbol)) = (result.as_mut(), symbol) else {
+            continue;
+        };
+        let Some(function) = infos.last_mut() else {
+            continue;
+        };
+        let unscoped = !function.function.contains("::") && !function.function.is_empty();
+        if unscoped && symbol.contains(&format!("::{}", function.function)) {
+            function.function = symbol;
+        }
+    }
 }
 
 /// Symbolises file offsets of one object; `None` entries for what it cannot name.
@@ -609,7 +656,12 @@ fn symbolize_object(
     let Ok(results) = symbolizer.symbolize(&source, Input::FileOffset(offsets)) else {
         return vec![None; offsets.len()];
     };
-    convert(results)
+    let mut results = convert(results);
+    qualify(
+        &mut results,
+        symbol_table_names(symbolizer, file, Input::FileOffset(offsets)),
+    );
+    results
 }
 
 /// blazesym's results as frames, inlined functions first. Each function has its own
@@ -653,7 +705,56 @@ fn convert(results: Vec<Symbolized<'_>>) -> Vec<Option<Vec<FrameInfo>>> {
 mod tests {
     use std::path::PathBuf;
 
-    use super::SymbolOptions;
+    use super::{qualify, FrameInfo, SymbolOptions};
+
+    #[test]
+    fn functions_without_their_scope_take_the_symbols() {
+        let frame = |function: &str, inlined: bool| FrameInfo {
+            function: function.to_owned(),
+            file: Some("/src/templates.cc".to_owned()),
+            line: Some(21),
+            inlined,
+        };
+        let mut results = vec![
+            Some(vec![frame("fill", false)]),
+            Some(vec![frame("resize", true), frame("operator()", false)]),
+            Some(vec![frame("load_rows", false)]),
+            Some(vec![frame(
+                "std::vector<int>::push_back(int const&)",
+                false,
+            )]),
+            None,
+        ];
+        qualify(
+            &mut results,
+            vec![
+                Some("(anonymous namespace)::Store<unsigned long>::fill(unsigned long) [clone .constprop.0]".to_owned()),
+                Some("build_index(unsigned long)::{lambda(unsigned long)#1}::operator()(unsigned long) const".to_owned()),
+                Some("load_rows".to_owned()),
+                Some("other::symbol()".to_owned()),
+                Some("x::y".to_owned()),
+            ],
+        );
+        let names: Vec<Vec<&str>> = results
+            .iter()
+            .map(|r| r.iter().flatten().map(|f| f.function.as_str()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["(anonymous namespace)::Store<unsigned long>::fill(unsigned long) [clone .constprop.0]"],
+                vec![
+                    "resize",
+                    "build_index(unsigned long)::{lambda(unsigned long)#1}::operator()(unsigned long) const"
+                ],
+                vec!["load_rows"],
+                vec!["std::vector<int>::push_back(int const&)"],
+                vec![],
+            ]
+        );
+        // The line stays DWARF's.
+        assert_eq!(results[0].as_ref().unwrap()[0].line, Some(21));
+    }
 
     #[test]
     fn debug_directories_in_search_order() {

@@ -2,6 +2,7 @@
 //! reconciliation, at one moment (the peak unless asked: [`Moment`]). Output formats
 //! render a [`View`].
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
@@ -193,7 +194,8 @@ impl SiteRow {
         self.last_swapin = self.last_swapin.max(stats.last_swapin);
     }
 
-    /// Adds another row's bytes and statistics (a merged row's).
+    /// Adds another row's bytes and statistics (a merged row's). Its peak is the busiest
+    /// member's, and at least what the merged row holds now.
     fn merge(&mut self, other: &SiteRow) {
         self.resident = self.resident.saturating_add(other.resident);
         self.mapped = self.mapped.saturating_add(other.mapped);
@@ -207,7 +209,7 @@ impl SiteRow {
         self.released += other.released;
         self.paged_out += other.paged_out;
         self.swapped_in += other.swapped_in;
-        self.peak = self.peak.max(other.peak);
+        self.peak = self.peak.max(other.peak).max(self.resident);
         self.first_swapin = match (self.first_swapin, other.first_swapin) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -280,13 +282,28 @@ pub fn runtime_work_rows(sites: &[SiteRow]) -> Vec<SiteRow> {
 }
 
 /// The sites as the tables show them: those that are no runtime's work, and `work` (the
-/// [`runtime_work_rows`] of `sites`), in the view's order.
-pub fn shown_sites<'a>(sites: &'a [SiteRow], work: &'a [SiteRow]) -> Vec<&'a SiteRow> {
-    let mut rows: Vec<&SiteRow> = sites
+/// [`runtime_work_rows`] of `sites`), in the view's order. Sites a person cannot tell
+/// apart (the same [`SiteRow::name`]: their stacks differ only in the library code
+/// between the function and the innermost frame, as an interpreted and a compiled call
+/// of the same function do) are one row, their counts summed.
+pub fn shown_sites<'a>(sites: &'a [SiteRow], work: &'a [SiteRow]) -> Vec<Cow<'a, SiteRow>> {
+    let mut rows: Vec<Cow<'a, SiteRow>> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    for site in sites
         .iter()
         .filter(|site| site.runtime_work.is_none())
         .chain(work)
-        .collect();
+    {
+        match by_name.entry(site.name()) {
+            std::collections::hash_map::Entry::Occupied(seen) => {
+                rows[*seen.get()].to_mut().merge(site);
+            }
+            std::collections::hash_map::Entry::Vacant(new) => {
+                new.insert(rows.len());
+                rows.push(Cow::Borrowed(site));
+            }
+        }
+    }
     rows.sort_by(|a, b| site_order(a, b));
     rows
 }
@@ -797,4 +814,83 @@ fn timeline_rows(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::view::runtimes::Runtime;
+
+    fn row(functions: &[&str], own: &[usize], resident: u64) -> SiteRow {
+        let frames: Vec<FrameInfo> = functions
+            .iter()
+            .map(|function| FrameInfo {
+                function: (*function).to_owned(),
+                file: None,
+                line: None,
+                inlined: false,
+            })
+            .collect();
+        let shown = Naming::Short.frames(&frames);
+        let mut row = SiteRow::empty(
+            frames,
+            shown,
+            Split {
+                own: own.to_vec(),
+                library: Some(
+                    "[node: Builtins_ConstructHandler … NewFixedArrayWithFiller]".to_owned(),
+                ),
+                ..Split::default()
+            },
+        );
+        row.resident = resident;
+        row.brought_in = resident;
+        row.lifetime = Lifetime::of(resident, 0);
+        row
+    }
+
+    #[test]
+    fn the_tables_merge_what_reads_the_same_and_the_runtimes_work() {
+        // An interpreted and a compiled call of holdObjects: two chains, one name.
+        let interpreted = row(
+            &[
+                "NewFixedArrayWithFiller",
+                "Builtins_ConstructHandler",
+                "JS:~holdObjects /a.js:3:1",
+            ],
+            &[2],
+            14 << 20,
+        );
+        let compiled = row(
+            &[
+                "NewFixedArrayWithFiller",
+                "Builtins_JSBuiltinsConstructStub",
+                "Builtins_ConstructHandler",
+                "JS:*holdObjects /a.js:3:1",
+            ],
+            &[3],
+            10 << 20,
+        );
+        let mut scavenged = row(&["v8::internal::Scavenger::ScavengePage()"], &[], 3 << 20);
+        scavenged.runtime_work = Some(RuntimeWork::Collector(Runtime::V8));
+        let mut evacuated = row(&["v8::internal::Evacuator::EvacuatePage()"], &[], 2 << 20);
+        evacuated.runtime_work = Some(RuntimeWork::Collector(Runtime::V8));
+        let sites = [interpreted, compiled, scavenged, evacuated];
+        let work = runtime_work_rows(&sites);
+        let shown: Vec<(String, u64)> = shown_sites(&sites, &work)
+            .iter()
+            .map(|row| (row.name(), row.resident))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "holdObjects → [node: Builtins_ConstructHandler … NewFixedArrayWithFiller]"
+                        .to_owned(),
+                    24 << 20
+                ),
+                ("[moved by V8's garbage collector]".to_owned(), 5 << 20),
+            ]
+        );
+    }
 }

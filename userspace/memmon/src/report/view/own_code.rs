@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, ObjectId, SiteTable};
-use crate::report::symbolize::short_name::Naming;
+use crate::report::symbolize::short_name::{scope_tail, Naming};
 use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo, Symbols};
 use crate::report::view::reach::{classify, Reach};
 use crate::report::view::runtimes::{self, collector_of, RuntimeWork};
@@ -233,30 +233,50 @@ fn library_part(
     system_summary(&parts, naming)
 }
 
-/// The length in characters past which a site's name loses callers from its chain.
-const SITE_NAME_WIDTH: usize = 140;
+/// The most characters of a site's name: past it, the name loses callers from its chain,
+/// then its location's directories, then its end (the tables' widest columns before the
+/// name are 60 characters: a row stays within 200).
+const SITE_NAME_WIDTH: usize = 130;
 
 /// A site as a person reads it, by the program's own code: `chain (file:line)` from the
 /// innermost function of own code (`own`: the indexes of own functions in `frames`, a
 /// stack's functions innermost first, as the view names them), then the library part it
 /// called, summarised (`load_rows < main (rows.c:35) → [libsqlite3.so.0: sqlite3_step …
-/// malloc]`); the whole stack's chain without own code. A chain of long names keeps fewer
-/// callers (down to the function alone) to stay within [`SITE_NAME_WIDTH`] characters.
+/// malloc]`); the whole stack's chain without own code. A name of long names keeps fewer
+/// callers (down to the function alone), then the location's file without its
+/// directories, then is cut with `…`, to stay within [`SITE_NAME_WIDTH`] characters.
 pub fn own_site_name(frames: &[FrameInfo], own: &[usize], library: Option<&str>) -> String {
     let first = own.first().copied().unwrap_or(0);
     let own_frames = frames.get(first..).unwrap_or_default();
     let library = library
         .map(|library| format!(" → {library}"))
         .unwrap_or_default();
-    let mut depth = 4;
-    loop {
+    let fits = |name: &str| name.chars().count() + library.chars().count() <= SITE_NAME_WIDTH;
+    for depth in (1..=4).rev() {
         let own_name = name::site_of_depth(own_frames, depth);
-        let width = own_name.chars().count() + library.chars().count();
-        if width <= SITE_NAME_WIDTH || depth == 1 {
+        if fits(&own_name) {
             return format!("{own_name}{library}");
         }
-        depth -= 1;
     }
+    let chain = name::chain(own_frames, 1);
+    let own_name = match own_frames.first().and_then(|frame| {
+        let file = frame.file.as_deref()?;
+        let file = file.rsplit('/').next().unwrap_or(file);
+        Some(match frame.line {
+            Some(line) => format!("{chain} ({file}:{line})"),
+            None => format!("{chain} ({file})"),
+        })
+    }) {
+        Some(short) => short,
+        None => chain,
+    };
+    let name = format!("{own_name}{library}");
+    if name.chars().count() <= SITE_NAME_WIDTH {
+        return name;
+    }
+    let mut cut: String = name.chars().take(SITE_NAME_WIDTH - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// The objects with source lines for code of their own (not for what a toolchain's
@@ -421,14 +441,13 @@ impl OwnCode {
             .iter()
             .find_map(|(_, _, info, _)| collector_of(&info.function))
             .map(RuntimeWork::Collector);
+        // (By the loader's code, named or not: Debian's ld.so has no symbols without its
+        // debug file. A constructor the loader runs is the library's code.)
         let loader = own.is_empty()
             && functions
                 .iter()
                 .find(|(_, object, ..)| object.is_some())
                 .is_some_and(|(path, ..)| is_dynamic_loader(path))
-            && functions
-                .iter()
-                .any(|(_, _, info, _)| runtimes::is_loader_work(&info.function))
             && classify(sites, frames, names) == Reach::StartUp;
         Split {
             whose,
@@ -517,9 +536,14 @@ pub fn system_summary(system: &[(&str, &[FrameInfo])], naming: Naming) -> Option
     let outermost = system.last()?;
     // The function own code called is the one the frame's code belongs to (the last of
     // its inlined chain); the innermost frame is named by its innermost function.
+    // Short, a function keeps its class and its name (`FactoryBase<…>::NewFixedArray`):
+    // its object is named before it.
     let function = |infos: &[FrameInfo], entered: bool| {
         let info = if entered { infos.last() } else { infos.first() };
-        info.map_or("?".to_owned(), |f| naming.name(&f.function).into_owned())
+        info.map_or("?".to_owned(), |f| match naming {
+            Naming::Short => scope_tail(&naming.name(&f.function), 2).to_owned(),
+            Naming::Full => f.function.clone(),
+        })
     };
     // `object: function`, or only `object+0xoffset` when nothing named the code.
     let in_object = |path: &str, function: String| {
@@ -901,7 +925,7 @@ mod tests {
                     "app::module::function_with_a_long_name_{i}_{}",
                     "x".repeat(20)
                 ),
-                file: Some("/src/app.rs".to_owned()),
+                file: Some("/home/me/src/app/src/module.rs".to_owned()),
                 line: Some(10),
                 inlined: false,
             })
@@ -909,13 +933,22 @@ mod tests {
         let own = [0, 1, 2, 3, 4];
         let name = own_site_name(&frames, &own, Some("[libc.so.6: malloc]"));
         assert!(name.chars().count() <= SITE_NAME_WIDTH, "{name}");
-        assert!(
-            name.starts_with("app::module::function_with_a_long_name_0_"),
-            "{name}"
+        assert_eq!(
+            name,
+            format!(
+                "app::module::function_with_a_long_name_0_{} < ... (/home/me/src/app/src/module.rs:10) → [libc.so.6: malloc]",
+                "x".repeat(20)
+            )
         );
-        assert!(
-            name.contains(" < ...") && name.ends_with("(/src/app.rs:10) → [libc.so.6: malloc]")
-        );
+        // Then the location's directories go, then the end.
+        let long_library = format!("[libfoo.so: {} … libc.so.6: malloc]", "y".repeat(40));
+        let name = own_site_name(&frames, &own, Some(&long_library));
+        assert!(name.contains(" (module.rs:10) → [libfoo.so: "), "{name}");
+        assert!(name.chars().count() <= SITE_NAME_WIDTH, "{name}");
+        let longer_library = format!("[libfoo.so: {} … libc.so.6: malloc]", "y".repeat(90));
+        let name = own_site_name(&frames, &own, Some(&longer_library));
+        assert_eq!(name.chars().count(), SITE_NAME_WIDTH, "{name}");
+        assert!(name.ends_with('…'), "{name}");
         // Short chains keep four functions.
         let short: Vec<FrameInfo> = ["load", "run", "serve", "start", "main"]
             .iter()

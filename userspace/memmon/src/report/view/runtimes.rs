@@ -221,32 +221,6 @@ pub fn collector_of(function: &str) -> Option<Runtime> {
     None
 }
 
-/// The loader's functions that map and relocate objects.
-const LOADER_WORK: &[&str] = &[
-    "_dl_start",
-    "_dl_start_final",
-    "_dl_sysdep_start",
-    "dl_main",
-    "_dl_relocate_object",
-    "_dl_map_object",
-    "_dl_map_object_from_fd",
-    "_dl_map_object_deps",
-    "_dl_map_segments",
-    "_dl_new_object",
-    "_dl_protect_relro",
-    "_dl_allocate_tls_init",
-    "init_tls",
-];
-
-/// Whether `function` is the loader's mapping or relocating (`_dl_relocate_object`,
-/// `_dl_map_object*`, `elf_dynamic_do_rel*`, `_dl_start`).
-pub fn is_loader_work(function: &str) -> bool {
-    LOADER_WORK.contains(&function)
-        || function.starts_with("elf_dynamic_do_rel")
-        || function.starts_with("elf_dynamic_do_Rel")
-        || function.starts_with("_dl_map_object")
-}
-
 /// Whether the executable at `path` is a language runtime's (an interpreter or a
 /// virtual machine), whose own code is the system's while the program it runs is the
 /// script: `node`, `nodejs`, `bun`, `deno`, `java`, `dotnet`, `python3.12`, `pypy3`,
@@ -473,20 +447,6 @@ mod tests {
         );
         assert_eq!(RuntimeWork::Loader.label(), "start-up: loader");
         assert_eq!(RuntimeWork::Collector(Runtime::V8).key(), "collector_v8");
-    }
-
-    #[test]
-    fn loader_work() {
-        for function in [
-            "_dl_relocate_object",
-            "_dl_map_object_from_fd",
-            "elf_dynamic_do_Rela",
-            "_dl_start",
-        ] {
-            assert!(is_loader_work(function), "{function}");
-        }
-        assert!(!is_loader_work("_dl_init"));
-        assert!(!is_loader_work("malloc"));
     }
 
     #[test]

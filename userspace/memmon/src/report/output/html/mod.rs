@@ -228,7 +228,7 @@ fn sites_table(view: &View, top: usize) -> String {
         .take(top)
     {
         let f = row.faults;
-        let title = full_chain(row)
+        let title = full_chain(&row)
             .map(|chain| format!(" title=\"{}\"", escape(&chain)))
             .unwrap_or_default();
         let _ = write!(

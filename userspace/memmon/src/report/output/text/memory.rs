@@ -1,6 +1,7 @@
 //! `--format text`: the RSS tree, the top sites by resident bytes, faults and mapped
 //! bytes, swap-ins, the reconciliation and (with `--timeline`) the timeline.
 
+use std::borrow::Cow;
 use std::fmt::{Result, Write};
 
 use crate::report::model::class::PageKind;
@@ -241,7 +242,7 @@ fn write_by_resident(out: &mut String, view: &View, top: usize) -> Result {
     writeln!(out, "\nTop sites by resident bytes")?;
     let table = bytes_table("resident", "released");
     table.header(out)?;
-    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+    let mut rows: Vec<Cow<SiteRow>> = shown_sites(&view.sites, &view.runtime_work)
         .into_iter()
         .filter(|r| r.resident > 0 || r.released > 0)
         .collect();
@@ -263,7 +264,7 @@ fn write_by_resident(out: &mut String, view: &View, top: usize) -> Result {
 
 /// The sites whose memory was freed within the capture, if any.
 fn write_by_released(out: &mut String, view: &View, top: usize) -> Result {
-    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+    let mut rows: Vec<Cow<SiteRow>> = shown_sites(&view.sites, &view.runtime_work)
         .into_iter()
         .filter(|r| r.released > 0)
         .collect();
@@ -312,7 +313,7 @@ fn write_by_faults(out: &mut String, view: &View, top: usize) -> Result {
         last: "site",
     };
     table.header(out)?;
-    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+    let mut rows: Vec<Cow<SiteRow>> = shown_sites(&view.sites, &view.runtime_work)
         .into_iter()
         .filter(|r| r.faults.total() > 0)
         .collect();
@@ -337,7 +338,7 @@ fn write_by_faults(out: &mut String, view: &View, top: usize) -> Result {
 /// The sites by the bytes of the mappings they made.
 fn write_by_mapped(out: &mut String, view: &View, top: usize) -> Result {
     writeln!(out, "\nTop sites by mapped bytes")?;
-    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+    let mut rows: Vec<Cow<SiteRow>> = shown_sites(&view.sites, &view.runtime_work)
         .into_iter()
         .filter(|r| r.mapped > 0)
         .collect();
@@ -351,7 +352,7 @@ fn write_by_mapped(out: &mut String, view: &View, top: usize) -> Result {
 
 /// The sites that brought pages back from swap, if any, with when.
 fn write_swap_ins(out: &mut String, view: &View, top: usize) -> Result {
-    let mut rows: Vec<&SiteRow> = shown_sites(&view.sites, &view.runtime_work)
+    let mut rows: Vec<Cow<SiteRow>> = shown_sites(&view.sites, &view.runtime_work)
         .into_iter()
         .filter(|r| r.swapped_in > 0)
         .collect();

@@ -6,6 +6,19 @@ use std::fmt::Write;
 use super::{size, Table};
 use crate::report::view::your_code::{UnnamedCode, YourCode};
 
+/// The most characters of a function's row after its sizes (a row stays within 200).
+const FUNCTION_WIDTH: usize = 170;
+
+/// `text` cut to `width` characters, its end `…` when it was longer.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// Writes the table (its `top` first functions), the runtime's work, what no own code
 /// holds, and why generated code is unnamed.
 pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fmt::Result {
@@ -39,7 +52,11 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
             Some(library) => format!("{} → {library}", row.name()),
             None => row.name(),
         };
-        table.row(out, [size(row.resident), size(row.inclusive)], name)?;
+        table.row(
+            out,
+            [size(row.resident), size(row.inclusive)],
+            cut(&name, FUNCTION_WIDTH),
+        )?;
     }
     let more = code.functions.len().saturating_sub(top);
     if more > 0 {
@@ -84,7 +101,7 @@ pub fn unnamed_code_note(unnamed: &UnnamedCode) -> String {
         _ => "a runtime writes one when asked (node --perf-basic-prof --interpreted-frames-native-stack, java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, python3.12 -X perf; memmon record --jit-maps)".to_owned(),
     };
     format!(
-        "{} resident went through generated (JIT) code that no perf map (/tmp/perf-PID.map) names, shown as [0x…]: {how}",
+        "{} resident went through generated (JIT) code that no perf map (/tmp/perf-PID.map) names (its frames show as addresses): {how}",
         size(unnamed.resident)
     )
 }
