@@ -21,7 +21,7 @@ use crate::bindings;
 use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::watch::WatchSet;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     alloc::{KVVec, KVec},
     new_mutex,
@@ -254,6 +254,9 @@ pub(crate) struct UnwindStore {
     staged: AtomicUsize,
     /// The most `staged` may be: `max_bytes`, or [`STAGING_MIN`] if larger.
     staging_max: usize,
+    /// Whether an `EAGAIN` of [`Self::stage`] was logged since `staged` was last zero: one
+    /// line per busy spell, not one per retry.
+    busy_logged: AtomicBool,
 }
 
 /// A write's bytes counted in [`UnwindStore::stage`]d memory, until this is dropped.
@@ -264,7 +267,9 @@ pub(crate) struct Staged<'a> {
 
 impl Drop for Staged<'_> {
     fn drop(&mut self) {
-        self.store.staged.fetch_sub(self.bytes, Ordering::Relaxed);
+        if self.store.staged.fetch_sub(self.bytes, Ordering::Relaxed) == self.bytes {
+            self.store.busy_logged.store(false, Ordering::Relaxed);
+        }
     }
 }
 
@@ -296,6 +301,7 @@ impl UnwindStore {
             max_bytes,
             staged: AtomicUsize::new(0),
             staging_max,
+            busy_logged: AtomicBool::new(false),
         })
     }
 
@@ -345,15 +351,17 @@ impl UnwindStore {
         let mut now = self.staged.load(Ordering::Relaxed);
         loop {
             if now.saturating_add(len) > self.staging_max {
-                // Not logged at info level: the writer's retries (the loader's, every 10 ms
-                // for up to 5 s) would flood the log; the errno says it.
-                pr_debug!(
-                    "unwind: refused: a write of {} bytes while other writes hold {} bytes \
-                     being copied in (at most {}): try again\n",
-                    len,
-                    now,
-                    self.staging_max
-                );
+                // Logged once per busy spell: the writer's retries (the loader's, every 10 ms
+                // for up to 5 s) would flood the log; the errno says it to each.
+                if !self.busy_logged.swap(true, Ordering::Relaxed) {
+                    pr_info!(
+                        "unwind: refused: a write of {} bytes while other writes hold {} bytes \
+                         being copied in (at most {}): try again\n",
+                        len,
+                        now,
+                        self.staging_max
+                    );
+                }
                 return Err(Refused { error: EAGAIN });
             }
             match self.staged.compare_exchange_weak(
