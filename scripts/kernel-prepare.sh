@@ -21,6 +21,19 @@ unpack() {
 
 [ -d "$applied" ] || unpack
 
+# The same patches already applied (byte for byte, by name): nothing to do, and nothing
+# touched (another checkout of the repository sharing this tree, with newer file times, must
+# not make the kernel rebuild).
+same=1
+for p in "$top"/patches/*.patch; do
+    cmp -s "$p" "$applied/$(basename "$p")" || same=0
+done
+[ "$(ls "$applied" | wc -l)" = "$(ls "$top"/patches/*.patch | wc -l)" ] || same=0
+if [ "$same" = 1 ]; then
+    echo "kernel: patches/*.patch already applied to ${tree#$top/}"
+    exit 0
+fi
+
 if [ -n "$(ls "$applied")" ]; then
     for p in $(ls "$applied" | sort -r); do
         if ! patch -d "$tree" -p1 -R -s -f --no-backup-if-mismatch < "$applied/$p" >/dev/null; then
