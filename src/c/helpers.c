@@ -153,6 +153,15 @@ bool memmon_cgroup_is_dead(struct cgroup *cgrp)
 }
 
 /*
+ * Whether @cgrp is on the default (v2) hierarchy, not a cgroup v1 one: what
+ * cgroup_on_dfl() says, which is not exported.
+ */
+bool memmon_cgroup_on_dfl(const struct cgroup *cgrp)
+{
+	return cgrp->root == &cgrp_dfl_root;
+}
+
+/*
  * Whether the process of @task, that is its thread-group leader, is in @cgrp
  * or below it on the default (v2) hierarchy. @task must be valid (referenced,
  * or found under RCU). A task already released (no longer pid_alive()) is in

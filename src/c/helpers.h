@@ -25,6 +25,7 @@ int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
 void memmon_cgroup_get(struct cgroup *cgrp);
 void memmon_cgroup_put(struct cgroup *cgrp);
 bool memmon_cgroup_is_dead(struct cgroup *cgrp);
+bool memmon_cgroup_on_dfl(const struct cgroup *cgrp);
 bool memmon_cgroup_has_process(struct cgroup *cgrp, struct task_struct *task);
 size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
 				       size_t len, u64 *id, bool *cut);

@@ -26,6 +26,17 @@ unsafe impl Send for Cgroup {}
 // any context.
 unsafe impl Sync for Cgroup {}
 
+/// Whether `cgrp` is a cgroup of the default (v2) hierarchy, not of a cgroup v1 one.
+///
+/// # Safety
+///
+/// `cgrp` must point to a valid `struct cgroup` for the call (a tracepoint's argument, or one
+/// the caller holds a reference to).
+pub(crate) unsafe fn on_default_hierarchy(cgrp: *const bindings::cgroup) -> bool {
+    // SAFETY: `cgrp` is valid for the call (the caller's contract); the helper reads its root.
+    unsafe { bindings::memmon_cgroup_on_dfl(cgrp) }
+}
+
 impl Cgroup {
     /// The cgroup whose directory is `path` (absolute, symbolic links followed) in a cgroup2
     /// file system, with a reference taken. Fails with `ENOENT` if there is no such file (or

@@ -15,14 +15,15 @@
 //!   the last thread of a thread group, after the mm is gone. The process leaves the watch
 //!   set there, so that a reused pid is never watched by accident.
 //! - cgroup move: the `cgroup_attach_task` tracepoint, fired after a process (or a thread)
-//!   was moved to another cgroup (a write to `cgroup.procs`). While a cgroup is watched, the
+//!   was moved to another cgroup (a write to `cgroup.procs`; moves in cgroup v1 hierarchies
+//!   are ignored). While a cgroup is watched, the
 //!   moved process is watched from then on if it is now in one, and no longer if it is not;
 //!   fork and exec look at the cgroup of the new process too. Each process that becomes
 //!   watched as a member of a watched cgroup (at the `c:PATH` write, at fork, at exec), and
 //!   each one moved while it is in one, gets a `cgroup` line naming its cgroup.
 
 use crate::bindings;
-use crate::kernel_ext::cgroup::process_cgroup;
+use crate::kernel_ext::cgroup::{on_default_hierarchy, process_cgroup};
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
@@ -155,11 +156,17 @@ pub(crate) fn attach_cgroup_move(state: Arc<State>) -> Result<TracepointProbe<St
 /// a valid `task`.
 unsafe extern "C" fn cgroup_moved(
     data: *mut c_void,
-    _dst_cgrp: *mut bindings::cgroup,
+    dst_cgrp: *mut bindings::cgroup,
     _path: *const c_char,
     task: *mut bindings::task_struct,
     _threadgroup: bool,
 ) {
+    // A move in a cgroup v1 hierarchy leaves the process's v2 cgroup, which the `cgroup` line
+    // names and the watch set follows, as it was.
+    // SAFETY: The tracepoint passes a valid destination cgroup, for the call.
+    if !unsafe { on_default_hierarchy(dst_cgrp) } {
+        return;
+    }
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
     // SAFETY: The tracepoint passes a valid task, for the call.

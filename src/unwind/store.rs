@@ -38,9 +38,12 @@ pub(crate) const LISTING_LINES: usize = 32;
 /// Most bytes of one line of the listing (a table line of 20-digit counts is 120).
 pub(crate) const LISTING_LINE_MAX: usize = 128;
 /// Writes in flight may hold at least this much copied in together, whatever
-/// `unwind_max_kb` is: more than the largest `SET_MAPS` ([`SET_MAPS_WRITE_MAX`]).
-const STAGING_MIN: usize = 256 * 1024;
-const _: () = assert!(STAGING_MIN > SET_MAPS_WRITE_MAX);
+/// `unwind_max_kb` is: 256 KiB, and more than the largest `SET_MAPS` ([`SET_MAPS_WRITE_MAX`]).
+const STAGING_MIN: usize = if SET_MAPS_WRITE_MAX < 256 * 1024 {
+    256 * 1024
+} else {
+    SET_MAPS_WRITE_MAX + 1
+};
 
 /// One object's rows, sorted by `pc`, the last one the end of the table.
 pub(crate) struct Table {
