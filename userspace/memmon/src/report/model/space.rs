@@ -202,36 +202,8 @@ impl Space {
     /// straddle it; nothing is mapped or unmapped.
     pub fn protect(&mut self, start: u64, end: u64, exec: bool) {
         let (start, end) = (page_down(start), page_up(end));
-        let keys: Vec<u64> = self
-            .vmas
-            .range(..end)
-            .rev()
-            .take_while(|(_, v)| v.end > start)
-            .filter(|(_, v)| v.exec != exec)
-            .map(|(&s, _)| s)
-            .collect();
-        for key in keys {
-            let Some(vma) = self.vmas.remove(&key) else {
-                continue;
-            };
-            if key < start {
-                self.vmas.insert(key, Vma { end: start, ..vma });
-            }
-            let piece_start = key.max(start);
-            let piece_end = vma.end.min(end);
-            self.vmas.insert(
-                piece_start,
-                Vma {
-                    end: piece_end,
-                    offset: vma.offset.wrapping_add(piece_start - key),
-                    exec,
-                    ..vma
-                },
-            );
-            if vma.end > end {
-                let offset = vma.offset.wrapping_add(end - key);
-                self.vmas.insert(end, Vma { offset, ..vma });
-            }
+        for (piece_start, vma) in self.split_out(start, end, |vma| vma.exec != exec) {
+            self.vmas.insert(piece_start, Vma { exec, ..vma });
             self.code_epoch += 1;
         }
     }
@@ -239,15 +211,30 @@ impl Space {
     /// Removes the regions in `[start, end)` (splitting those that straddle it) and
     /// returns them; pages stay.
     fn cut(&mut self, ctx: &mut Ctx, start: u64, end: u64) -> Vec<(u64, Vma)> {
-        let mut removed = Vec::new();
+        let removed = self.split_out(start, end, |_| true);
+        for (piece_start, vma) in &removed {
+            self.mapped(ctx, vma.site, vma.class, -to_i64(vma.end - piece_start));
+            if vma.exec {
+                self.code_epoch += 1;
+            }
+        }
+        removed
+    }
+
+    /// Takes out the parts inside `[start, end)` of the regions that overlap it and that
+    /// `pick` chooses, leaving their parts outside it in place; returns the parts taken, by
+    /// start address, each with its end and file offset.
+    fn split_out(&mut self, start: u64, end: u64, pick: impl Fn(&Vma) -> bool) -> Vec<(u64, Vma)> {
         let keys: Vec<u64> = self
             .vmas
             .range(..end)
             .rev()
             .take_while(|(_, v)| v.end > start)
+            .filter(|(_, v)| pick(v))
             .map(|(&s, _)| s)
             .collect();
-        for key in keys {
+        let mut taken = Vec::with_capacity(keys.len());
+        for key in keys.into_iter().rev() {
             let Some(vma) = self.vmas.remove(&key) else {
                 continue;
             };
@@ -259,23 +246,16 @@ impl Space {
                 self.vmas.insert(end, Vma { offset, ..vma });
             }
             let piece_start = key.max(start);
-            let piece_end = vma.end.min(end);
-            let len = piece_end - piece_start;
-            self.mapped(ctx, vma.site, vma.class, -to_i64(len));
-            if vma.exec {
-                self.code_epoch += 1;
-            }
-            removed.push((
+            taken.push((
                 piece_start,
                 Vma {
-                    end: piece_end,
+                    end: vma.end.min(end),
                     offset: vma.offset.wrapping_add(piece_start - key),
                     ..vma
                 },
             ));
         }
-        removed.reverse();
-        removed
+        taken
     }
 
     /// Unmaps `[start, end)`: regions and their pages leave.
