@@ -15,14 +15,16 @@
 # median, 0.2 to 0.3 s at most, measured with the host at a load of 14); on one vCPU what
 # it waits for is the reader's hold of the mutex.
 . /host/lib.sh
-limit_us=50000
-[ -n "${MEMMON_DEBUG_KERNEL:-}" ] && limit_us=250000
+limit_us=50000 min_listings=5
+# the debug kernel lists 5 to 10 times slower (3 listings in the 5 s measured under a host
+# load of 14): at least 2 there, so that writes still meet a reader between listings
+[ -n "${MEMMON_DEBUG_KERNEL:-}" ] && limit_us=250000 min_listings=2
 load
 out=$(taskset 1 /progs/unwind-bounds listing 2000 8 4096 5) || fail "unwind-bounds listing: $out"
 echo "$out"
 v() { value_of "$1" "$out"; }
 expect_eq "listings read during the writes that differ from the one expected" "$(v bad_listings)" 0
-[ "$(v listings)" -ge 5 ] || fail "only $(v listings) listings read during the writes"
+[ "$(v listings)" -ge $min_listings ] || fail "only $(v listings) listings read during the writes"
 echo "ok: $(v listings) listings read in 4 KiB reads during the writes, all whole and exact"
 # One listing in 4 KiB reads (33 reads) against one read of it all: the same work, a few
 # more system calls.
