@@ -6,7 +6,7 @@
 # started elsewhere has no line; each worker's and the churner's `cgroup` lines are exactly
 # their moves into the watched cgroups, in order, with each one's id and path; nothing lost;
 # no cgroup left dying once all is removed.
-# vm-timeout: 600
+# vm-timeout: 900
 . /host/lib.sh
 cg=/sys/fs/cgroup
 grep -q "^[^ ]* $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg || fail "cannot mount cgroup2 at $cg"
@@ -79,10 +79,19 @@ expect_eq "lost lines" "$(awk '$3 == "lost"' /tmp/ev | wc -l)" 0
 id_of() {
     stat -c %i $cg/$1
 }
-# cgroup_lines PID: "id path" of each `cgroup` line of process PID, in order
-cgroup_lines() {
-    awk -v pid="$1" '{ split($2, ids, "/") } ids[1] == pid && $3 == "cgroup" {
-        print substr($4, 4), substr($5, 6) }' /tmp/ev
+# One pass over the events: per process "PID FAULTS ANON_W CGROUPS", FAULTS and ANON_W its
+# fault lines and anon W ones between its markers (fsync 1001 and 1002), CGROUPS its `cgroup`
+# lines as "id path" joined by ';', in order.
+awk '
+    { split($2, ids, "/"); p = ids[1]; seen[p] = 1 }
+    $3 == "fsync" && $4 == "fd=1001" { inside[p] = 1; next }
+    $3 == "fsync" && $4 == "fd=1002" { inside[p] = 0; next }
+    $3 == "cgroup" { cg[p] = cg[p] (ncg[p]++ ? ";" : "") substr($4, 4) " " substr($5, 6) }
+    inside[p] && $3 == "fault" { f[p]++; if ($4 == "type=anon" && $5 == "access=W") a[p]++ }
+    END { for (p in seen) print p, f[p] + 0, a[p] + 0, cg[p] }' /tmp/ev > /tmp/summary
+# summary PID: that process's line ("PID 0 0 " when it has none)
+summary() {
+    grep "^$1 " /tmp/summary || echo "$1 0 0 "
 }
 
 watched_runs=0 other_runs=0
@@ -91,37 +100,31 @@ for n in 1 2 3 4; do
     log=/tmp/worker-$n.log
     # the worker's own cgroup lines: its moves into wa/ and wb/, in order
     want=$(awk '$1 == "move" && $2 !~ /^ua/ { print $2 }' $log | while read -r d; do
-        echo "$(id_of $d) /$d"; done)
+        printf '%s /%s;' "$(id_of $d)" "$d"; done)
     expect_eq "worker $n: its cgroup lines are its moves into the watched cgroups" \
-        "$(cgroup_lines $wpid)" "$want"
+        "$(summary $wpid | cut -d' ' -f4-)" "${want%;}"
     while read -r what pid dir tag; do
         [ "$what" = run ] || continue
-        lines=$(awk -v pid="$pid" '{ split($2, ids, "/") } ids[1] == pid' /tmp/ev)
-        case $dir in
-        ua/*)
-            [ -z "$lines" ] || fail "memtest $pid in $dir (not watched) has lines"
-            other_runs=$((other_runs + 1))
-            ;;
-        *)
-            win=$(window /tmp/ev $pid)
-            anon=$(printf '%s\n' "$win" | grep -c ' fault type=anon access=W ')
-            [ "$anon" = 25 ] || fail "memtest $pid in $dir: $anon anon W faults, not 25"
-            faults=$(printf '%s\n' "$win" | grep -c ' fault ')
-            [ "$faults" = "$(value_of faults "$(cat /tmp/out-$tag)")" ] ||
-                fail "memtest $pid in $dir: $faults fault lines, rusage $(cat /tmp/out-$tag)"
-            got=$(cgroup_lines $pid)
-            [ "$got" = "$(id_of $dir) /$dir" ] ||
-                fail "memtest $pid in $dir: cgroup lines '$got', not '$(id_of $dir) /$dir'"
-            watched_runs=$((watched_runs + 1))
-            ;;
-        esac
+        if ! grep -q "^$pid " /tmp/summary; then
+            case $dir in ua/*) other_runs=$((other_runs + 1)); continue ;; esac
+            fail "memtest $pid in $dir (watched) has no line"
+        fi
+        case $dir in ua/*) fail "memtest $pid in $dir (not watched) has lines" ;; esac
+        set -- $(summary $pid)
+        [ "$3" = 25 ] || fail "memtest $pid in $dir: $3 anon W faults, not 25"
+        [ "$2" = "$(value_of faults "$(cat /tmp/out-$tag)")" ] ||
+            fail "memtest $pid in $dir: $2 fault lines, rusage $(cat /tmp/out-$tag)"
+        shift 3
+        [ "$*" = "$(id_of $dir) /$dir" ] ||
+            fail "memtest $pid in $dir: cgroup lines '$*', not '$(id_of $dir) /$dir'"
+        watched_runs=$((watched_runs + 1))
     done < $log
 done
 expect_eq "memtests run" "$((watched_runs + other_runs))" $((4 * runs))
 echo "ok: $watched_runs memtests below the watched cgroups exact (25 anon W faults, fault lines = rusage, one cgroup line naming where), $other_runs elsewhere with no line"
 # The churner's: one per wa/tK it moved into (ids of removed cgroups, from its log).
-expect_eq "the churner's cgroup lines" "$(cgroup_lines $churner)" \
-    "$(awk '{ print $3, "/" $2 }' /tmp/churner.log)"
+expect_eq "the churner's cgroup lines" "$(summary $churner | cut -d' ' -f4-)" \
+    "$(awk '{ printf "%s%s /%s", (NR > 1 ? ";" : ""), $3, $2 }' /tmp/churner.log)"
 echo "ok: the churner's 50 moves into a new cgroup below wa each gave one cgroup line (then removed)"
 
 # Everything removed: memmon holds no reference that keeps a cgroup dying.
