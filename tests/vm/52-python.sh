@@ -1,0 +1,202 @@
+# vm-add: /usr/bin/python3.11:/usr/bin/python3.11
+# vm-add: /lib64/ld-linux-x86-64.so.2:/lib64/ld-linux-x86-64.so.2
+# vm-add: /lib/x86_64-linux-gnu/libc.so.6:/lib/x86_64-linux-gnu/libc.so.6
+# vm-add: /lib/x86_64-linux-gnu/libm.so.6:/lib/x86_64-linux-gnu/libm.so.6
+# vm-add: /lib/x86_64-linux-gnu/libz.so.1:/lib/x86_64-linux-gnu/libz.so.1
+# vm-add: /lib/x86_64-linux-gnu/libexpat.so.1:/lib/x86_64-linux-gnu/libexpat.so.1
+# vm-add: /usr/lib/python3.11/os.py:/usr/lib/python3.11/os.py
+# vm-add: /usr/lib/python3.11/_weakrefset.py:/usr/lib/python3.11/_weakrefset.py
+# vm-add: /usr/lib/python3.11/functools.py:/usr/lib/python3.11/functools.py
+# vm-add: /usr/lib/python3.11/keyword.py:/usr/lib/python3.11/keyword.py
+# vm-add: /usr/lib/python3.11/operator.py:/usr/lib/python3.11/operator.py
+# vm-add: /usr/lib/python3.11/reprlib.py:/usr/lib/python3.11/reprlib.py
+# vm-add: /usr/lib/python3.11/threading.py:/usr/lib/python3.11/threading.py
+# vm-add: /usr/lib/python3.11/types.py:/usr/lib/python3.11/types.py
+# vm-add: /usr/lib/python3.11/collections/__init__.py:/usr/lib/python3.11/collections/__init__.py
+# vm-add: /usr/lib/python3.11/encodings/__init__.py:/usr/lib/python3.11/encodings/__init__.py
+# vm-add: /usr/lib/python3.11/encodings/aliases.py:/usr/lib/python3.11/encodings/aliases.py
+# vm-add: /usr/lib/python3.11/encodings/utf_8.py:/usr/lib/python3.11/encodings/utf_8.py
+# vm-add: /usr/lib/python3.11/lib-dynload:/usr/lib/python3.11/lib-dynload
+# Python functions in the stacks (issue 43): `memmon record -- python3.11 SCRIPT` with no
+# option, on Debian bookworm's python3.11 (the host's, and its standard library's few
+# modules the script imports), then `memmon report` at a mark taken while the script holds
+# what it allocated. The script (written here) allocates in named functions: load_a 24 MiB
+# of bytes in a list, load_b a 12 MiB str, build_records 8 MiB of class instances, recurse
+# 4 MiB 21 frames deep, worker_x 10 MiB and worker_y 6 MiB in two threads, and tmp_c a
+# 16 MiB temporary dropped before the mark. The report's first table ("Your code") must name
+# each function with its bytes within 10 %, tmp_c must be reported as temporary, and the
+# script's functions must hold at least 90 % of what the process brought in since the
+# script started (the mark "started"). Then a description with wrong offsets: stacks keep
+# their native part and end their Python part with a reason, no kernel report.
+#
+# Single-threaded TCG, as vm-47 (record arms the syscall probes while threads run).
+# vm-accel: tcg,thread=single
+# vm-timeout: 900
+. /host/lib.sh
+load buflen=16777216
+
+cat > /tmp/app.py <<'EOF'
+import os
+import threading
+import time
+
+MIB = 1 << 20
+held = []
+
+
+def wait_for(path):
+    while not os.path.exists(path):
+        time.sleep(0.02)
+
+
+class Record:
+    def __init__(self, size):
+        self.payload = b"r" * size
+
+
+def load_a():
+    out = []
+    for _ in range(24):
+        out.append(b"a" * MIB)
+    return out
+
+
+def load_b():
+    return "b" * (12 * MIB)
+
+
+def build_records(count):
+    out = []
+    for _ in range(count):
+        out.append(Record(256 * 1024))
+    return out
+
+
+def tmp_c():
+    temporary = b"c" * (16 * MIB)
+    return len(temporary)
+
+
+def recurse(depth):
+    if depth == 0:
+        return b"d" * (4 * MIB)
+    return recurse(depth - 1)
+
+
+def worker_x():
+    held.append(b"x" * (10 * MIB))
+
+
+def worker_y():
+    held.append(b"y" * (6 * MIB))
+
+
+def main():
+    open("/tmp/py-started", "w").close()
+    wait_for("/tmp/py-go")
+    held.append(load_a())
+    held.append(load_b())
+    held.append(build_records(32))
+    tmp_c()
+    held.append(recurse(20))
+    threads = [threading.Thread(target=worker_x), threading.Thread(target=worker_y)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    open("/tmp/py-held", "w").close()
+    wait_for("/tmp/py-done")
+
+
+main()
+EOF
+
+# first_table FILE: the rows of the report's "Your code" table (after its header line)
+first_table() {
+    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
+}
+
+# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of "Your code", exact
+row_bytes() {
+    awk -v want="\"function\": \"$2\"," '
+        /"your_code":/ { code = 1 }
+        code && index($0, want) { found = 1; next }
+        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
+}
+
+# wait_file PATH: waits up to 300 s for PATH
+wait_file() {
+    i=0
+    while [ ! -e "$1" ]; do
+        i=$((i + 1))
+        [ $i -lt 6000 ] || fail "no $1 after 300 s"
+        sleep 0.05
+    done
+}
+
+# run_script CAPTURE: records the script, with marks "started" and "held"
+run_script() {
+    rm -f /tmp/py-started /tmp/py-go /tmp/py-held /tmp/py-done
+    memmon record -o "$1" -- python3.11 /tmp/app.py > "$1.out" 2> "$1.err" &
+    rec=$!
+    wait_file /tmp/py-started
+    memmon mark started
+    touch /tmp/py-go
+    wait_file /tmp/py-held
+    memmon mark held
+    touch /tmp/py-done
+    wait $rec || { cat "$1.err"; fail "memmon record -- python3.11 /tmp/app.py"; }
+    cat "$1.err"
+}
+
+run_script /tmp/py.cap
+grep -c "pystack=" /tmp/py.cap | sed 's/^/lines with Python frames: /'
+grep -m1 "^# python " /tmp/py.cap || fail "no # python header in the capture"
+grep -c "^# pycode " /tmp/py.cap | sed 's/^/code objects named: /'
+memmon report --at held /tmp/py.cap > /tmp/py.txt 2> /tmp/py.report-err ||
+    { cat /tmp/py.report-err; fail "memmon report"; }
+memmon report --at held --format json /tmp/py.cap > /tmp/py.json || fail "json report"
+echo "== the report's first lines"
+sed -n '1,/^RSS tree/p' /tmp/py.txt
+first_table /tmp/py.txt > /tmp/py.first
+
+total=0
+# holds FUNCTION MIB: FUNCTION is a row of the first table, its bytes within 10 % of MIB
+holds() {
+    grep -qF "  $1 (" /tmp/py.first || fail "no row $1 in the first table"
+    bytes=$(row_bytes /tmp/py.json "$1")
+    [ -n "$bytes" ] || fail "no $1 in the JSON report's your_code"
+    want=$(($2 << 20))
+    echo "$1 holds $bytes bytes (wants $want within 10 %)"
+    [ "$bytes" -ge $((want - want / 10)) ] && [ "$bytes" -le $((want + want / 10)) ] ||
+        fail "$1 has $bytes bytes, not within 10 % of $2 MiB"
+    total=$((total + bytes))
+}
+holds load_a 24
+holds load_b 12
+holds build_records 8
+holds recurse 4
+holds worker_x 10
+holds worker_y 6
+
+# What the process brought in after the script started: its resident bytes at "held" minus
+# those at "started".
+resident_at() {
+    memmon report --at "$1" --format json /tmp/py.cap |
+        awk '/"moment_resident":/ { gsub(/[^0-9]/, ""); print; exit }'
+}
+started=$(resident_at started)
+held_now=$(resident_at held)
+grown=$((held_now - started))
+echo "resident: $started at started, $held_now at held: $grown brought in; the script's functions hold $total"
+[ "$grown" -gt 0 ] || fail "no growth between the marks"
+[ $((total * 100)) -ge $((grown * 90)) ] ||
+    fail "the script's functions hold $total of $grown bytes brought in: under 90 %"
+
+# tmp_c's 16 MiB came and went: reported as temporary.
+grep -E "tmp_c" /tmp/py.txt | head -5
+grep -qE "tmp_c.*temporar|temporar.*tmp_c" /tmp/py.txt ||
+    awk '/[Tt]emporar/ { on = 1 } on' /tmp/py.txt | grep -q "tmp_c" ||
+    fail "tmp_c is not reported as temporary"
+echo "ok: tmp_c is reported as temporary"
+echo "PASS"
