@@ -21,7 +21,8 @@
 # option, on Debian bookworm's python3.11 (the host's, and its standard library's few
 # modules the script imports), then `memmon report` at a mark taken while the script holds
 # what it allocated. The script (written here) allocates in named functions: load_a 24 MiB
-# of bytes in a list, load_b a 12 MiB str, build_records 8 MiB of class instances, recurse
+# of bytes in a list, load_b a 12 MiB str, Record.__init__ 8 MiB in class instances (which
+# build_records makes: the innermost own function has the bytes), recurse
 # 4 MiB 21 frames deep, worker_x 10 MiB and worker_y 6 MiB in two threads, and tmp_c a
 # 16 MiB temporary dropped before the mark. The report's first table ("Your code") must name
 # each function with its bytes within 10 %, tmp_c must be reported as temporary, and the
@@ -92,7 +93,8 @@ def worker_y():
 
 
 def main():
-    open("/tmp/py-started", "w").close()
+    with open("/tmp/py-started", "w") as started:
+        started.write(str(os.getpid()))
     wait_for("/tmp/py-go")
     held.append(load_a())
     held.append(load_b())
@@ -134,12 +136,42 @@ wait_file() {
     done
 }
 
-# run_script CAPTURE: records the script, with marks "started" and "held"
+# le VALUE BYTES: VALUE as BYTES little-endian bytes
+le() {
+    v=$(($1))
+    n=$2
+    out=""
+    while [ "$n" -gt 0 ]; do
+        out="$out\\$(printf '%03o' $((v & 255)))"
+        v=$((v >> 8))
+        n=$((n - 1))
+    done
+    printf "$out"
+}
+
+# run_script CAPTURE [wrong]: records the script, with marks "started" and "held"; with
+# "wrong", gives the module a description of its interpreter with a wrong offset once it
+# started (in place of memmon record's)
 run_script() {
     rm -f /tmp/py-started /tmp/py-go /tmp/py-held /tmp/py-done
     memmon record -o "$1" -- python3.11 /tmp/app.py > "$1.out" 2> "$1.err" &
     rec=$!
     wait_file /tmp/py-started
+    if [ "${2:-}" = wrong ]; then
+        sleep 1
+        pid=$(cat /tmp/py-started)
+        # Debian's python3.11 3.11.2-6+deb12u6 (not PIE): _PyRuntime at 0xa5b740 (its
+        # gilstate.tstate_current at +576), PyCode_Type at 0x959440 (nm -D); the frame's
+        # "previous" offset given as 32 (f_code) instead of 48: the walk goes from the first
+        # frame into its code object, read as a frame.
+        {
+            printf MMUW; le 1 2; le 4 2; le 64 4; le 0 4
+            le "$pid" 4; le 0x030b 2; le 1 2; le 0xa5b980 8; le 0x959440 8
+            le 152 2; le 56 2; le 8 2; le 32 2; le 32 2; le 56 2; le 69 2; le 68 2; le 184 2
+            le 255 1; le 0 1; le 72 2; le 0 2
+        } > /tmp/wrong.desc
+        cat /tmp/wrong.desc > /proc/memmon/unwind || fail "the wrong description was refused"
+    fi
     memmon mark started
     touch /tmp/py-go
     wait_file /tmp/py-held
@@ -150,6 +182,7 @@ run_script() {
 }
 
 run_script /tmp/py.cap
+grep -q "perf map" /tmp/py.cap.err && fail "record asks for a perf map for python3.11"
 grep -c "pystack=" /tmp/py.cap | sed 's/^/lines with Python frames: /'
 grep -m1 "^# python " /tmp/py.cap || fail "no # python header in the capture"
 grep -c "^# pycode " /tmp/py.cap | sed 's/^/code objects named: /'
@@ -174,7 +207,7 @@ holds() {
 }
 holds load_a 24
 holds load_b 12
-holds build_records 8
+holds Record.__init__ 8
 holds recurse 4
 holds worker_x 10
 holds worker_y 6
@@ -193,10 +226,24 @@ echo "resident: $started at started, $held_now at held: $grown brought in; the s
 [ $((total * 100)) -ge $((grown * 90)) ] ||
     fail "the script's functions hold $total of $grown bytes brought in: under 90 %"
 
-# tmp_c's 16 MiB came and went: reported as temporary.
-grep -E "tmp_c" /tmp/py.txt | head -5
-grep -qE "tmp_c.*temporar|temporar.*tmp_c" /tmp/py.txt ||
-    awk '/[Tt]emporar/ { on = 1 } on' /tmp/py.txt | grep -q "tmp_c" ||
-    fail "tmp_c is not reported as temporary"
+# tmp_c's 16 MiB came and went: its site is the first of the sites by released bytes, all
+# of it released, and temporary.
+awk '/^Top sites by released bytes/ { on = 1; getline; getline; print; exit }' /tmp/py.txt > /tmp/py.released
+cat /tmp/py.released
+grep -q "tmp_c" /tmp/py.released || fail "tmp_c is not the first site by released bytes"
+grep -qE "^ *1[56](\.[0-9])? MiB .* temporary " /tmp/py.released ||
+    fail "tmp_c's site did not release 16 MiB, or is not temporary"
 echo "ok: tmp_c is reported as temporary"
+
+# A description with a wrong offset: the Python frames end with a reason, the native stacks
+# stay whole (the check fails on any kernel report).
+run_script /tmp/wrong.cap wrong
+invalid=$(grep -c "pystack_end=invalid" /tmp/wrong.cap)
+echo "lines whose Python frames end invalid: $invalid"
+[ "$invalid" -gt 100 ] || fail "the wrong description gave $invalid lines ending invalid"
+grep "pystack_end=invalid" /tmp/wrong.cap | grep -vc " stack=0x" | sed 's/^/of which without a native stack: /'
+[ "$(grep "pystack_end=invalid" /tmp/wrong.cap | grep -vc ' stack=0x')" = 0 ] ||
+    fail "a line ending invalid lost its native stack"
+memmon report --at held /tmp/wrong.cap > /tmp/wrong.txt || fail "report of the wrong capture"
+sed -n '1,/^RSS tree/p' /tmp/wrong.txt | head -30
 echo "PASS"

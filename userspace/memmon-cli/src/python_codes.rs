@@ -11,9 +11,9 @@ use std::os::unix::fs::FileExt;
 
 use memmon::capture::file::write_header;
 use memmon::parse_python_frames;
+use memmon::report::python::{decode_line_table, CodeInfo};
 use memmon_unwind::loader::PythonProcess;
 use memmon_unwind::python::{layout, Layout};
-use memmon::report::python::{decode_line_table, CodeInfo};
 
 /// Most characters of a name or file kept.
 const TEXT_MAX: u64 = 1024;
@@ -106,7 +106,11 @@ impl PythonCodes {
                 continue;
             };
             let json = serde_json::to_string(&info).unwrap_or_default();
-            write_header(&mut &mut *out, "pycode", &format!("{pid} {:#x} {json}", frame.code))?;
+            write_header(
+                &mut &mut *out,
+                "pycode",
+                &format!("{pid} {:#x} {json}", frame.code),
+            )?;
             self.known.insert(key, identity);
         }
         Ok(())

@@ -19,11 +19,11 @@ use crate::maps::{
     executable_file_mappings, load_bias, load_segments, object_paths, open_object, stat_object,
     FileStamp, LoadSegment, MapsEntry, DEFAULT_PROC_ROOT,
 };
-use crate::python::{self, PythonError, PythonSymbols};
 use crate::protocol::{
     encode_add_table, encode_drop_table, encode_set_maps, encode_set_python, libc_errno,
     KernelModel, PythonDescription, Range, RANGES_MAX,
 };
+use crate::python::{self, PythonError, PythonSymbols};
 
 /// The path of the module's unwind file.
 pub const UNWIND_FILE: &str = "/proc/memmon/unwind";
@@ -457,14 +457,13 @@ impl<W: UnwindSink> Loader<W> {
             };
             match &object.python {
                 Some(Ok(symbols)) if interpreter.is_none() => {
-                    interpreter = python::describe(symbols, bias).map(|description| {
-                        PythonProcess {
+                    interpreter =
+                        python::describe(symbols, bias).map(|description| PythonProcess {
                             path: object.path.clone(),
                             symbols: symbols.clone(),
                             bias,
                             description,
-                        }
-                    });
+                        });
                 }
                 Some(Err(error)) if warned.insert(entry.file) => {
                     report.warnings.push(Warning::Python {

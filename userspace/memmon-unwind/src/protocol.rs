@@ -682,9 +682,13 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
 
 /// The module's checks of a description's offsets, in its order.
 pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
-    let in_object =
-        |offset: u16, none: bool| (none && offset == NO_OFFSET) || (offset % 8 == 0 && offset <= 4088);
-    if !in_object(p.thread_id, true) || !in_object(p.frame_link, false) || !in_object(p.frame_link2, true) {
+    let in_object = |offset: u16, none: bool| {
+        (none && offset == NO_OFFSET) || (offset % 8 == 0 && offset <= 4088)
+    };
+    if !in_object(p.thread_id, true)
+        || !in_object(p.frame_link, false)
+        || !in_object(p.frame_link2, true)
+    {
         return Err(Invalid::PythonThreadOffsets);
     }
     if p.code_start > 4096 || p.code_start % 2 != 0 {
@@ -693,7 +697,11 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
     if p.frame_bytes == 0 || p.frame_bytes > PYTHON_FRAME_MAX || p.frame_bytes % 8 != 0 {
         return Err(Invalid::PythonFrameBytes);
     }
-    let fits = |offset: u16, width: u16| offset.checked_add(width).is_some_and(|end| end <= p.frame_bytes);
+    let fits = |offset: u16, width: u16| {
+        offset
+            .checked_add(width)
+            .is_some_and(|end| end <= p.frame_bytes)
+    };
     let pointer = |offset: u16| offset % 8 == 0 && fits(offset, 8);
     if !pointer(p.frame_code) || !pointer(p.frame_previous) || !pointer(p.frame_instr) {
         return Err(Invalid::PythonFramePointers);

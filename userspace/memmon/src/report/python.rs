@@ -142,10 +142,17 @@ mod tests {
         // RESUME at the first line (short form, no line change), then a one-line form
         // moving 2 lines, then no location, then a long form back 1 line.
         let table = [
-            0x80 | (0 << 3), 0x00,
-            0x80 | (12 << 3) | 1, 0x01, 0x02,
+            0x80 | (0 << 3),
+            0x00,
+            0x80 | (12 << 3) | 1,
+            0x01,
+            0x02,
             0x80 | (15 << 3),
-            0x80 | (14 << 3), 0x03, 0x00, 0x01, 0x01,
+            0x80 | (14 << 3),
+            0x03,
+            0x00,
+            0x01,
+            0x01,
         ];
         let lines = decode_line_table(&table, 10);
         assert_eq!(lines, vec![[0, 1, 10], [1, 3, 12], [3, 4, 0], [4, 5, 11]]);
@@ -163,9 +170,10 @@ mod tests {
 
     #[test]
     fn headers() {
-        let (pid, addr, code) =
-            parse_code_header(r#"12 0x7f00 {"name":"load","file":"/a.py","line":3,"lines":[[0,4,5]]}"#)
-                .unwrap();
+        let (pid, addr, code) = parse_code_header(
+            r#"12 0x7f00 {"name":"load","file":"/a.py","line":3,"lines":[[0,4,5]]}"#,
+        )
+        .unwrap();
         assert_eq!((pid, addr, code.line_at(1)), (12, 0x7f00, 5));
         let (pid, python) = parse_python_header(r#"12 {"version":"3.11","eval":[[1,2]]}"#).unwrap();
         assert_eq!((pid, python.eval), (12, vec![[1, 2]]));

@@ -275,7 +275,10 @@ pub fn parse_python_frames(text: &str) -> Option<Vec<PythonFrame>> {
             let (code, offset) = entry.split_once('+')?;
             Some(PythonFrame {
                 code: parse_hex(code)?,
-                offset: offset.parse().ok().filter(|o| *o <= PythonFrame::OFFSET_UNKNOWN)?,
+                offset: offset
+                    .parse()
+                    .ok()
+                    .filter(|o| *o <= PythonFrame::OFFSET_UNKNOWN)?,
                 entry: star,
             })
         })

@@ -4,8 +4,8 @@ use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
 use crate::report::model::moment::When;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
-use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::replay::Process;
+use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{
     Frame, SiteId, SiteTable, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK,
 };
@@ -423,17 +423,20 @@ impl Replay {
         }
         // The Python frames are part of what the site is made of.
         let with_python: Vec<u64>;
-        let python = self.python.as_ref().filter(|_| !process.python_eval.is_empty());
+        let python = self
+            .python
+            .as_ref()
+            .filter(|_| !process.python_eval.is_empty());
         let cache_key: &[u64] = match python {
             Some(python) => {
-                with_python = raw
-                    .iter()
-                    .copied()
-                    .chain(std::iter::once(u64::MAX))
-                    .chain(python.0.iter().map(|f| {
-                        f.code | (u64::from(f.offset) << 48) | (u64::from(f.entry) << 63)
-                    }))
-                    .collect();
+                with_python =
+                    raw.iter()
+                        .copied()
+                        .chain(std::iter::once(u64::MAX))
+                        .chain(python.0.iter().map(|f| {
+                            f.code | (u64::from(f.offset) << 48) | (u64::from(f.entry) << 63)
+                        }))
+                        .collect();
                 &with_python
             }
             None => raw,
@@ -714,7 +717,11 @@ fn merge_python(
     for (index, frame) in frames.into_iter().enumerate() {
         let addr = raw.get(index).copied().unwrap_or(0);
         // A return address is in its call: one byte back.
-        let lookup = if index > 0 { addr.wrapping_sub(1) } else { addr };
+        let lookup = if index > 0 {
+            addr.wrapping_sub(1)
+        } else {
+            addr
+        };
         if in_eval(lookup) {
             if let Some(run) = runs.next() {
                 out.extend(run);
