@@ -448,7 +448,7 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
         2 => {
             // CAST: the field's bits, read as signed.
             let offset = at as i64;
-            if offset >= 0 || offset < -PYTHON_TLS_MAX || offset % 8 != 0 {
+            if !(-PYTHON_TLS_MAX..0).contains(&offset) || offset % 8 != 0 {
                 return Err(
                     "a SET_PYTHON whose thread-local offset is not below the thread \
                             pointer by at most 1 MiB, 8-aligned",
