@@ -35,7 +35,10 @@ pub fn prepare(command: &[String], jit_maps: bool) {
         }
         return;
     }
-    if command.first().is_some_and(|program| walked_python(program)) {
+    if command
+        .first()
+        .is_some_and(|program| walked_python(program))
+    {
         return;
     }
     if let Some(hint) = hint(command, |variable| std::env::var(variable).ok()) {

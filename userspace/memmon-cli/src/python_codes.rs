@@ -82,11 +82,11 @@ impl PythonCodes {
         let Some(frames) = parse_python_frames(text) else {
             return Ok(());
         };
-        if !self.memory.contains_key(&pid) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.memory.entry(pid) {
             let Ok(file) = File::open(format!("/proc/{pid}/mem")) else {
                 return Ok(());
             };
-            self.memory.insert(pid, file);
+            e.insert(file);
         }
         let Some(memory) = self.memory.get(&pid) else {
             return Ok(());

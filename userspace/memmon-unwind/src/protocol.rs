@@ -643,10 +643,12 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
         return Err(Invalid::PythonVersion);
     }
     let thread_state = match kind {
-        1 if at != 0 && at % 8 == 0 && at < PYTHON_ADDRESS_LIMIT => ThreadState::Global(at),
+        1 if at != 0 && at.is_multiple_of(8) && at < PYTHON_ADDRESS_LIMIT => {
+            ThreadState::Global(at)
+        }
         2 => {
             let offset = at as i64;
-            if offset >= 0 || offset < -(1 << 20) || offset % 8 != 0 {
+            if !(-(1 << 20)..0).contains(&offset) || offset % 8 != 0 {
                 return Err(Invalid::PythonTls);
             }
             ThreadState::ThreadLocal(offset)
@@ -654,7 +656,7 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
         1 => return Err(Invalid::PythonThreadState),
         _ => return Err(Invalid::PythonKind),
     };
-    if code_type == 0 || code_type % 8 != 0 || code_type >= PYTHON_ADDRESS_LIMIT {
+    if code_type == 0 || !code_type.is_multiple_of(8) || code_type >= PYTHON_ADDRESS_LIMIT {
         return Err(Invalid::PythonCodeType);
     }
     let p = PythonDescription {
@@ -683,7 +685,7 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
 /// The module's checks of a description's offsets, in its order.
 pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
     let in_object = |offset: u16, none: bool| {
-        (none && offset == NO_OFFSET) || (offset % 8 == 0 && offset <= 4088)
+        (none && offset == NO_OFFSET) || (offset.is_multiple_of(8) && offset <= 4088)
     };
     if !in_object(p.thread_id, true)
         || !in_object(p.frame_link, false)
@@ -691,10 +693,10 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
     {
         return Err(Invalid::PythonThreadOffsets);
     }
-    if p.code_start > 4096 || p.code_start % 2 != 0 {
+    if p.code_start > 4096 || !p.code_start.is_multiple_of(2) {
         return Err(Invalid::PythonCodeStart);
     }
-    if p.frame_bytes == 0 || p.frame_bytes > PYTHON_FRAME_MAX || p.frame_bytes % 8 != 0 {
+    if p.frame_bytes == 0 || p.frame_bytes > PYTHON_FRAME_MAX || !p.frame_bytes.is_multiple_of(8) {
         return Err(Invalid::PythonFrameBytes);
     }
     let fits = |offset: u16, width: u16| {
@@ -702,7 +704,7 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
             .checked_add(width)
             .is_some_and(|end| end <= p.frame_bytes)
     };
-    let pointer = |offset: u16| offset % 8 == 0 && fits(offset, 8);
+    let pointer = |offset: u16| offset.is_multiple_of(8) && fits(offset, 8);
     if !pointer(p.frame_code) || !pointer(p.frame_previous) || !pointer(p.frame_instr) {
         return Err(Invalid::PythonFramePointers);
     }

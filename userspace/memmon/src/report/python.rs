@@ -142,7 +142,7 @@ mod tests {
         // RESUME at the first line (short form, no line change), then a one-line form
         // moving 2 lines, then no location, then a long form back 1 line.
         let table = [
-            0x80 | (0 << 3),
+            0x80,
             0x00,
             0x80 | (12 << 3) | 1,
             0x01,
