@@ -575,6 +575,21 @@ fn generic(rng: &mut Rng, b: &mut Vec<u8>) -> String {
 /// `count` invalid writes made from `seed` for the state of `ctx`, each with why it must
 /// be refused. The same seed and context give the same cases.
 pub fn generate(seed: u64, count: usize, ctx: &FuzzContext) -> Vec<FuzzCase> {
+    generate_with(seed, count, ctx, mutate)
+}
+
+/// [`generate`] of `SET_PYTHON` writes only: descriptions of an interpreter with a field
+/// wrong, for a pid out of range or not watched, or mutated as any write.
+pub fn generate_python(seed: u64, count: usize, ctx: &FuzzContext) -> Vec<FuzzCase> {
+    generate_with(seed, count, ctx, python_case)
+}
+
+fn generate_with(
+    seed: u64,
+    count: usize,
+    ctx: &FuzzContext,
+    mutate: fn(&mut Rng, &FuzzContext) -> (Vec<u8>, String),
+) -> Vec<FuzzCase> {
     let mut rng = Rng(seed);
     let model = ctx.model();
     let mut cases = Vec::with_capacity(count);
