@@ -23,6 +23,8 @@
 #include <linux/tracepoint.h>
 #include <linux/utsname.h>
 
+#include <asm/fsgsbase.h>
+
 #include "helpers.h"
 
 /* Waits until no CPU runs a tracepoint probe unregistered before the call. */
@@ -95,6 +97,18 @@ void *memmon_kretprobe_current_data(struct kretprobe *rp)
 unsigned long memmon_current_task_size(void)
 {
 	return TASK_SIZE;
+}
+
+/*
+ * The current task's user FS base (its thread pointer, where glibc keeps its
+ * TLS and `pthread_self()`). In a fault or system call from user mode the CPU
+ * still holds it: the kernel runs with its own GS, not FS, and switches FS
+ * only when it switches tasks. Read from the CPU rather than from
+ * task->thread.fsbase, which is only saved at a task switch.
+ */
+unsigned long memmon_current_user_fsbase(void)
+{
+	return x86_fsbase_read_cpu();
 }
 
 /* Pages in @folio. */

@@ -20,6 +20,7 @@ struct kretprobe;
 void *memmon_kretprobe_current_data(struct kretprobe *rp);
 unsigned long memmon_folio_nr_pages(const struct folio *folio);
 unsigned long memmon_current_task_size(void);
+unsigned long memmon_current_user_fsbase(void);
 
 int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
 void memmon_cgroup_get(struct cgroup *cgrp);

@@ -146,7 +146,7 @@ impl ProcFile for UnwindFile {
         input.clone_reader().read_slice(prefix)?;
         let staging = match format::parse_prefix(prefix, len) {
             Ok(Prefix::AddTable { key, rows }) => Staging::Table { key, rows },
-            Ok(Prefix::SetMaps | Prefix::DropTable) => Staging::Other,
+            Ok(Prefix::SetMaps | Prefix::DropTable | Prefix::SetPython) => Staging::Other,
             Err(why) => {
                 pr_info!("unwind: refused: {}\n", why);
                 return Err(EINVAL);
@@ -166,6 +166,7 @@ impl ProcFile for UnwindFile {
             Command::AddTable { key, rows } => store.add_table(key, rows),
             Command::SetMaps { pid, ranges } => store.set_maps(pid, ranges, &state.watch),
             Command::DropTable { key } => store.drop_table(key, &state.watch),
+            Command::SetPython { pid, python } => store.set_python(pid, python, &state.watch),
         }
         .map_err(|refused| refused.error)?;
         Ok(len)

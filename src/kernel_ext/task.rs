@@ -85,6 +85,28 @@ pub(crate) fn current_task_size() -> u64 {
     size as u64
 }
 
+/// The current task's user thread pointer (its FS base), as the CPU holds it in a fault or
+/// system call from user mode. Callable in any context of the current task that came from
+/// user mode.
+pub(crate) fn current_user_fsbase() -> u64 {
+    // SAFETY: Reading the CPU's FS base has no precondition.
+    let base = unsafe { bindings::memmon_current_user_fsbase() };
+    // CAST: `unsigned long` is 64 bits wide on x86_64.
+    base as u64
+}
+
+/// Copies `out.len()` bytes of the current task's user memory at `addr` into `out`, with page
+/// faults disabled (`copy_from_user_nofault`): `false`, and `out` undefined, where they are
+/// not all mapped and readable user memory. Callable in atomic context.
+pub(crate) fn read_user_nofault(addr: u64, out: &mut [u8]) -> bool {
+    // SAFETY: `out` is valid for `out.len()` bytes of writes; `copy_from_user_nofault` checks
+    // the user range and reads it with page faults disabled, failing instead of faulting.
+    let ret = unsafe {
+        bindings::copy_from_user_nofault(out.as_mut_ptr().cast(), addr as *const c_void, out.len())
+    };
+    ret == 0
+}
+
 /// The task `ptr` points to, borrowed for `'a`.
 ///
 /// # Safety

@@ -7,6 +7,7 @@ use crate::record::event::{Event, Kind};
 
 pub(crate) mod fault;
 pub(crate) mod lifecycle;
+pub(crate) mod python;
 pub(crate) mod rss;
 pub(crate) mod sample;
 pub(crate) mod stack;

@@ -12,7 +12,8 @@
 use crate::bindings;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::{current_task_size, current_user_regs};
-use crate::record::event::{Event, StackEnd, STACK_MAX};
+use crate::probes::python::walk_python;
+use crate::record::event::{Event, PythonEnd, StackEnd, PYTHON_MAX, STACK_MAX};
 use crate::state::State;
 use crate::unwind::format::{Row, Rule};
 use crate::unwind::store::ProcessRanges;
@@ -66,16 +67,53 @@ pub(crate) fn push_with_user_stack(
         Some(regs) => Some(regs),
         None => current_user_regs(),
     };
-    let (count, end) = match regs {
+    let (count, end, python, python_end) = match regs {
         Some(regs) => state
             .unwind
-            .with_current(|ranges| walk_user(regs, depth(), &mut frames, ranges)),
-        None => (0, StackEnd::Complete),
+            .with_current(|ranges| walk_both(regs, depth(), &mut frames, ranges)),
+        None => (0, StackEnd::Complete, 0, PythonEnd::Complete),
     };
     event.stack_end = end;
-    // SAFETY: `walk_user` initialised the first `count <= STACK_MAX` entries.
+    // CAST: at most PYTHON_MAX.
+    event.python_frames = python as u8;
+    event.python_end = python_end;
+    // SAFETY: `walk_both` initialised the first `count <= STACK_MAX` entries.
     let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), count) };
     state.ring.push_with_stack(event, frames);
+}
+
+/// Writes into `out` the native stack of `regs` ([`walk_user`], at most `depth` entries)
+/// followed by the Python frames of the current thread when its process's interpreter was
+/// described ([`walk_python`]); the Python frames take their room first, the native ones
+/// what is left of [`STACK_MAX`]. Returns the entries initialised at the start of `out`,
+/// why the native stack ends, how many of the entries are Python frames, and why those end.
+fn walk_both(
+    regs: &bindings::pt_regs,
+    depth: usize,
+    out: &mut [MaybeUninit<u64>; STACK_MAX],
+    ranges: Option<&ProcessRanges>,
+) -> (usize, StackEnd, usize, PythonEnd) {
+    let Some(spec) = ranges.and_then(ProcessRanges::python).filter(|_| depth > 0) else {
+        let (count, end) = walk_user(regs, depth, out, ranges);
+        return (count, end, 0, PythonEnd::Complete);
+    };
+    // The Python frames are walked into the end of `out`, then moved to follow the native
+    // entries, which the walk keeps below them.
+    let tail = STACK_MAX - PYTHON_MAX;
+    let (python, python_end) = match out.get_mut(tail..) {
+        Some(room) => walk_python(spec, current_task_size(), room),
+        None => (0, PythonEnd::Depth),
+    };
+    // To the very end, out of the native walk's way.
+    let kept = STACK_MAX - python;
+    out.copy_within(tail..tail + python, kept);
+    let (count, end) = walk_user(regs, depth.min(kept), out, ranges);
+    if count == 0 {
+        return (0, end, 0, PythonEnd::Complete);
+    }
+    // `count <= kept`: the Python entries fit right after the native ones.
+    out.copy_within(kept..STACK_MAX, count);
+    (count + python, end, python, python_end)
 }
 
 /// The registers a frame is unwound from.

@@ -52,6 +52,85 @@ impl StackEnd {
     }
 }
 
+/// Most Python frames a record's stack can have, after its native entries.
+pub(crate) const PYTHON_MAX: usize = 32;
+
+/// Why the Python frames of a stack end where they do (docs/events.md, `pystack_end=`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum PythonEnd {
+    /// At the thread's outermost frame, or no Python frames to walk.
+    Complete = 0,
+    /// At the most frames there was room for: it goes on.
+    Depth = 1,
+    /// The thread state or a frame could not be read.
+    Unreadable = 2,
+    /// A frame's code is no code object, or an address lies outside user space: the
+    /// description's offsets, or the frames, are wrong.
+    Invalid = 3,
+    /// The thread has no Python thread state now (another thread holds the GIL, or it runs
+    /// no Python code).
+    NoThread = 4,
+}
+
+impl PythonEnd {
+    /// Every reason, indexed by discriminant.
+    pub(crate) const ALL: [Self; 5] = [
+        Self::Complete,
+        Self::Depth,
+        Self::Unreadable,
+        Self::Invalid,
+        Self::NoThread,
+    ];
+
+    /// Its name in the line's `pystack_end=`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Depth => "depth",
+            Self::Unreadable => "unreadable",
+            Self::Invalid => "invalid",
+            Self::NoThread => "no_thread",
+        }
+    }
+}
+
+/// One Python frame as a stack entry holds it: the code object's address (below 2^47) in
+/// the low 48 bits, the instruction offset in code units in the next 15, and in the top bit
+/// whether it is the outermost frame of one run of the eval loop (the frame a C caller
+/// entered it with).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct PythonFrame {
+    pub(crate) code: u64,
+    /// Code units from the code's first instruction; [`PythonFrame::OFFSET_UNKNOWN`] when
+    /// out of range.
+    pub(crate) offset: u16,
+    pub(crate) entry: bool,
+}
+
+impl PythonFrame {
+    /// The offset of an instruction pointer outside the code's first 32 767 code units.
+    pub(crate) const OFFSET_UNKNOWN: u16 = 0x7fff;
+    const CODE_MASK: u64 = (1 << 48) - 1;
+
+    /// Its stack entry.
+    pub(crate) fn pack(self) -> u64 {
+        (self.code & Self::CODE_MASK)
+            | (u64::from(self.offset & Self::OFFSET_UNKNOWN) << 48)
+            | (u64::from(self.entry) << 63)
+    }
+
+    /// The frame of a stack entry.
+    pub(crate) fn unpack(entry: u64) -> Self {
+        Self {
+            code: entry & Self::CODE_MASK,
+            // CAST: 15 bits.
+            offset: ((entry >> 48) & u64::from(Self::OFFSET_UNKNOWN)) as u16,
+            entry: entry >> 63 != 0,
+        }
+    }
+}
+
 /// Bytes of inline text a record can carry (file path, marker text, exec file name).
 pub(crate) const TEXT_CAPACITY: usize = 112;
 
@@ -292,6 +371,10 @@ pub(crate) struct Event {
     pub(crate) flags: u32,
     /// Why the record's user call stack ends where it does (with a stack only).
     pub(crate) stack_end: StackEnd,
+    /// How many of the stack's entries, after the native ones, are Python frames.
+    pub(crate) python_frames: u8,
+    /// Why the Python frames end where they do.
+    pub(crate) python_end: PythonEnd,
     /// Kind-specific arguments (syscall arguments in order; fault address, ip and pages, or
     /// for an access its generation).
     pub(crate) args: [u64; 6],
@@ -334,6 +417,8 @@ impl Event {
             text_head_cut: false,
             flags: 0,
             stack_end: StackEnd::Complete,
+            python_frames: 0,
+            python_end: PythonEnd::Complete,
             args: [0; 6],
             ret: 0,
             dur_ns: 0,
@@ -355,6 +440,8 @@ impl Event {
         self.text_head_cut = false;
         self.flags = 0;
         self.stack_end = StackEnd::Complete;
+        self.python_frames = 0;
+        self.python_end = PythonEnd::Complete;
         self.args = [0; 6];
         self.ret = 0;
         self.dur_ns = 0;

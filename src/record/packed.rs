@@ -18,7 +18,7 @@
 
 use crate::record::copy::copy_bytes;
 use crate::record::event::STACK_MAX;
-use crate::record::event::{Event, FaultType, Kind, StackEnd, TEXT_CAPACITY};
+use crate::record::event::{Event, FaultType, Kind, PythonEnd, StackEnd, TEXT_CAPACITY};
 
 /// Most bytes a varint takes.
 // rustc 1.85 (Debian trixie's, for the stock kernel) does not count the use of
@@ -277,9 +277,11 @@ pub(crate) fn encode(
         }
     }
     if !stack.is_empty() {
-        // Its length and why it ends there (3 bits).
+        // Its length and why it ends there (3 bits), then how many of its entries are Python
+        // frames (7 bits) and why they end there (3 bits).
+        let python = u64::from(event.python_frames) | (u64::from(event.python_end as u8) << 7);
         // CAST: at most STACK_MAX entries.
-        w.uvar(((stack.len() as u64) << 3) | u64::from(event.stack_end as u8));
+        w.uvar((python << 10) | ((stack.len() as u64) << 3) | u64::from(event.stack_end as u8));
         // One bit for each entry that differs from the previous record's at its depth, then
         // those entries only, as distances: in a storm from one place, two bytes in all.
         let mut changed = 0u64;
@@ -364,8 +366,15 @@ pub(crate) fn decode(
         let len_end = r.uvar()?;
         // CAST: 3 bits.
         event.stack_end = *StackEnd::ALL.get((len_end & 7) as usize)?;
-        stack_len = usize::try_from(len_end >> 3).ok()?;
-        if stack_len > STACK_MAX {
+        stack_len = usize::try_from((len_end >> 3) & 0x7f).ok()?;
+        // CAST: 7 bits.
+        event.python_frames = ((len_end >> 10) & 0x7f) as u8;
+        // CAST: 3 bits.
+        event.python_end = *PythonEnd::ALL.get(((len_end >> 17) & 7) as usize)?;
+        if stack_len > STACK_MAX
+            || usize::from(event.python_frames) > stack_len
+            || len_end >> 20 != 0
+        {
             return None;
         }
         let changed = r.uvar()?;

@@ -4,14 +4,17 @@
 
 use crate::record::copy::copy_bytes;
 use crate::record::event::{
-    fault_flags, Event, FaultType, Kind, StackEnd, STACK_MAX, TEXT_CAPACITY,
+    fault_flags, Event, FaultType, Kind, PythonEnd, PythonFrame, StackEnd, PYTHON_MAX, STACK_MAX,
+    TEXT_CAPACITY,
 };
 use core::fmt::{self, Write};
 
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
-/// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each).
-pub(crate) const LINE_MAX: usize = 2304;
-const _: () = assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX + 24);
+/// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each), a
+/// stack of [`STACK_MAX`] entries of which [`PYTHON_MAX`] Python frames (22 bytes each).
+pub(crate) const LINE_MAX: usize = 2432;
+const _: () =
+    assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX + 24 + 2 * PYTHON_MAX + 40);
 
 /// A line being formatted.
 ///
@@ -440,7 +443,11 @@ pub(crate) fn format_lost(out: &mut Line, time_ns: u64, count: u64) {
 pub(crate) fn format_event(out: &mut Line, event: &Event, stack: &[u64]) {
     out.clear();
     // A full line is cut by `finish`.
-    let _ = write_event(out, event).and_then(|()| write_stack(out, stack, event.stack_end));
+    let native = stack.len().saturating_sub(usize::from(event.python_frames));
+    let (stack, python) = stack.split_at(native);
+    let _ = write_event(out, event)
+        .and_then(|()| write_stack(out, stack, event.stack_end))
+        .and_then(|()| write_python(out, python, event.python_end));
     out.finish();
 }
 
@@ -453,6 +460,27 @@ fn write_stack(out: &mut Line, stack: &[u64], end: StackEnd) -> fmt::Result {
     }
     if !stack.is_empty() && end != StackEnd::Complete {
         out.push_bytes(b" stack_end=")?;
+        out.push_bytes(end.name().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Writes ` pystack=0xCODE+OFFSET,..` for Python frames (a `*` after the offset marks the
+/// outermost frame of one run of the eval loop), and ` pystack_end=REASON` after them when
+/// they do not end at the thread's outermost frame (alone when there are none).
+fn write_python(out: &mut Line, python: &[u64], end: PythonEnd) -> fmt::Result {
+    for (i, entry) in python.iter().enumerate() {
+        let frame = PythonFrame::unpack(*entry);
+        out.push_bytes(if i == 0 { b" pystack=" } else { b"," })?;
+        out.push_hex(frame.code)?;
+        out.push_bytes(b"+")?;
+        write!(out, "{}", frame.offset)?;
+        if frame.entry {
+            out.push_bytes(b"*")?;
+        }
+    }
+    if end != PythonEnd::Complete {
+        out.push_bytes(b" pystack_end=")?;
         out.push_bytes(end.name().as_bytes())?;
     }
     Ok(())

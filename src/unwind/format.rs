@@ -48,6 +48,22 @@ pub(crate) fn index_shape(first: u32, last: u32, rows: usize) -> (u32, usize) {
 const COMMAND_ADD_TABLE: u16 = 1;
 const COMMAND_SET_MAPS: u16 = 2;
 const COMMAND_DROP_TABLE: u16 = 3;
+const COMMAND_SET_PYTHON: u16 = 4;
+
+/// Bytes of a `SET_PYTHON`'s body: the pid and the interpreter's description.
+pub(crate) const SET_PYTHON_BODY: usize = 48;
+/// An offset field that says "none".
+pub(crate) const PYTHON_NO_OFFSET: u16 = 0xffff;
+/// Most bytes of an interpreter frame the walker reads at once: every field it reads
+/// lies in them.
+pub(crate) const PYTHON_FRAME_MAX: usize = 128;
+/// Largest offset of a field in a thread state or a code object.
+const PYTHON_OBJECT_OFFSET_MAX: u16 = 4096;
+/// User addresses are below 2^47 with 4-level page tables; a description naming an address
+/// above is refused (the walker packs code addresses in 47 bits).
+pub(crate) const PYTHON_ADDRESS_LIMIT: u64 = 1 << 47;
+/// Farthest below the thread pointer a static TLS variable is looked for.
+const PYTHON_TLS_MAX: i64 = 1 << 20;
 
 /// A table key: the object's build ID, or its device and inode (userspace chooses).
 pub(crate) type Key = [u8; KEY_BYTES];
@@ -109,6 +125,56 @@ pub(crate) enum Command<'a> {
     SetMaps { pid: u32, ranges: Ranges<'a> },
     /// Remove the table `key` from the set loaded.
     DropTable { key: Key },
+    /// Describe the Python interpreter of process `pid` (none: forget it).
+    SetPython {
+        pid: u32,
+        python: Option<PythonSpec>,
+    },
+}
+
+/// Where the walker finds the current thread's Python thread state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ThreadStateAt {
+    /// In a global pointer at this address (3.11: `_PyRuntime.gilstate.tstate_current`, the
+    /// thread holding the GIL).
+    Global(u64),
+    /// In a static TLS variable this far from the thread pointer (3.12 and later:
+    /// `_Py_tss_tstate`), negative on x86_64.
+    ThreadLocal(i64),
+}
+
+/// What the walker needs to read one CPython's interpreter frames (docs/unwind.md).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct PythonSpec {
+    /// `major << 8 | minor`, 3.11 to 3.14.
+    pub(crate) version: u16,
+    pub(crate) thread_state: ThreadStateAt,
+    /// Run-time address of `PyCode_Type`: a frame's code object must be of this type.
+    pub(crate) code_type: u64,
+    /// Offset in the thread state of the id of its thread (`pthread_self()`, the thread
+    /// pointer), or [`PYTHON_NO_OFFSET`].
+    pub(crate) thread_id: u16,
+    /// Offset in the thread state of the pointer to the innermost frame, or to the
+    /// structure that holds it (3.11's `cframe`).
+    pub(crate) frame_link: u16,
+    /// Offset of the innermost frame's pointer in the structure `frame_link` points to, or
+    /// [`PYTHON_NO_OFFSET`] when `frame_link` points to the frame itself.
+    pub(crate) frame_link2: u16,
+    /// Offsets in an interpreter frame: its code object, the previous frame, the
+    /// instruction pointer, its owner (a byte), its entry flag (a byte, or
+    /// [`PYTHON_NO_OFFSET`]).
+    pub(crate) frame_code: u16,
+    pub(crate) frame_previous: u16,
+    pub(crate) frame_instr: u16,
+    pub(crate) frame_owner: u16,
+    pub(crate) frame_is_entry: u16,
+    /// Offset of the first instruction in a code object.
+    pub(crate) code_start: u16,
+    /// The owner value of the frames the eval loop's entry pushes on the C stack (3.12 and
+    /// later), or 0xff.
+    pub(crate) owner_cstack: u8,
+    /// Bytes of a frame the walker reads (all the fields above lie in them).
+    pub(crate) frame_bytes: u16,
 }
 
 /// The rows of a validated `ADD_TABLE`.
@@ -239,6 +305,8 @@ pub(crate) enum Prefix {
     SetMaps,
     /// A `DROP_TABLE`.
     DropTable,
+    /// A `SET_PYTHON`.
+    SetPython,
 }
 
 /// Checks what a write's first bytes say, before the rest is read: `prefix` is its first
@@ -319,6 +387,17 @@ pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal>
             }
             Ok(Prefix::DropTable)
         }
+        COMMAND_SET_PYTHON => {
+            if body != SET_PYTHON_BODY {
+                return Err("a SET_PYTHON whose body is not 48 bytes");
+            }
+            let pid = u32_at(fields, 0);
+            // CAST: i32::MAX is positive.
+            if pid == 0 || pid > i32::MAX as u32 {
+                return Err("a SET_PYTHON of pid 0 or out of range");
+            }
+            Ok(Prefix::SetPython)
+        }
         _ => Err("an unknown command"),
     }
 }
@@ -334,7 +413,119 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
         Prefix::DropTable => Ok(Command::DropTable {
             key: key_at(body, 0),
         }),
+        Prefix::SetPython => parse_python(body),
     }
+}
+
+/// The body of a `SET_PYTHON` whose prefix is valid: pid, then at 4 the version (u16, 0:
+/// forget), the thread state's kind (u16: 1 global, 2 thread-local) and at 8 its address
+/// or offset (u64), at 16 `PyCode_Type`'s address, at 24 nine u16 offsets (`thread_id`,
+/// `frame_link`, `frame_link2`, `frame_code`, `frame_previous`, `frame_instr`,
+/// `frame_owner`, `frame_is_entry`, `code_start`), at 42 `owner_cstack` (u8), a reserved
+/// byte, at 44 `frame_bytes` (u16) and 2 reserved bytes.
+fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
+    let pid = u32_at(body, 0);
+    let version = u16_at(body, 4);
+    let kind = u16_at(body, 6);
+    let at = u64_at(body, 8);
+    let code_type = u64_at(body, 16);
+    let offset = |i: usize| u16_at(body, 24 + 2 * i);
+    let reserved = body.get(43).copied().unwrap_or(0) != 0 || u16_at(body, 46) != 0;
+    if version == 0 {
+        if kind != 0 || at != 0 || code_type != 0 || body.iter().skip(24).any(|&b| b != 0) {
+            return Err("a SET_PYTHON that forgets has fields that are not 0");
+        }
+        return Ok(Command::SetPython { pid, python: None });
+    }
+    if reserved {
+        return Err("a SET_PYTHON whose reserved fields are not 0");
+    }
+    if !(0x030b..=0x030e).contains(&version) {
+        return Err("a SET_PYTHON of a Python version other than 3.11 to 3.14");
+    }
+    let thread_state = match kind {
+        1 if at != 0 && at % 8 == 0 && at < PYTHON_ADDRESS_LIMIT => ThreadStateAt::Global(at),
+        2 => {
+            // CAST: the field's bits, read as signed.
+            let offset = at as i64;
+            if !(-PYTHON_TLS_MAX..0).contains(&offset) || offset % 8 != 0 {
+                return Err(
+                    "a SET_PYTHON whose thread-local offset is not below the thread \
+                            pointer by at most 1 MiB, 8-aligned",
+                );
+            }
+            ThreadStateAt::ThreadLocal(offset)
+        }
+        1 => return Err("a SET_PYTHON whose thread state address is 0, unaligned or too high"),
+        _ => return Err("a SET_PYTHON of a thread state kind other than 1 or 2"),
+    };
+    if code_type == 0 || code_type % 8 != 0 || code_type >= PYTHON_ADDRESS_LIMIT {
+        return Err("a SET_PYTHON whose code type address is 0, unaligned or too high");
+    }
+    let spec = PythonSpec {
+        version,
+        thread_state,
+        code_type,
+        thread_id: offset(0),
+        frame_link: offset(1),
+        frame_link2: offset(2),
+        frame_code: offset(3),
+        frame_previous: offset(4),
+        frame_instr: offset(5),
+        frame_owner: offset(6),
+        frame_is_entry: offset(7),
+        code_start: offset(8),
+        owner_cstack: body.get(42).copied().unwrap_or(0),
+        frame_bytes: u16_at(body, 44),
+    };
+    check_python(&spec)?;
+    Ok(Command::SetPython {
+        pid,
+        python: Some(spec),
+    })
+}
+
+/// Checks the offsets of a description: pointers 8-aligned, objects' fields within
+/// 4096 bytes, the frame's within the bytes read of it.
+fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
+    let in_object = |offset: u16, none: bool| {
+        (none && offset == PYTHON_NO_OFFSET)
+            || (offset % 8 == 0 && offset <= PYTHON_OBJECT_OFFSET_MAX - 8)
+    };
+    if !in_object(spec.thread_id, true)
+        || !in_object(spec.frame_link, false)
+        || !in_object(spec.frame_link2, true)
+    {
+        return Err("a SET_PYTHON whose thread state offsets are unaligned or past 4096");
+    }
+    if spec.code_start > PYTHON_OBJECT_OFFSET_MAX || spec.code_start % 2 != 0 {
+        return Err("a SET_PYTHON whose code start is odd or past 4096");
+    }
+    // CAST: at most 128, below u16::MAX.
+    if spec.frame_bytes == 0
+        || spec.frame_bytes > PYTHON_FRAME_MAX as u16
+        || spec.frame_bytes % 8 != 0
+    {
+        return Err("a SET_PYTHON whose frame size is not 8 to 128 bytes, 8-aligned");
+    }
+    let fits = |offset: u16, width: u16| {
+        offset
+            .checked_add(width)
+            .is_some_and(|end| end <= spec.frame_bytes)
+    };
+    let pointer = |offset: u16| offset % 8 == 0 && fits(offset, 8);
+    if !pointer(spec.frame_code) || !pointer(spec.frame_previous) || !pointer(spec.frame_instr) {
+        return Err("a SET_PYTHON whose frame pointers are unaligned or past the frame size");
+    }
+    if !fits(spec.frame_owner, 1)
+        || !(spec.frame_is_entry == PYTHON_NO_OFFSET || fits(spec.frame_is_entry, 1))
+    {
+        return Err("a SET_PYTHON whose frame owner or entry flag is past the frame size");
+    }
+    if (spec.frame_is_entry == PYTHON_NO_OFFSET) == (spec.owner_cstack == 0xff) {
+        return Err("a SET_PYTHON needs one of an entry flag offset and a C stack owner");
+    }
+    Ok(())
 }
 
 /// The rows of an `ADD_TABLE` whose prefix is valid.

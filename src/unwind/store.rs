@@ -16,7 +16,9 @@
 //! may copy in together ([`UnwindStore::stage`]), and refuses a table that cannot fit before
 //! its rows are copied.
 
-use super::format::{Key, Ranges, Row, Rows, INDEX_ENTRY_BYTES, KEY_BYTES, SET_MAPS_WRITE_MAX};
+use super::format::{
+    Key, PythonSpec, Ranges, Row, Rows, INDEX_ENTRY_BYTES, KEY_BYTES, SET_MAPS_WRITE_MAX,
+};
 use crate::bindings;
 use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::watch::WatchSet;
@@ -147,6 +149,8 @@ pub(crate) struct ProcessRanges {
     /// How many distinct tables its ranges use, for the listing: ranges of one object are
     /// next to each other, so the number of places where the table changes, plus one.
     tables: usize,
+    /// Its Python interpreter, when userspace described one (`SET_PYTHON`).
+    python: Option<PythonSpec>,
 }
 
 impl ProcessRanges {
@@ -167,6 +171,11 @@ impl ProcessRanges {
             }
         };
         range.table.row(pc.wrapping_sub(range.bias))
+    }
+
+    /// Its Python interpreter's description, if it has one.
+    pub(crate) fn python(&self) -> Option<&PythonSpec> {
+        self.python.as_ref()
     }
 
     /// What names the address space the ranges were given for.
@@ -496,7 +505,7 @@ impl UnwindStore {
     ) -> Result<(), Refused> {
         let mut inner = self.inner.lock();
         // Under the mutex, so that of two writes for one process the later one wins.
-        let (tgid, mm, start_time, exec_id) = resolve(nr)?;
+        let (tgid, mm, start_time, exec_id) = resolve(nr, "SET_MAPS")?;
         if !watch.contains(tgid) {
             return Err(refused(ESRCH, "SET_MAPS of a process that is not watched"));
         }
@@ -525,6 +534,13 @@ impl UnwindStore {
                 .filter(|pair| matches!(pair, [a, b] if !Arc::ptr_eq(&a.table, &b.table)))
                 .count()
                 + 1;
+            // The interpreter described for this address space stays described.
+            let python = self.with_snapshot(&inner, |processes| {
+                processes
+                    .iter()
+                    .find(|p| p.tgid == tgid && p.identity() == (mm, start_time, exec_id))
+                    .and_then(|p| p.python)
+            });
             let process = ProcessRanges {
                 tgid,
                 mm,
@@ -532,6 +548,65 @@ impl UnwindStore {
                 exec_id,
                 ranges: stored,
                 tables,
+                python,
+            };
+            Some(Arc::new(process, GFP_KERNEL).map_err(oom)?)
+        };
+        self.publish(&mut inner, watch, process, tgid)
+    }
+
+    /// Describes the Python interpreter of process `nr` (of the caller's pid namespace), or
+    /// forgets it (`None`); its ranges stay as they are.
+    pub(crate) fn set_python(
+        &self,
+        nr: u32,
+        python: Option<PythonSpec>,
+        watch: &WatchSet,
+    ) -> Result<(), Refused> {
+        let mut inner = self.inner.lock();
+        let (tgid, mm, start_time, exec_id) = resolve(nr, "SET_PYTHON")?;
+        if !watch.contains(tgid) {
+            return Err(refused(
+                ESRCH,
+                "SET_PYTHON of a process that is not watched",
+            ));
+        }
+        let identity = (mm, start_time, exec_id);
+        // Its ranges, if given for this address space, are kept: copied with their tables.
+        let mut ranges = KVVec::new();
+        let mut tables = 0;
+        let copied = self.with_snapshot(&inner, |processes| -> Result<(), Refused> {
+            let Some(old) = processes
+                .iter()
+                .find(|p| p.tgid == tgid && p.identity() == identity)
+            else {
+                return Ok(());
+            };
+            ranges.reserve(old.ranges.len(), GFP_KERNEL).map_err(oom)?;
+            for range in old.ranges.iter() {
+                let copy = Range {
+                    start: range.start,
+                    end: range.end,
+                    bias: range.bias,
+                    table: range.table.clone(),
+                };
+                ranges.push(copy, GFP_KERNEL).map_err(oom)?;
+            }
+            tables = old.tables;
+            Ok(())
+        });
+        copied?;
+        let process = if ranges.is_empty() && python.is_none() {
+            None
+        } else {
+            let process = ProcessRanges {
+                tgid,
+                mm,
+                start_time,
+                exec_id,
+                ranges,
+                tables,
+                python,
             };
             Some(Arc::new(process, GFP_KERNEL).map_err(oom)?)
         };
@@ -759,17 +834,23 @@ fn refused(error: Error, why: &str) -> Refused {
     Refused { error }
 }
 
+fn refused_command(error: Error, command: &str, why: &str) -> Refused {
+    pr_info!("unwind: refused: {} {}\n", command, why);
+    Refused { error }
+}
+
 fn oom(_: impl Into<Error>) -> Refused {
     Refused { error: ENOMEM }
 }
 
 /// The thread-group id (initial namespace), address space, leader start time and exec count
 /// of the process of task `nr` of the caller's pid namespace; `ESRCH` if there is none.
-fn resolve(nr: u32) -> Result<(i32, usize, u64, u64), Refused> {
-    let nr = i32::try_from(nr).map_err(|_| refused(ESRCH, "SET_MAPS of no such process"))?;
+fn resolve(nr: u32, command: &str) -> Result<(i32, usize, u64, u64), Refused> {
+    let nr =
+        i32::try_from(nr).map_err(|_| refused_command(ESRCH, command, "of no such process"))?;
     let rcu = kernel::sync::rcu::read_lock();
     let task = find_task_in_current_ns(nr, &rcu)
-        .ok_or_else(|| refused(ESRCH, "SET_MAPS of no such process"))?
+        .ok_or_else(|| refused_command(ESRCH, command, "of no such process"))?
         .as_ptr();
     // SAFETY: `task` and its group leader are valid while the RCU read lock is held. The task
     // may be changing these fields in exec meanwhile: they are read once each, as READ_ONCE
@@ -785,9 +866,10 @@ fn resolve(nr: u32) -> Result<(i32, usize, u64, u64), Refused> {
         )
     };
     if ids.1 == 0 {
-        return Err(refused(
+        return Err(refused_command(
             ESRCH,
-            "SET_MAPS of a process without an address space",
+            command,
+            "of a process without an address space",
         ));
     }
     Ok(ids)

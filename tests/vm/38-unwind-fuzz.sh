@@ -2,7 +2,7 @@
 # wrong magic, version or length, huge counts, unsorted or overlapping rows and ranges, bad
 # rules, unknown keys, a process not watched), after one valid ADD_TABLE: each is refused
 # with its errno (EINVAL, ENOENT, ESRCH), the file (root-only) reads the same before and
-# after, and the module's memory in stats is that of the one table (17 rows and an index of
+# after (then 10 000 invalid SET_PYTHON descriptions, the same), and the module's memory in stats is that of the one table (17 rows and an index of
 # 17 entries: 64 + 17 x 8 + 17 x 4 = 268 bytes, as memmon-unwind's model counts it).
 . /host/lib.sh
 load
@@ -15,6 +15,12 @@ expect_eq "unwind mode" "$(stat -c %a /proc/memmon/unwind)" 600
 out=$(/progs/unwind-fuzz $watched $unwatched 20000 7) || fail "fuzz: $out"
 expect_eq "fuzz result" "$out" "cases=20000 refused=20000 wrong=0 unchanged=yes"
 expect_eq "tables after the fuzz" "$(grep -c '^table ' /proc/memmon/unwind)" 1
+# 10 000 descriptions of an interpreter (SET_PYTHON, issue 43), each with a field wrong,
+# for a pid out of range or not watched, or mutated as any write: each refused, nothing
+# changed (a description taken would list the watched process).
+out=$(/progs/unwind-fuzz $watched $unwatched 10000 9 python) || fail "python fuzz: $out"
+expect_eq "python fuzz result" "$out" "cases=10000 refused=10000 wrong=0 unchanged=yes"
+expect_eq "processes after the python fuzz" "$(grep -c '^process ' /proc/memmon/unwind)" 0
 expect_match "stats" "$(cat /proc/memmon/stats)" 'unwind_tables 1'
 expect_match "stats memory (17 rows, 17 index entries)" "$(cat /proc/memmon/stats)" 'memory_unwind 268$'
 kill $watched $unwatched

@@ -35,9 +35,35 @@ pub fn prepare(command: &[String], jit_maps: bool) {
         }
         return;
     }
+    if command
+        .first()
+        .is_some_and(|program| walked_python(program))
+    {
+        return;
+    }
     if let Some(hint) = hint(command, |variable| std::env::var(variable).ok()) {
         eprintln!("memmon: {hint}");
     }
+}
+
+/// Whether `program` (a path, or a name looked up in `PATH`) is a CPython whose frames
+/// memmon walks itself (docs/unwind.md, `SET_PYTHON`): it needs no perf map.
+fn walked_python(program: &str) -> bool {
+    let path = if program.contains('/') {
+        Some(std::path::PathBuf::from(program))
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let Some(path) = path.and_then(|path| std::fs::canonicalize(path).ok()) else {
+        return false;
+    };
+    memmon_unwind::python::version_of_path(&path.to_string_lossy())
+        .and_then(memmon_unwind::python::layout)
+        .is_some()
 }
 
 /// The line telling how to get a JIT runtime's names, when `command` runs one without its

@@ -124,6 +124,9 @@ impl UnwindTables {
         match &event.kind {
             EventKind::Exec { .. } => {
                 self.pending.insert(event.pid);
+                if let Some(loader) = &mut self.loader {
+                    loader.forget_python(event.pid);
+                }
             }
             EventKind::Fork {
                 child,
@@ -159,6 +162,11 @@ impl UnwindTables {
             }
             _ => {}
         }
+    }
+
+    /// The CPython of process `pid`, when it was described to the module.
+    pub fn python(&self, pid: u32) -> Option<&memmon_unwind::loader::PythonProcess> {
+        self.loader.as_ref()?.python(pid)
     }
 
     /// Loads the tables of the processes noted since the last call.

@@ -3,8 +3,9 @@
 //! /proc/memmon/unwind, each in one write(), after the one valid ADD_TABLE they are made
 //! against; each must be refused with its errno, and the file must read the same before and
 //! after. Prints `cases=N refused=N wrong=N unchanged=yes|no`; exits 1 on any difference.
-//! Used by the VM scenario tests/vm/38-unwind-fuzz.sh.
-use memmon_unwind::fuzz::{generate, FuzzContext};
+//! With a fifth argument `python`, the cases are `SET_PYTHON` writes only (descriptions of
+//! an interpreter with a field wrong). Used by the VM scenario tests/vm/38-unwind-fuzz.sh.
+use memmon_unwind::fuzz::{generate, generate_python, FuzzContext};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,12 +13,14 @@ use std::process::ExitCode;
 const FILE: &str = "/proc/memmon/unwind";
 
 fn main() -> ExitCode {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().unwrap_or(0))
-        .collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let python = args.last().is_some_and(|last| last == "python");
+    if python {
+        args.pop();
+    }
+    let args: Vec<u64> = args.iter().map(|a| a.parse().unwrap_or(0)).collect();
     let [watched, unwatched, count, seed] = args[..] else {
-        eprintln!("usage: unwind-fuzz WATCHED UNWATCHED COUNT SEED");
+        eprintln!("usage: unwind-fuzz WATCHED UNWATCHED COUNT SEED [python]");
         return ExitCode::from(2);
     };
     let context = FuzzContext::new(watched as u32, unwatched as u32);
@@ -35,7 +38,11 @@ fn main() -> ExitCode {
         }
     }
     let before = fs::read_to_string(FILE).unwrap_or_default();
-    let cases = generate(seed, count as usize, &context);
+    let cases = if python {
+        generate_python(seed, count as usize, &context)
+    } else {
+        generate(seed, count as usize, &context)
+    };
     let (mut refused, mut wrong) = (0, 0);
     for (i, case) in cases.iter().enumerate() {
         match file.write(&case.bytes) {

@@ -13,8 +13,8 @@
 
 use crate::key::Key;
 use crate::protocol::{
-    encode_add_table, encode_drop_table, encode_set_maps, KernelModel, Range, Reject, Row, Rule,
-    HEADER_BYTES, RANGES_MAX, RANGE_BYTES, ROWS_MAX, ROW_BYTES,
+    encode_add_table, encode_drop_table, encode_set_maps, encode_set_python, KernelModel, Range,
+    Reject, Row, Rule, HEADER_BYTES, RANGES_MAX, RANGE_BYTES, ROWS_MAX, ROW_BYTES,
 };
 
 /// The module state the cases are made for.
@@ -197,6 +197,9 @@ const fn set_range(i: usize) -> usize {
 /// A mutation of a valid write that makes it, most of the time, one the module refuses.
 fn mutate(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
     let new_key = Key(*b"memmon-fuzz-new!");
+    if rng.below(5) == 0 {
+        return python_case(rng, ctx);
+    }
     match rng.below(4) {
         // A table: of the key loaded (valid: succeeds, changes nothing) or a new one.
         0 | 1 => {
@@ -410,6 +413,107 @@ fn mutate(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
     }
 }
 
+/// A `SET_PYTHON` of a valid 3.11 description with one field made wrong (an offset, the
+/// version, the thread state, the code type, the frame size, reserved bytes), for a pid out
+/// of range or not watched, or mutated as any write.
+fn python_case(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
+    let symbols = crate::python::PythonSymbols {
+        version: (3, 11),
+        runtime: 0x00a5_b740,
+        code_type: 0x0095_9440,
+        eval: (0x0050_0000, 0x0051_0000),
+    };
+    let Some(valid) = crate::python::describe(&symbols, 0) else {
+        return (Vec::new(), "no 3.11 layout".into());
+    };
+    let mut p = valid;
+    let mut pid = ctx.watched_pid;
+    let what: String = match rng.below(16) {
+        0 => {
+            p.version = rng.pick(&[0x0300u16, 0x030a, 0x030f, 0x0400, u16::MAX]);
+            format!("version {:#x}", p.version)
+        }
+        1 => {
+            p.thread_state = crate::protocol::ThreadState::Global(rng.pick(&[
+                0u64,
+                0x00a5_b741,
+                1 << 47,
+                u64::MAX - 7,
+            ]));
+            "global thread state address 0, unaligned or too high".into()
+        }
+        2 => {
+            p.thread_state = crate::protocol::ThreadState::ThreadLocal(rng.pick(&[
+                0i64,
+                8,
+                -4,
+                -(1 << 20) - 8,
+                i64::MIN,
+            ]));
+            "thread-local offset not negative, unaligned or too far".into()
+        }
+        3 => {
+            p.code_type = rng.pick(&[0u64, 0x0095_9441, 1 << 47, u64::MAX]);
+            "code type 0, unaligned or too high".into()
+        }
+        4 => {
+            p.thread_id = rng.pick(&[1u16, 4089, 4096, 0xfff8]);
+            "thread id offset unaligned or past 4096".into()
+        }
+        5 => {
+            p.frame_link = rng.pick(&[3u16, 4096, 0xffff]);
+            "frame link unaligned, past 4096 or none".into()
+        }
+        6 => {
+            p.frame_code = rng.pick(&[1u16, 72, 68, 0xffff]);
+            "frame code pointer unaligned or past the frame".into()
+        }
+        7 => {
+            p.frame_previous = rng.pick(&[2u16, 72, 128]);
+            "previous frame pointer unaligned or past the frame".into()
+        }
+        8 => {
+            p.frame_owner = rng.pick(&[72u16, 200, 0xffff]);
+            "owner past the frame".into()
+        }
+        9 => {
+            p.frame_bytes = rng.pick(&[0u16, 4, 60, 136, 0xfff8]);
+            format!("frame size {}", p.frame_bytes)
+        }
+        10 => {
+            p.owner_cstack = rng.pick(&[0u8, 3, 0xfe]);
+            "both an entry flag and a C stack owner".into()
+        }
+        11 => {
+            p.code_start = rng.pick(&[1u16, 4097, 4098, u16::MAX]);
+            "code start odd or past 4096".into()
+        }
+        12 => {
+            pid = rng.pick(&[0u32, 1 << 31, u32::MAX]);
+            format!("pid {pid}")
+        }
+        13 => {
+            pid = ctx.unwatched_pid;
+            "a process not watched".into()
+        }
+        14 => {
+            let mut b = encode_set_python(pid, Some(&p));
+            let at = rng.pick(&[HEADER_BYTES + 43, HEADER_BYTES + 46, HEADER_BYTES + 47]);
+            b[at] = 1 + rng.below(255) as u8;
+            return (b, "reserved byte set".into());
+        }
+        _ => {
+            let mut b = encode_set_python(pid, if rng.below(2) == 0 { None } else { Some(&p) });
+            let what = generic(rng, &mut b);
+            return (b, format!("SET_PYTHON {what}"));
+        }
+    };
+    (
+        encode_set_python(pid, Some(&p)),
+        format!("SET_PYTHON {what}"),
+    )
+}
+
 /// A mutation of the header, the length or any byte, good for any command.
 fn generic(rng: &mut Rng, b: &mut Vec<u8>) -> String {
     match rng.below(9) {
@@ -471,6 +575,21 @@ fn generic(rng: &mut Rng, b: &mut Vec<u8>) -> String {
 /// `count` invalid writes made from `seed` for the state of `ctx`, each with why it must
 /// be refused. The same seed and context give the same cases.
 pub fn generate(seed: u64, count: usize, ctx: &FuzzContext) -> Vec<FuzzCase> {
+    generate_with(seed, count, ctx, mutate)
+}
+
+/// [`generate`] of `SET_PYTHON` writes only: descriptions of an interpreter with a field
+/// wrong, for a pid out of range or not watched, or mutated as any write.
+pub fn generate_python(seed: u64, count: usize, ctx: &FuzzContext) -> Vec<FuzzCase> {
+    generate_with(seed, count, ctx, python_case)
+}
+
+fn generate_with(
+    seed: u64,
+    count: usize,
+    ctx: &FuzzContext,
+    mutate: fn(&mut Rng, &FuzzContext) -> (Vec<u8>, String),
+) -> Vec<FuzzCase> {
     let mut rng = Rng(seed);
     let model = ctx.model();
     let mut cases = Vec::with_capacity(count);

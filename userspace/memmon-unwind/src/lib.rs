@@ -17,6 +17,7 @@ pub mod loader;
 pub mod maps;
 pub mod needed;
 pub mod protocol;
+pub mod python;
 pub mod walk;
 
 pub use compile::{compile, CompileError, CompileStats, Table};

@@ -20,9 +20,10 @@ use crate::maps::{
     FileStamp, LoadSegment, MapsEntry, DEFAULT_PROC_ROOT,
 };
 use crate::protocol::{
-    encode_add_table, encode_drop_table, encode_set_maps, libc_errno, KernelModel, Range,
-    RANGES_MAX,
+    encode_add_table, encode_drop_table, encode_set_maps, encode_set_python, libc_errno,
+    KernelModel, PythonDescription, Range, RANGES_MAX,
 };
+use crate::python::{self, PythonError, PythonSymbols};
 
 /// The path of the module's unwind file.
 pub const UNWIND_FILE: &str = "/proc/memmon/unwind";
@@ -140,12 +141,20 @@ pub enum Warning {
         /// How many were left out.
         dropped: usize,
     },
+    /// A CPython interpreter that is not described to the module.
+    Python {
+        /// Its path.
+        path: String,
+        /// Why.
+        error: String,
+    },
 }
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Warning::Open { path, error } => write!(f, "{path}: cannot read: {error}"),
+            Warning::Python { path, error } => write!(f, "{path}: {error}"),
             Warning::Compile { path, error } => write!(f, "{path}: no table: {error}"),
             Warning::NoKey { path } => write!(f, "{path}: no build ID and no inode"),
             Warning::NoBias { path, start } => {
@@ -195,6 +204,8 @@ pub struct SyncReport {
     pub added: Vec<Key>,
     /// What was left out.
     pub warnings: Vec<Warning>,
+    /// Whether a CPython interpreter was described to the module now.
+    pub python: bool,
 }
 
 /// An object compiled, or found not to have a table.
@@ -204,6 +215,21 @@ struct Object {
     path: String,
     segments: Vec<LoadSegment>,
     table: Result<(Key, Arc<Table>), Warning>,
+    /// When it is a CPython interpreter: its symbols.
+    python: Option<Result<PythonSymbols, PythonError>>,
+}
+
+/// A process's CPython, as described to the module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PythonProcess {
+    /// The interpreter's path.
+    pub path: String,
+    /// Its symbols (object addresses).
+    pub symbols: PythonSymbols,
+    /// Its load bias.
+    pub bias: u64,
+    /// What the module was given.
+    pub description: PythonDescription,
 }
 
 /// Keeps the compiled tables by key, knows which the module has, and loads the tables
@@ -215,6 +241,7 @@ pub struct Loader<W: UnwindSink> {
     objects: HashMap<FileId, Object>,
     loaded: HashSet<Key>,
     processes: HashMap<u32, Vec<Range>>,
+    pythons: HashMap<u32, PythonProcess>,
 }
 
 impl<W: UnwindSink> Loader<W> {
@@ -231,6 +258,7 @@ impl<W: UnwindSink> Loader<W> {
             objects: HashMap::new(),
             loaded: HashSet::new(),
             processes: HashMap::new(),
+            pythons: HashMap::new(),
         }
     }
 
@@ -252,6 +280,17 @@ impl<W: UnwindSink> Loader<W> {
     /// The ranges last given for process `pid`.
     pub fn ranges(&self, pid: u32) -> Option<&[Range]> {
         self.processes.get(&pid).map(Vec::as_slice)
+    }
+
+    /// Forgets what was described of process `pid`'s interpreter, at its exec (the module
+    /// forgets it then too).
+    pub fn forget_python(&mut self, pid: u32) {
+        self.pythons.remove(&pid);
+    }
+
+    /// The CPython of process `pid`, when it was described to the module.
+    pub fn python(&self, pid: u32) -> Option<&PythonProcess> {
+        self.pythons.get(&pid)
     }
 
     /// The compiled table of `key`, if this loader compiled it.
@@ -302,6 +341,7 @@ impl<W: UnwindSink> Loader<W> {
                 path: entry.path.clone(),
                 segments,
                 table,
+                python: python::symbols(&entry.path, &opened.data),
             };
             self.objects.insert(entry.file, object);
         }
@@ -388,6 +428,7 @@ impl<W: UnwindSink> Loader<W> {
         let mut wanted: Vec<(Range, String)> = Vec::new();
         let mut tables: HashMap<Key, (Arc<Table>, String)> = HashMap::new();
         let mut warned: HashSet<FileId> = HashSet::new();
+        let mut interpreter: Option<PythonProcess> = None;
         for entry in &mappings {
             let object = match self.object(pid, entry) {
                 Ok(object) => object,
@@ -414,6 +455,24 @@ impl<W: UnwindSink> Loader<W> {
                 });
                 continue;
             };
+            match &object.python {
+                Some(Ok(symbols)) if interpreter.is_none() => {
+                    interpreter =
+                        python::describe(symbols, bias).map(|description| PythonProcess {
+                            path: object.path.clone(),
+                            symbols: symbols.clone(),
+                            bias,
+                            description,
+                        });
+                }
+                Some(Err(error)) if warned.insert(entry.file) => {
+                    report.warnings.push(Warning::Python {
+                        path: object.path.clone(),
+                        error: error.to_string(),
+                    });
+                }
+                _ => {}
+            }
             tables.insert(key, (table, object.path.clone()));
             let range = Range {
                 start: entry.start,
@@ -471,6 +530,7 @@ impl<W: UnwindSink> Loader<W> {
                 Ok(()) => {
                     report.ranges = ranges.len();
                     self.processes.insert(pid, ranges);
+                    self.describe_python(pid, interpreter, &mut report)?;
                     return Ok(report);
                 }
                 // A table this loader wrote is gone (the module was reloaded, or another
@@ -491,10 +551,42 @@ impl<W: UnwindSink> Loader<W> {
         }
     }
 
+    /// Gives the module the description of process `pid`'s interpreter, once per
+    /// interpreter (its ranges, given again, keep it).
+    fn describe_python(
+        &mut self,
+        pid: u32,
+        interpreter: Option<PythonProcess>,
+        report: &mut SyncReport,
+    ) -> Result<(), LoaderError> {
+        let Some(interpreter) = interpreter else {
+            self.pythons.remove(&pid);
+            return Ok(());
+        };
+        if self.pythons.get(&pid) == Some(&interpreter) {
+            return Ok(());
+        }
+        match self
+            .sink
+            .write_command(&encode_set_python(pid, Some(&interpreter.description)))
+        {
+            Ok(()) => {
+                report.python = true;
+                self.pythons.insert(pid, interpreter);
+                Ok(())
+            }
+            Err(error) => Err(LoaderError::Write {
+                command: format!("SET_PYTHON {pid} ({})", interpreter.path),
+                error,
+            }),
+        }
+    }
+
     /// Forgets the ranges of process `pid` (a `SET_MAPS` of 0 ranges). A process the module
     /// no longer watches (`ESRCH`) has none left: that is no error.
     pub fn forget_process(&mut self, pid: u32) -> Result<(), LoaderError> {
         self.processes.remove(&pid);
+        self.pythons.remove(&pid);
         match self.sink.write_command(&encode_set_maps(pid, &[])) {
             Ok(()) => Ok(()),
             Err(error) if error.raw_os_error() == Some(libc_errno::ESRCH) => Ok(()),

@@ -45,6 +45,55 @@ pub enum CommandCode {
     SetMaps = 2,
     /// Remove a table from the set loaded.
     DropTable = 3,
+    /// Describe (or forget) a process's Python interpreter.
+    SetPython = 4,
+}
+
+/// Bytes of a `SET_PYTHON`: header, pid and description.
+pub const SET_PYTHON_BYTES: usize = HEADER_BYTES + 48;
+/// An offset field of a `SET_PYTHON` that says "none".
+pub const NO_OFFSET: u16 = 0xffff;
+/// Most bytes of a frame the module reads.
+pub const PYTHON_FRAME_MAX: u16 = 128;
+/// User addresses a description may name are below this.
+pub const PYTHON_ADDRESS_LIMIT: u64 = 1 << 47;
+
+/// Where the module finds the current thread's Python thread state.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ThreadState {
+    /// A global pointer at this address (3.11: the GIL holder's).
+    Global(u64),
+    /// A static TLS variable this far from the thread pointer (negative).
+    ThreadLocal(i64),
+}
+
+/// The description of one process's CPython that a `SET_PYTHON` gives (docs/unwind.md).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct PythonDescription {
+    /// `major << 8 | minor`.
+    pub version: u16,
+    /// Where the thread state is.
+    pub thread_state: ThreadState,
+    /// Run-time address of `PyCode_Type`.
+    pub code_type: u64,
+    /// Offsets: the thread state's thread id ([`NO_OFFSET`]: not checked), its link to the
+    /// innermost frame, and the second link ([`NO_OFFSET`]: none).
+    pub thread_id: u16,
+    pub frame_link: u16,
+    pub frame_link2: u16,
+    /// Offsets in a frame: code, previous frame, instruction pointer, owner byte, entry
+    /// flag byte ([`NO_OFFSET`]: none).
+    pub frame_code: u16,
+    pub frame_previous: u16,
+    pub frame_instr: u16,
+    pub frame_owner: u16,
+    pub frame_is_entry: u16,
+    /// Offset of a code object's first instruction.
+    pub code_start: u16,
+    /// The owner value of the eval loop's entry frames (0xff: none).
+    pub owner_cstack: u8,
+    /// Bytes of a frame read.
+    pub frame_bytes: u16,
 }
 
 /// How a row finds the caller's frame.
@@ -188,6 +237,44 @@ pub fn encode_set_maps(pid: u32, ranges: &[Range]) -> Vec<u8> {
     out
 }
 
+/// The `SET_PYTHON` write that describes the interpreter of process `pid` (`None`: forgets
+/// it).
+pub fn encode_set_python(pid: u32, python: Option<&PythonDescription>) -> Vec<u8> {
+    let mut out = header(CommandCode::SetPython, SET_PYTHON_BYTES);
+    out.extend_from_slice(&pid.to_le_bytes());
+    let Some(p) = python else {
+        out.resize(SET_PYTHON_BYTES, 0);
+        return out;
+    };
+    out.extend_from_slice(&p.version.to_le_bytes());
+    let (kind, at) = match p.thread_state {
+        ThreadState::Global(addr) => (1u16, addr),
+        // CAST: the offset's bits.
+        ThreadState::ThreadLocal(offset) => (2u16, offset as u64),
+    };
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&at.to_le_bytes());
+    out.extend_from_slice(&p.code_type.to_le_bytes());
+    for offset in [
+        p.thread_id,
+        p.frame_link,
+        p.frame_link2,
+        p.frame_code,
+        p.frame_previous,
+        p.frame_instr,
+        p.frame_owner,
+        p.frame_is_entry,
+        p.code_start,
+    ] {
+        out.extend_from_slice(&offset.to_le_bytes());
+    }
+    out.push(p.owner_cstack);
+    out.push(0);
+    out.extend_from_slice(&p.frame_bytes.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
 /// The `DROP_TABLE` write that removes the table `key`.
 pub fn encode_drop_table(key: &Key) -> Vec<u8> {
     let mut out = header(CommandCode::DropTable, DROP_TABLE_BYTES);
@@ -270,6 +357,51 @@ pub enum Invalid {
     /// A `DROP_TABLE` whose body is not one key.
     #[error("a DROP_TABLE whose body is not one key")]
     DropTableSize,
+    /// A `SET_PYTHON` whose body is not 48 bytes.
+    #[error("a SET_PYTHON whose body is not 48 bytes")]
+    PythonSize,
+    /// A `SET_PYTHON` of pid 0 or above `i32::MAX`.
+    #[error("a SET_PYTHON of pid 0 or out of range")]
+    PythonPid,
+    /// A `SET_PYTHON` of version 0 (forget) with other fields set.
+    #[error("a SET_PYTHON that forgets has fields that are not 0")]
+    PythonForget,
+    /// Reserved fields not 0.
+    #[error("a SET_PYTHON whose reserved fields are not 0")]
+    PythonReserved,
+    /// A version other than 3.11 to 3.14.
+    #[error("a SET_PYTHON of a Python version other than 3.11 to 3.14")]
+    PythonVersion,
+    /// A thread-local offset not below the thread pointer by at most 1 MiB, 8-aligned.
+    #[error("a SET_PYTHON whose thread-local offset is not below the thread pointer by at most 1 MiB, 8-aligned")]
+    PythonTls,
+    /// A global thread state address 0, unaligned or too high.
+    #[error("a SET_PYTHON whose thread state address is 0, unaligned or too high")]
+    PythonThreadState,
+    /// A thread state kind other than 1 or 2.
+    #[error("a SET_PYTHON of a thread state kind other than 1 or 2")]
+    PythonKind,
+    /// A code type address 0, unaligned or too high.
+    #[error("a SET_PYTHON whose code type address is 0, unaligned or too high")]
+    PythonCodeType,
+    /// Thread state offsets unaligned or past 4096.
+    #[error("a SET_PYTHON whose thread state offsets are unaligned or past 4096")]
+    PythonThreadOffsets,
+    /// A code start odd or past 4096.
+    #[error("a SET_PYTHON whose code start is odd or past 4096")]
+    PythonCodeStart,
+    /// A frame size not 8 to 128, 8-aligned.
+    #[error("a SET_PYTHON whose frame size is not 8 to 128 bytes, 8-aligned")]
+    PythonFrameBytes,
+    /// Frame pointers unaligned or past the frame size.
+    #[error("a SET_PYTHON whose frame pointers are unaligned or past the frame size")]
+    PythonFramePointers,
+    /// Owner or entry flag past the frame size.
+    #[error("a SET_PYTHON whose frame owner or entry flag is past the frame size")]
+    PythonFrameBytesFields,
+    /// Neither or both of an entry flag and a C stack owner.
+    #[error("a SET_PYTHON needs one of an entry flag offset and a C stack owner")]
+    PythonEntry,
 }
 
 impl Invalid {
@@ -288,6 +420,19 @@ impl Invalid {
                 | Invalid::LastRow
                 | Invalid::EmptyRange
                 | Invalid::RangesOrder
+                | Invalid::PythonForget
+                | Invalid::PythonReserved
+                | Invalid::PythonVersion
+                | Invalid::PythonTls
+                | Invalid::PythonThreadState
+                | Invalid::PythonKind
+                | Invalid::PythonCodeType
+                | Invalid::PythonThreadOffsets
+                | Invalid::PythonCodeStart
+                | Invalid::PythonFrameBytes
+                | Invalid::PythonFramePointers
+                | Invalid::PythonFrameBytesFields
+                | Invalid::PythonEntry
         )
     }
 }
@@ -365,6 +510,13 @@ pub enum Command {
         /// The table's key.
         key: Key,
     },
+    /// Describe the interpreter of process `pid` (`None`: forget it).
+    SetPython {
+        /// The process.
+        pid: u32,
+        /// Its interpreter.
+        python: Option<PythonDescription>,
+    },
 }
 
 impl fmt::Display for Command {
@@ -375,6 +527,10 @@ impl fmt::Display for Command {
                 write!(f, "SET_MAPS pid={pid} ranges={}", ranges.len())
             }
             Command::DropTable { key } => write!(f, "DROP_TABLE {key}"),
+            Command::SetPython { pid, python } => match python {
+                Some(p) => write!(f, "SET_PYTHON pid={pid} version={:#x}", p.version),
+                None => write!(f, "SET_PYTHON pid={pid} none"),
+            },
         }
     }
 }
@@ -456,8 +612,109 @@ pub fn decode(bytes: &[u8]) -> Result<Command, Invalid> {
                 key: key_at(body, 0),
             })
         }
+        4 => decode_set_python(body),
         _ => Err(Invalid::Command),
     }
+}
+
+fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
+    if body.len() != SET_PYTHON_BYTES - HEADER_BYTES {
+        return Err(Invalid::PythonSize);
+    }
+    let pid = u32_at(body, 0);
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err(Invalid::PythonPid);
+    }
+    let version = u16_at(body, 4);
+    let kind = u16_at(body, 6);
+    let at = u64_at(body, 8);
+    let code_type = u64_at(body, 16);
+    let offset = |i: usize| u16_at(body, 24 + 2 * i);
+    if version == 0 {
+        if kind != 0 || at != 0 || code_type != 0 || body.iter().skip(24).any(|&b| b != 0) {
+            return Err(Invalid::PythonForget);
+        }
+        return Ok(Command::SetPython { pid, python: None });
+    }
+    if body[43] != 0 || u16_at(body, 46) != 0 {
+        return Err(Invalid::PythonReserved);
+    }
+    if !(0x030b..=0x030e).contains(&version) {
+        return Err(Invalid::PythonVersion);
+    }
+    let thread_state = match kind {
+        1 if at != 0 && at.is_multiple_of(8) && at < PYTHON_ADDRESS_LIMIT => {
+            ThreadState::Global(at)
+        }
+        2 => {
+            let offset = at as i64;
+            if !(-(1 << 20)..0).contains(&offset) || offset % 8 != 0 {
+                return Err(Invalid::PythonTls);
+            }
+            ThreadState::ThreadLocal(offset)
+        }
+        1 => return Err(Invalid::PythonThreadState),
+        _ => return Err(Invalid::PythonKind),
+    };
+    if code_type == 0 || !code_type.is_multiple_of(8) || code_type >= PYTHON_ADDRESS_LIMIT {
+        return Err(Invalid::PythonCodeType);
+    }
+    let p = PythonDescription {
+        version,
+        thread_state,
+        code_type,
+        thread_id: offset(0),
+        frame_link: offset(1),
+        frame_link2: offset(2),
+        frame_code: offset(3),
+        frame_previous: offset(4),
+        frame_instr: offset(5),
+        frame_owner: offset(6),
+        frame_is_entry: offset(7),
+        code_start: offset(8),
+        owner_cstack: body[42],
+        frame_bytes: u16_at(body, 44),
+    };
+    check_python(&p)?;
+    Ok(Command::SetPython {
+        pid,
+        python: Some(p),
+    })
+}
+
+/// The module's checks of a description's offsets, in its order.
+pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
+    let in_object = |offset: u16, none: bool| {
+        (none && offset == NO_OFFSET) || (offset.is_multiple_of(8) && offset <= 4088)
+    };
+    if !in_object(p.thread_id, true)
+        || !in_object(p.frame_link, false)
+        || !in_object(p.frame_link2, true)
+    {
+        return Err(Invalid::PythonThreadOffsets);
+    }
+    if p.code_start > 4096 || !p.code_start.is_multiple_of(2) {
+        return Err(Invalid::PythonCodeStart);
+    }
+    if p.frame_bytes == 0 || p.frame_bytes > PYTHON_FRAME_MAX || !p.frame_bytes.is_multiple_of(8) {
+        return Err(Invalid::PythonFrameBytes);
+    }
+    let fits = |offset: u16, width: u16| {
+        offset
+            .checked_add(width)
+            .is_some_and(|end| end <= p.frame_bytes)
+    };
+    let pointer = |offset: u16| offset.is_multiple_of(8) && fits(offset, 8);
+    if !pointer(p.frame_code) || !pointer(p.frame_previous) || !pointer(p.frame_instr) {
+        return Err(Invalid::PythonFramePointers);
+    }
+    if !fits(p.frame_owner, 1) || !(p.frame_is_entry == NO_OFFSET || fits(p.frame_is_entry, 1)) {
+        return Err(Invalid::PythonFrameBytesFields);
+    }
+    if (p.frame_is_entry == NO_OFFSET) == (p.owner_cstack == 0xff) {
+        return Err(Invalid::PythonEntry);
+    }
+    Ok(())
 }
 
 fn decode_add_table(body: &[u8]) -> Result<Command, Invalid> {
@@ -580,6 +837,8 @@ pub struct KernelModel {
     pub watched: BTreeSet<u32>,
     /// Ranges of each process that has some.
     pub processes: BTreeMap<u32, Vec<Range>>,
+    /// The interpreters described, by process.
+    pub pythons: BTreeMap<u32, PythonDescription>,
     /// The bound on table memory, in bytes (`unwind_max_kb` × 1024).
     pub max_bytes: usize,
     /// Whether a `DROP_TABLE` of a table that ranges use is refused with `EBUSY` (as the
@@ -593,6 +852,7 @@ impl Default for KernelModel {
             tables: BTreeMap::new(),
             watched: BTreeSet::new(),
             processes: BTreeMap::new(),
+            pythons: BTreeMap::new(),
             max_bytes: 32768 * 1024,
             busy_on_drop: true,
         }
@@ -680,6 +940,7 @@ impl KernelModel {
                 }
                 if ranges.is_empty() {
                     self.processes.remove(pid);
+                    self.pythons.remove(pid);
                 } else {
                     self.processes.insert(*pid, ranges.clone());
                 }
@@ -696,6 +957,19 @@ impl KernelModel {
                     return Err(Reject::Busy);
                 }
                 self.tables.remove(key);
+            }
+            Command::SetPython { pid, python } => {
+                if !self.watched.contains(pid) {
+                    return Err(Reject::NotWatched);
+                }
+                match python {
+                    Some(python) => {
+                        self.pythons.insert(*pid, *python);
+                    }
+                    None => {
+                        self.pythons.remove(pid);
+                    }
+                }
             }
         }
         Ok(command)

@@ -128,3 +128,39 @@ fn the_module_index_shape_is_the_crates() {
         }
     }
 }
+
+/// The module takes the description this crate makes of a 3.11 interpreter, and a forget.
+#[test]
+fn the_module_takes_a_python_description() {
+    use memmon_unwind::protocol::encode_set_python;
+    use memmon_unwind::python::{describe, PythonSymbols};
+    let symbols = PythonSymbols {
+        version: (3, 11),
+        runtime: 0x00a5_b740,
+        code_type: 0x0095_9440,
+        eval: (0x0050_0000, 0x0051_0000),
+    };
+    let description = describe(&symbols, 0x1000).expect("3.11 has a layout");
+    match format::parse(&encode_set_python(1234, Some(&description))) {
+        Ok(format::Command::SetPython {
+            pid: 1234,
+            python: Some(spec),
+        }) => {
+            assert_eq!(
+                spec.thread_state,
+                format::ThreadStateAt::Global(0x00a5_b740 + 0x1000 + 576)
+            );
+            assert_eq!(spec.code_type, 0x0095_a440);
+            assert_eq!(
+                (spec.frame_code, spec.frame_previous, spec.frame_instr),
+                (32, 48, 56)
+            );
+            assert_eq!((spec.frame_is_entry, spec.owner_cstack), (68, 0xff));
+        }
+        _ => panic!("the module refuses the 3.11 description"),
+    }
+    assert!(matches!(
+        format::parse(&encode_set_python(1234, None)),
+        Ok(format::Command::SetPython { python: None, .. })
+    ));
+}

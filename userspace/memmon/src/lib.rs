@@ -39,12 +39,14 @@ pub use capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSour
 pub use stream::errno::Errno;
 pub use stream::escaped::EscapedStr;
 pub use stream::event::{
-    Access, Event, EventKind, FaultType, RssAt, Stack, StackEnd, SyscallResult, Timestamp,
-    KIND_NAMES,
+    Access, Event, EventKind, FaultType, PythonEnd, PythonFrame, PythonStack, RssAt, Stack,
+    StackEnd, SyscallResult, Timestamp, KIND_NAMES,
 };
 pub use stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
     ShmatFlags,
 };
 pub use stream::human::{describe_wait_status, Human};
-pub use stream::parse::{fault_frame, parse_line, parse_line_bytes, ParseError};
+pub use stream::parse::{
+    fault_frame, parse_line, parse_line_bytes, parse_python_frames, ParseError,
+};

@@ -263,6 +263,7 @@ fn event() -> impl Strategy<Value = Event<'static>> {
                 kind,
                 dur,
                 stack,
+                python: None,
             }
         })
 }

@@ -105,6 +105,8 @@ struct Monitor {
     summary: Option<Box<Replay>>,
     /// The unwind tables of the followed processes.
     tables: UnwindTables,
+    /// The Python code objects named in the capture.
+    python_codes: crate::python_codes::PythonCodes,
     /// `record --cgroup`: every process in the stream is followed from its first event.
     follow_any: bool,
     /// Processes whose cgroup is in the capture (`# cgroup PID PATH`).
@@ -141,6 +143,7 @@ impl Monitor {
             output_gone: false,
             summary: summary.then(|| Box::new(Replay::new(ReplayOptions::default()))),
             tables: UnwindTables::off(),
+            python_codes: Default::default(),
             follow_any: false,
             cgroup_noted: BTreeSet::new(),
             exec_snapshots: VecDeque::new(),
@@ -209,6 +212,7 @@ impl Monitor {
             self.handle(line)
         })?;
         self.tables.flush();
+        self.python_codes.new_batch();
         if !self.sink.flush()? {
             self.output_gone = true;
         }
@@ -243,6 +247,16 @@ impl Monitor {
     }
 
     fn emit(&mut self, line: &str, event: &Event) -> Result<()> {
+        if let (Sink::Capture(out), Some(_), false) =
+            (&mut self.sink, &event.python, self.output_gone)
+        {
+            self.python_codes.before_line(
+                event.pid,
+                line,
+                self.tables.python(event.pid),
+                out.as_mut(),
+            )?;
+        }
         if !self.output_gone && !self.sink.event(line, event)? {
             self.output_gone = true;
         }
@@ -267,6 +281,12 @@ impl Monitor {
                         return Ok(());
                     }
                     if !self.output_gone {
+                        self.python_codes.before_line(
+                            pid,
+                            line,
+                            self.tables.python(pid),
+                            out.as_mut(),
+                        )?;
                         write_line(out.as_mut(), line)?;
                     }
                     return Ok(());
@@ -306,6 +326,9 @@ impl Monitor {
         }
         self.emit(line, &event)?;
         self.tables.note(&event);
+        if matches!(event.kind, EventKind::Exec { .. }) {
+            self.python_codes.forget(event.pid);
+        }
         match event.kind {
             EventKind::Fork {
                 child,
@@ -336,6 +359,7 @@ impl Monitor {
             }
             EventKind::Exec { .. } => self.snapshot(event.pid, "exec")?,
             EventKind::Exit { .. } => {
+                self.python_codes.forget(event.pid);
                 self.followed.remove(&event.pid);
                 if self.root == Some(event.pid) {
                     self.root_exit_seen = true;

@@ -10,6 +10,7 @@
 
 pub mod model;
 pub mod output;
+pub mod python;
 pub mod symbolize;
 pub mod view;
 

@@ -224,6 +224,98 @@ impl Serialize for Stack {
     }
 }
 
+/// One Python frame of `pystack=`: `0xCODE+OFFSET`, `*` after it for the outermost frame of
+/// one run of the interpreter's eval loop (docs/events.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PythonFrame {
+    /// The code object's address.
+    pub code: u64,
+    /// The instruction's offset in code units from the code's first
+    /// ([`PythonFrame::OFFSET_UNKNOWN`]: out of range).
+    pub offset: u16,
+    /// The outermost frame of its run of the eval loop (a C function called into it there).
+    pub entry: bool,
+}
+
+impl PythonFrame {
+    /// The offset the module writes for an instruction it cannot place.
+    pub const OFFSET_UNKNOWN: u16 = 0x7fff;
+}
+
+/// `pystack_end=`: why the Python frames end where they do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PythonEnd {
+    /// No `pystack_end=`: at the thread's outermost frame.
+    #[default]
+    Complete,
+    /// `depth`: the most frames there was room for.
+    Depth,
+    /// `unreadable`: the thread state or a frame could not be read.
+    Unreadable,
+    /// `invalid`: a frame's code is no code object, or an address is out of range.
+    Invalid,
+    /// `no_thread`: the thread has no Python thread state now.
+    NoThread,
+}
+
+impl PythonEnd {
+    /// Every reason, in order.
+    pub const ALL: [PythonEnd; 5] = [
+        PythonEnd::Complete,
+        PythonEnd::Depth,
+        PythonEnd::Unreadable,
+        PythonEnd::Invalid,
+        PythonEnd::NoThread,
+    ];
+
+    /// Its name in `pystack_end=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PythonEnd::Complete => "complete",
+            PythonEnd::Depth => "depth",
+            PythonEnd::Unreadable => "unreadable",
+            PythonEnd::Invalid => "invalid",
+            PythonEnd::NoThread => "no_thread",
+        }
+    }
+
+    /// The reason named `text` (`complete` is never written).
+    pub fn parse(text: &str) -> Option<PythonEnd> {
+        PythonEnd::ALL
+            .into_iter()
+            .skip(1)
+            .find(|end| end.name() == text)
+    }
+}
+
+/// `pystack=` and `pystack_end=`: the Python frames of a stack, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PythonStack(pub Vec<PythonFrame>, pub PythonEnd);
+
+impl Serialize for PythonStack {
+    /// `pystack`: `0xCODE+OFFSET` strings (`*` marking an entry frame), and `pystack_end`
+    /// when they end early.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let frames: Vec<String> = self
+            .0
+            .iter()
+            .map(|f| {
+                let star = if f.entry { "*" } else { "" };
+                format!("{:#x}+{}{star}", f.code, f.offset)
+            })
+            .collect();
+        let whole = self.1 == PythonEnd::Complete;
+        let mut map = serializer.serialize_map(Some(if whole { 1 } else { 2 }))?;
+        map.serialize_entry("pystack", &frames)?;
+        if !whole {
+            map.serialize_entry("pystack_end", self.1.name())?;
+        }
+        map.end()
+    }
+}
+
 /// `access=` of a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum Access {
@@ -268,6 +360,10 @@ pub struct Event<'a> {
     /// in JSON `stack` and, for a stack that ends early, `stack_end`.
     #[serde(flatten)]
     pub stack: Option<Stack>,
+    /// `pystack=`: the Python frames beside the stack (`None` when absent: no interpreter
+    /// described); in JSON `pystack` and `pystack_end`.
+    #[serde(flatten)]
+    pub python: Option<PythonStack>,
 }
 
 /// Defines [`EventKind`] from one table: each variant with its wire name, its class
@@ -727,6 +823,7 @@ impl Event<'_> {
             kind: self.kind.into_owned(),
             dur: self.dur,
             stack: self.stack,
+            python: self.python,
         }
     }
 }

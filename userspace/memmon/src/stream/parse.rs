@@ -5,7 +5,8 @@ use thiserror::Error;
 use crate::stream::errno::Errno;
 use crate::stream::escaped::EscapedStr;
 use crate::stream::event::{
-    Access, Event, EventKind, FaultType, RssAt, Stack, StackEnd, SyscallResult, Timestamp,
+    Access, Event, EventKind, FaultType, PythonEnd, PythonFrame, PythonStack, RssAt, Stack,
+    StackEnd, SyscallResult, Timestamp,
 };
 use crate::stream::flags::{
     Advice, Mlock2Flags, MlockallFlags, MmapFlags, MremapFlags, MsyncFlags, OtherFlags, Prot,
@@ -229,6 +230,29 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         }
         _ => None,
     };
+    let python = match (fields.optional("pystack"), fields.optional("pystack_end")) {
+        (None, None) => None,
+        _ if !kind.may_have_stack() => None,
+        (frames, end) => {
+            let frames = match frames {
+                Some(text) => parse_python_frames(text).ok_or_else(|| {
+                    bad_value("pystack", text, "0xCODE+OFFSET entries joined by ,")
+                })?,
+                None => Vec::new(),
+            };
+            let end = match end {
+                Some(text) => PythonEnd::parse(text).ok_or_else(|| {
+                    bad_value(
+                        "pystack_end",
+                        text,
+                        "depth, unreadable, invalid or no_thread",
+                    )
+                })?,
+                None => PythonEnd::Complete,
+            };
+            Some(PythonStack(frames, end))
+        }
+    };
     Ok(Event {
         time,
         pid,
@@ -236,7 +260,29 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
         kind,
         dur,
         stack,
+        python,
     })
+}
+
+/// Parses the entries of a `pystack=` value: `0xCODE+OFFSET`, `*` after an entry frame.
+pub fn parse_python_frames(text: &str) -> Option<Vec<PythonFrame>> {
+    text.split(',')
+        .map(|entry| {
+            let (entry, star) = match entry.strip_suffix('*') {
+                Some(entry) => (entry, true),
+                None => (entry, false),
+            };
+            let (code, offset) = entry.split_once('+')?;
+            Some(PythonFrame {
+                code: parse_hex(code)?,
+                offset: offset
+                    .parse()
+                    .ok()
+                    .filter(|o| *o <= PythonFrame::OFFSET_UNKNOWN)?,
+                entry: star,
+            })
+        })
+        .collect()
 }
 
 /// Time and pid of a `fault` line that [`parse_line`] accepts, found by the same code

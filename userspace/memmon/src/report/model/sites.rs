@@ -33,6 +33,14 @@ pub enum Frame {
         /// The address space.
         space: SpaceId,
     },
+    /// A Python function: the code object's index in [`SiteTable::python_code`], and the
+    /// line it was at.
+    Python {
+        /// The code object.
+        code: u32,
+        /// The line.
+        line: u32,
+    },
     /// A pseudo-frame: memory the capture cannot tie to code.
     Label(&'static str),
 }
@@ -45,6 +53,8 @@ pub const LABEL_BEFORE: &str = "[mapped before watching]";
 pub const LABEL_EXEC: &str = "[exec]";
 /// Label of system calls without a stack.
 pub const LABEL_NO_STACK: &str = "[system call, no stack]";
+/// Label of a Python frame whose code object the capture does not name.
+pub const LABEL_PYTHON_UNNAMED: &str = "[Python code, not named]";
 /// Label of what memmon's own image did before the command's exec (`record -- CMD`).
 pub const LABEL_MEMMON: &str = "[memmon, before the command's exec]";
 
@@ -111,6 +121,9 @@ pub struct SiteTable {
     site_ids: FxHashMap<Vec<Frame>, SiteId>,
     /// The address spaces of [`Frame::Address`] frames, by id: each with its perf map.
     spaces: Vec<AddressSpace>,
+    /// Python code objects (`# pycode` headers), by index.
+    python_codes: Vec<crate::report::python::CodeInfo>,
+    python_code_ids: HashMap<crate::report::python::CodeInfo, u32>,
     /// Names resolved on the record machine (`record --symbolize`): the JSON array of
     /// a frame's symbolised frames, by frame.
     recorded: HashMap<Frame, String>,
@@ -153,6 +166,22 @@ impl SiteTable {
             next = space.parent;
         }
         None
+    }
+
+    /// The index of a Python code object, added if new.
+    pub fn intern_python_code(&mut self, code: crate::report::python::CodeInfo) -> u32 {
+        if let Some(&id) = self.python_code_ids.get(&code) {
+            return id;
+        }
+        let id = u32::try_from(self.python_codes.len()).unwrap_or(u32::MAX);
+        self.python_codes.push(code.clone());
+        self.python_code_ids.insert(code, id);
+        id
+    }
+
+    /// The Python code object of index `id`.
+    pub fn python_code(&self, id: u32) -> Option<&crate::report::python::CodeInfo> {
+        self.python_codes.get(id as usize)
     }
 
     /// Keeps the frames the record machine resolved for a code frame (a JSON array of

@@ -185,6 +185,7 @@ impl ProfileBuilder {
                         (mapping, (mapping << OBJECT_SHIFT).wrapping_add(offset))
                     }
                     Frame::Address { addr, .. } => (0, addr),
+                    Frame::Python { code, line } => (0, (u64::from(code) << 32) | u64::from(line)),
                     Frame::Label(_) => (0, 0),
                 };
                 let infos = symbols.frame_infos(&analysis.sites, frame);

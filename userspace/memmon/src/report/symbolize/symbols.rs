@@ -419,6 +419,15 @@ impl Symbols {
                 .cloned()
                 .unwrap_or_else(|| vec![FrameInfo::named("?".to_owned())]),
             Frame::Address { addr, space } => vec![address_frame(sites, *space, *addr)],
+            Frame::Python { code, line } => vec![match sites.python_code(*code) {
+                Some(info) => FrameInfo {
+                    function: info.name.clone(),
+                    file: Some(info.file.clone()),
+                    line: Some(*line),
+                    inlined: false,
+                },
+                None => FrameInfo::named("[Python code]".to_owned()),
+            }],
             Frame::Label(label) => vec![FrameInfo::named((*label).to_owned())],
         }
     }

@@ -352,7 +352,7 @@ impl OwnCode {
     pub fn frame_owner(&self, sites: &SiteTable, frame: &Frame) -> Option<Owner> {
         match frame {
             Frame::Code { object, .. } => Some(self.owner(sites.object_path(*object))),
-            Frame::Address { .. } => Some(Owner::Own),
+            Frame::Address { .. } | Frame::Python { .. } => Some(Owner::Own),
             Frame::Label(_) => None,
         }
     }
@@ -385,12 +385,14 @@ impl OwnCode {
             let has_lines = object.is_some_and(|o| with_lines.contains(&o));
             let frame_owner = self.frame_owner(sites, frame);
             let generated = matches!(frame, Frame::Address { .. });
+            let python = matches!(frame, Frame::Python { .. });
             for info in infos {
                 let path = match object {
                     Some(object) => sites.object_path(object),
                     None => info.file.as_deref().unwrap_or("[jit]"),
                 };
                 let owner = match frame_owner {
+                    Some(Owner::Own) if python => Some(runtimes::python_code_owner(info)),
                     // Generated code: the script's, the runtime's, or (no perf map names
                     // it) nobody's known code.
                     Some(Owner::Own) if generated => runtimes::generated_code_owner(info),

@@ -256,6 +256,17 @@ fn is_runtime_script(file: &str) -> bool {
         || file.starts_with("/usr/lib/")
 }
 
+/// Whose Python function a frame named `info` is: the interpreter's (the system's) for its
+/// standard library, frozen modules and installed packages, else the program's.
+pub fn python_code_owner(info: &FrameInfo) -> Owner {
+    let file = info.file.as_deref().unwrap_or("");
+    if file.starts_with("<frozen") || is_runtime_script(file) {
+        Owner::System
+    } else {
+        Owner::Own
+    }
+}
+
 /// Packages of the JVM's standard library, whose JIT-compiled methods are the runtime's.
 const JAVA_RUNTIME_PACKAGES: &[&str] = &["java.", "javax.", "jdk.", "sun.", "com.sun."];
 

@@ -4,8 +4,11 @@ use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
 use crate::report::model::moment::When;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::replay::Process;
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
-use crate::report::model::sites::{Frame, SiteId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK};
+use crate::report::model::sites::{
+    Frame, SiteId, SiteTable, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK,
+};
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::FaultClass;
 use crate::report::model::ProcessKey;
@@ -24,6 +27,7 @@ impl Replay {
     }
 
     fn apply(&mut self, event: &Event) {
+        self.python = event.python.clone().filter(|python| !python.0.is_empty());
         self.count(event);
         let key = (self.capture, event.pid);
         match &event.kind {
@@ -352,7 +356,7 @@ impl Replay {
 
     /// A process seen for the first time takes its place in the order (the end, the
     /// moments and `--group-by` list the processes in it).
-    fn register(&mut self, key: ProcessKey) {
+    pub(super) fn register(&mut self, key: ProcessKey) {
         if !self.processes.contains_key(&key) {
             self.order.push(key);
         }
@@ -417,7 +421,27 @@ impl Replay {
             process.raw_sites.clear();
             process.raw_epoch = process.space.code_epoch;
         }
-        if let Some(&site) = process.raw_sites.get(raw) {
+        // The Python frames are part of what the site is made of.
+        let with_python: Vec<u64>;
+        let python = self
+            .python
+            .as_ref()
+            .filter(|_| !process.python_eval.is_empty());
+        let cache_key: &[u64] = match python {
+            Some(python) => {
+                with_python =
+                    raw.iter()
+                        .copied()
+                        .chain(std::iter::once(u64::MAX))
+                        .chain(python.0.iter().map(|f| {
+                            f.code | (u64::from(f.offset) << 48) | (u64::from(f.entry) << 63)
+                        }))
+                        .collect();
+                &with_python
+            }
+            None => raw,
+        };
+        if let Some(&site) = process.raw_sites.get(cache_key) {
             return site;
         }
         // A frame-pointer walk through code without frame pointers can read data as a
@@ -435,6 +459,10 @@ impl Replay {
             })
             .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first, space))
             .collect();
+        let frames = match python {
+            Some(python) => merge_python(process, &self.sites, raw, frames, &python.0),
+            None => frames,
+        };
         // memmon's own image before the command's exec (`record -- CMD`): its code is none
         // of the command's, one label.
         let in_stub = |frame: &Frame| match frame {
@@ -448,7 +476,7 @@ impl Replay {
             self.sites.intern(frames)
         };
         let process = self.processes.entry(key).or_default();
-        process.raw_sites.insert(raw.to_vec(), site);
+        process.raw_sites.insert(cache_key.to_vec(), site);
         site
     }
 
@@ -645,4 +673,63 @@ fn target_pages(space: &Space, first: u64, count: u64, region: Option<(u64, u64)
         }
     }
     targets
+}
+
+/// The native frames of a stack (`frames`, from the addresses `raw`) with each of the
+/// interpreter's eval loop replaced by the Python frames it was running: `python`,
+/// innermost first, falls into runs, each ending at an entry frame (where a C caller entered
+/// the eval loop), and the eval loop's frames take the runs in order. Runs left over (a
+/// native stack cut short) go at the end; an eval loop frame left over stays.
+fn merge_python(
+    process: &Process,
+    sites: &SiteTable,
+    raw: &[u64],
+    frames: Vec<Frame>,
+    python: &[crate::stream::event::PythonFrame],
+) -> Vec<Frame> {
+    let mut runs: Vec<Vec<Frame>> = vec![Vec::new()];
+    for frame in python {
+        let named = match process.python_codes.get(&frame.code) {
+            Some(&code) => Frame::Python {
+                code,
+                line: sites
+                    .python_code(code)
+                    .map_or(0, |info| info.line_at(frame.offset)),
+            },
+            None => Frame::Label(crate::report::model::sites::LABEL_PYTHON_UNNAMED),
+        };
+        if let Some(run) = runs.last_mut() {
+            run.push(named);
+        }
+        if frame.entry {
+            runs.push(Vec::new());
+        }
+    }
+    runs.retain(|run| !run.is_empty());
+    let mut runs = runs.into_iter();
+    let in_eval = |addr: u64| {
+        process
+            .python_eval
+            .iter()
+            .any(|[start, end]| (*start..*end).contains(&addr))
+    };
+    let mut out = Vec::with_capacity(frames.len() + python.len());
+    for (index, frame) in frames.into_iter().enumerate() {
+        let addr = raw.get(index).copied().unwrap_or(0);
+        // A return address is in its call: one byte back.
+        let lookup = if index > 0 {
+            addr.wrapping_sub(1)
+        } else {
+            addr
+        };
+        if in_eval(lookup) {
+            if let Some(run) = runs.next() {
+                out.extend(run);
+                continue;
+            }
+        }
+        out.push(frame);
+    }
+    out.extend(runs.flatten());
+    out
 }

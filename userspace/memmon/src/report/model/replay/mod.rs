@@ -65,7 +65,7 @@ pub struct MarkState {
 }
 
 #[derive(Debug, Default)]
-struct Process {
+pub(crate) struct Process {
     space: Space,
     raw_sites: FxHashMap<Vec<u64>, SiteId>,
     raw_epoch: u64,
@@ -80,6 +80,10 @@ struct Process {
     exec_loading: bool,
     /// The objects of memmon's own image (the stub's start snapshot), until the exec.
     stub_objects: Vec<ObjectId>,
+    /// Its Python interpreter (`# python` header): the eval loop's address ranges.
+    python_eval: Vec<[u64; 2]>,
+    /// Its Python code objects (`# pycode` headers) by address: the latest one at each.
+    python_codes: HashMap<u64, u32>,
 }
 
 /// Options of the replay.
@@ -156,6 +160,8 @@ pub struct Analysis {
 
 /// Replays one or more captures.
 pub struct Replay {
+    /// The Python frames of the event being replayed (`pystack=`).
+    python: Option<crate::stream::event::PythonStack>,
     sites: SiteTable,
     classes: Vec<Class>,
     class_ids: HashMap<Class, ClassId>,
@@ -239,6 +245,7 @@ impl Replay {
             executables: Vec::new(),
             access: AccessLog::default(),
             cgroups: HashMap::new(),
+            python: None,
         }
     }
 
@@ -289,6 +296,25 @@ impl Replay {
         }
         if key == "symbol" {
             self.recorded_symbol(value);
+        }
+        if key == "python" {
+            if let Some((pid, interpreter)) = crate::report::python::parse_python_header(value) {
+                let key = (self.capture, pid);
+                self.register(key);
+                let process = self.processes.entry(key).or_default();
+                process.python_eval = interpreter.eval;
+                process.raw_sites.clear();
+            }
+        }
+        if key == "pycode" {
+            if let Some((pid, addr, code)) = crate::report::python::parse_code_header(value) {
+                let id = self.sites.intern_python_code(code);
+                let key = (self.capture, pid);
+                self.register(key);
+                let process = self.processes.entry(key).or_default();
+                process.python_codes.insert(addr, id);
+                process.raw_sites.clear();
+            }
         }
         if key == crate::capture::cgroup::CGROUP_HEADER {
             if let Some((pid, path)) = crate::capture::cgroup::parse_cgroup_header(value) {

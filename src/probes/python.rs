@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Python frames: a walk of the current thread's CPython interpreter frames, beside its native
+//! stack, for a process whose interpreter userspace described (`SET_PYTHON`,
+//! docs/unwind.md). Like the native walk it never sleeps and never faults: it takes no lock,
+//! reads user memory with page faults disabled, and takes a bounded number of steps.
+
+use crate::kernel_ext::task::{current_user_fsbase, read_user_nofault};
+use crate::record::event::{PythonEnd, PythonFrame, PYTHON_MAX};
+use crate::unwind::format::{
+    PythonSpec, ThreadStateAt, PYTHON_ADDRESS_LIMIT, PYTHON_FRAME_MAX, PYTHON_NO_OFFSET,
+};
+use core::mem::MaybeUninit;
+
+/// Most frames stepped over without being recorded (3.12 and later: the eval loop's entry
+/// frames on the C stack) in one walk, beyond those recorded.
+const SKIPPED_MAX: usize = PYTHON_MAX;
+
+/// Reads the 8-byte word at user address `addr`; `None` if it is not 8-aligned user memory
+/// below `limit` that is mapped and readable.
+fn read_word(addr: u64, limit: u64) -> Option<u64> {
+    if addr % 8 != 0 || addr.checked_add(8).is_none_or(|end| end > limit) {
+        return None;
+    }
+    let mut word = [0u8; 8];
+    read_user_nofault(addr, &mut word).then(|| u64::from_le_bytes(word))
+}
+
+/// The word at `offset` of `bytes`, 0 past its end.
+fn word_at(bytes: &[u8], offset: u16) -> u64 {
+    let at = usize::from(offset);
+    let mut word = [0u8; 8];
+    if let Some(src) = bytes.get(at..at + 8) {
+        word.copy_from_slice(src);
+    }
+    u64::from_le_bytes(word)
+}
+
+/// The byte at `offset` of `bytes`, 0 past its end.
+fn byte_at(bytes: &[u8], offset: u16) -> u8 {
+    bytes.get(usize::from(offset)).copied().unwrap_or(0)
+}
+
+/// The current thread's innermost interpreter frame, or why there is none.
+fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
+    let thread_pointer = current_user_fsbase();
+    let at = match spec.thread_state {
+        ThreadStateAt::Global(addr) => addr,
+        ThreadStateAt::ThreadLocal(offset) => thread_pointer.wrapping_add_signed(offset),
+    };
+    let thread_state = read_word(at, limit).ok_or(PythonEnd::Unreadable)?;
+    if thread_state == 0 {
+        return Err(PythonEnd::NoThread);
+    }
+    if thread_state % 8 != 0 || thread_state >= limit {
+        return Err(PythonEnd::Invalid);
+    }
+    if spec.thread_id != PYTHON_NO_OFFSET {
+        // 3.11's global thread state is the GIL holder's: this thread's only if its id
+        // (`pthread_self()`, the thread pointer) is this thread's.
+        let id = read_word(thread_state + u64::from(spec.thread_id), limit)
+            .ok_or(PythonEnd::Unreadable)?;
+        if id != thread_pointer {
+            return Err(PythonEnd::NoThread);
+        }
+    }
+    let link =
+        read_word(thread_state + u64::from(spec.frame_link), limit).ok_or(PythonEnd::Unreadable)?;
+    if spec.frame_link2 == PYTHON_NO_OFFSET {
+        return Ok(link);
+    }
+    if link == 0 {
+        return Err(PythonEnd::NoThread);
+    }
+    if link % 8 != 0 || link >= limit {
+        return Err(PythonEnd::Invalid);
+    }
+    read_word(link + u64::from(spec.frame_link2), limit).ok_or(PythonEnd::Unreadable)
+}
+
+/// Writes into `out` the current thread's Python frames, innermost first, at most
+/// `out.len()` of them (and at most [`PYTHON_MAX`]), each a [`PythonFrame`] packed; `user_end` is the end of
+/// the task's user address space. Returns how many it initialised at the start of `out` and
+/// why they end there. A frame whose code is no code object (`spec.code_type`) ends the walk
+/// (`invalid`): wrong offsets, or garbage frames, give a short walk, never a wrong read.
+/// Callable in atomic context: no lock, page faults disabled, at most [`PYTHON_MAX`] +
+/// [`SKIPPED_MAX`] frames, each two reads.
+pub(crate) fn walk_python(
+    spec: &PythonSpec,
+    user_end: u64,
+    out: &mut [MaybeUninit<u64>],
+) -> (usize, PythonEnd) {
+    let limit = user_end.min(PYTHON_ADDRESS_LIMIT);
+    let max = out.len().min(PYTHON_MAX);
+    let mut frame = match innermost_frame(spec, limit) {
+        Ok(frame) => frame,
+        Err(end) => return (0, end),
+    };
+    let mut count = 0;
+    let mut skipped = 0;
+    let mut bytes = [0u8; PYTHON_FRAME_MAX];
+    // `check_python` bounded it by PYTHON_FRAME_MAX.
+    let bytes = match bytes.get_mut(..usize::from(spec.frame_bytes)) {
+        Some(bytes) => bytes,
+        None => return (0, PythonEnd::Invalid),
+    };
+    loop {
+        if frame == 0 {
+            return (count, PythonEnd::Complete);
+        }
+        if count >= max {
+            return (count, PythonEnd::Depth);
+        }
+        // CAST: at most PYTHON_FRAME_MAX.
+        let end = frame.checked_add(bytes.len() as u64);
+        if frame % 8 != 0 || end.is_none_or(|end| end > limit) {
+            return (count, PythonEnd::Invalid);
+        }
+        if !read_user_nofault(frame, bytes) {
+            return (count, PythonEnd::Unreadable);
+        }
+        let previous = word_at(bytes, spec.frame_previous);
+        if spec.owner_cstack != 0xff && byte_at(bytes, spec.frame_owner) == spec.owner_cstack {
+            // The eval loop's entry frame (3.12 and later): the frame recorded last is the
+            // outermost of the run it entered.
+            if let Some(last) = count.checked_sub(1).and_then(|at| out.get_mut(at)) {
+                // SAFETY: the first `count` entries were written below.
+                let mut last_frame = PythonFrame::unpack(unsafe { last.assume_init() });
+                last_frame.entry = true;
+                last.write(last_frame.pack());
+            }
+            skipped += 1;
+            if skipped > SKIPPED_MAX {
+                return (count, PythonEnd::Depth);
+            }
+            frame = previous;
+            continue;
+        }
+        let code = word_at(bytes, spec.frame_code);
+        match read_word(code.wrapping_add(8), limit) {
+            Some(code_type) if code_type == spec.code_type && code != 0 => {}
+            _ => return (count, PythonEnd::Invalid),
+        }
+        let first = code.wrapping_add(u64::from(spec.code_start));
+        let units = word_at(bytes, spec.frame_instr).wrapping_sub(first) / 2;
+        let offset = u16::try_from(units)
+            .ok()
+            .filter(|&units| units < PythonFrame::OFFSET_UNKNOWN)
+            .unwrap_or(PythonFrame::OFFSET_UNKNOWN);
+        let entry =
+            spec.frame_is_entry != PYTHON_NO_OFFSET && byte_at(bytes, spec.frame_is_entry) != 0;
+        let Some(slot) = out.get_mut(count) else {
+            return (count, PythonEnd::Depth);
+        };
+        slot.write(
+            PythonFrame {
+                code,
+                offset,
+                entry,
+            }
+            .pack(),
+        );
+        count += 1;
+        frame = previous;
+    }
+}
