@@ -65,6 +65,7 @@ unsigned long memmon_current_task_size(void)
 	return TASK_SIZE;
 }
 
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
 #ifndef CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS
 #error "memmon reads an ftrace callback's registers as a struct pt_regs (CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS)"
 #endif
@@ -88,6 +89,24 @@ void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
 {
 	ftrace_regs_set_instruction_pointer(fregs, ip);
 }
+#else
+/*
+ * No ftrace callback is ever registered without dynamic ftrace
+ * (src/kernel_ext/ftrace.rs), so these are never called.
+ */
+struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
+{
+	static struct pt_regs none;
+
+	WARN_ON_ONCE(1);
+	return &none;
+}
+
+void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
+{
+	WARN_ON_ONCE(1);
+}
+#endif
 
 /* Whether @addr is in this module's code or data. */
 bool memmon_within_this_module(unsigned long addr)

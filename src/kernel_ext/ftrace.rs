@@ -18,6 +18,11 @@ use kernel::{
     sync::atomic::{Acquire, Atomic, Relaxed, Release},
     types::Opaque,
 };
+use raw::{ftrace_free_filter, register_ftrace_function, unregister_ftrace_function};
+
+/// An ftrace callback (`ftrace_func_t`).
+type Callback =
+    unsafe extern "C" fn(c_ulong, c_ulong, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs);
 
 /// What [`FunctionHooks`] do at the entry of a hooked function.
 pub(crate) trait FunctionHooksHandler: Send + Sync {
@@ -122,32 +127,9 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
             may_redirect: redirects,
             armed: Atomic::new(false),
             raw <- Opaque::try_ffi_init(move |slot: *mut bindings::ftrace_ops| {
-                // SAFETY: `slot` is valid for writes; an all-zero ftrace_ops is a valid, unset
-                // one (as a static one is).
-                unsafe {
-                    slot.write(core::mem::zeroed());
-                    (*slot).func = Some(Self::callback);
-                    if redirects {
-                        // CAST: the flag is a small enum constant.
-                        (*slot).flags = bindings::FTRACE_OPS_FL_IPMODIFY as c_ulong;
-                    }
-                }
-                let mut ips = KVec::with_capacity(functions.len(), GFP_KERNEL)?;
-                for &ip in functions.iter() {
-                    ips.push(ip, GFP_KERNEL)?;
-                }
-                // CAST: at most a few dozen functions.
-                let count = ips.len() as c_uint;
-                // SAFETY: `slot` is a valid, unregistered ftrace_ops that stays pinned until
-                // `drop` frees its filter; `ips` holds `count` addresses. Not removing
-                // (`remove` 0), replacing any filter (`reset` 1).
-                let ret =
-                    unsafe { bindings::ftrace_set_filter_ips(slot, ips.as_mut_ptr(), count, 0, 1) };
-                to_result(ret).inspect_err(|_| {
-                    // SAFETY: `slot` is an unregistered ftrace_ops; freeing a filter that is
-                    // partly or not set is allowed.
-                    unsafe { bindings::ftrace_free_filter(slot) };
-                })
+                // SAFETY: `slot` is valid for writes and pinned until `drop`, which frees
+                // the filter set here.
+                unsafe { raw::init_ops(slot, Self::callback, redirects, functions) }
             }),
         })
     }
@@ -160,7 +142,7 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
         }
         // SAFETY: `raw` is valid, pinned, with its filter set, and not registered (`armed`
         // is false and the caller serialises `arm` and `disarm`).
-        to_result(unsafe { bindings::register_ftrace_function(self.raw.get()) })?;
+        to_result(unsafe { register_ftrace_function(self.raw.get()) })?;
         // INVARIANT: registered.
         self.armed.store(true, Release);
         Ok(())
@@ -174,7 +156,7 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
             return Ok(());
         }
         // SAFETY: `raw` is registered (`armed` is true).
-        to_result(unsafe { bindings::unregister_ftrace_function(self.raw.get()) })?;
+        to_result(unsafe { unregister_ftrace_function(self.raw.get()) })?;
         // INVARIANT: no longer registered.
         self.armed.store(false, Relaxed);
         Ok(())
@@ -216,7 +198,7 @@ impl<H: FunctionHooksHandler> PinnedDrop for FunctionHooks<H> {
         }
         // SAFETY: `raw` is not registered (disarmed above), and its filter is set (the type
         // invariants).
-        unsafe { bindings::ftrace_free_filter(self.raw.get()) };
+        unsafe { ftrace_free_filter(self.raw.get()) };
     }
 }
 
@@ -225,4 +207,96 @@ impl<H: FunctionHooksHandler> PinnedDrop for FunctionHooks<H> {
 pub(crate) fn within_this_module(addr: usize) -> bool {
     // SAFETY: The helper only compares `addr` with this module's memory ranges.
     unsafe { bindings::memmon_within_this_module(addr) }
+}
+
+/// ftrace's registration calls.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_ARGS)]
+mod raw {
+    use crate::bindings;
+    pub(super) use crate::bindings::{
+        ftrace_free_filter, register_ftrace_function, unregister_ftrace_function,
+    };
+    use kernel::{alloc::KVec, error::to_result, prelude::*};
+
+    /// Sets up the ftrace_ops at `slot` to call `callback` at the entries of `functions`,
+    /// with `FTRACE_OPS_FL_IPMODIFY` if it `redirects`, unregistered.
+    ///
+    /// # Safety
+    ///
+    /// `slot` must be valid for writes, and stay in place until its filter is freed
+    /// (`ftrace_free_filter()`), which is left to the caller on success.
+    pub(super) unsafe fn init_ops(
+        slot: *mut bindings::ftrace_ops,
+        callback: super::Callback,
+        redirects: bool,
+        functions: &[usize],
+    ) -> Result {
+        // SAFETY: `slot` is valid for writes; an all-zero ftrace_ops is a valid, unset one
+        // (as a static one is).
+        unsafe {
+            slot.write(core::mem::zeroed());
+            (*slot).func = Some(callback);
+            if redirects {
+                // CAST: the flag is a small enum constant.
+                (*slot).flags = bindings::FTRACE_OPS_FL_IPMODIFY as c_ulong;
+            }
+        }
+        let mut ips = KVec::with_capacity(functions.len(), GFP_KERNEL)?;
+        for &ip in functions {
+            ips.push(ip, GFP_KERNEL)?;
+        }
+        // CAST: at most a few dozen functions.
+        let count = ips.len() as c_uint;
+        // SAFETY: `slot` is a valid, unregistered ftrace_ops that stays in place until its
+        // filter is freed; `ips` holds `count` addresses. Not removing (`remove` 0),
+        // replacing any filter (`reset` 1).
+        let ret = unsafe { bindings::ftrace_set_filter_ips(slot, ips.as_mut_ptr(), count, 0, 1) };
+        to_result(ret).inspect_err(|_| {
+            // SAFETY: `slot` is an unregistered ftrace_ops; freeing a filter that is partly
+            // or not set is allowed.
+            unsafe { ftrace_free_filter(slot) };
+        })
+    }
+}
+
+/// On a kernel without dynamic ftrace passing the arguments (`CONFIG_FUNCTION_TRACER` off, as
+/// in a kernel with kprobes but no ftrace), where `struct ftrace_ops` is empty: setting up
+/// hooks fails with `EOPNOTSUPP`, so none is ever registered, and the rest does nothing.
+#[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_ARGS))]
+mod raw {
+    use crate::bindings;
+    use kernel::prelude::*;
+
+    /// Fails with `EOPNOTSUPP`: there is no ftrace to hook functions with.
+    ///
+    /// # Safety
+    ///
+    /// None: nothing is done.
+    pub(super) unsafe fn init_ops(
+        _slot: *mut bindings::ftrace_ops,
+        _callback: super::Callback,
+        _redirects: bool,
+        _functions: &[usize],
+    ) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// # Safety
+    ///
+    /// None: nothing is done.
+    pub(super) unsafe fn ftrace_free_filter(_ops: *mut bindings::ftrace_ops) {}
+
+    /// # Safety
+    ///
+    /// None: nothing is done.
+    pub(super) unsafe fn register_ftrace_function(_ops: *mut bindings::ftrace_ops) -> c_int {
+        EOPNOTSUPP.to_errno()
+    }
+
+    /// # Safety
+    ///
+    /// None: nothing is done.
+    pub(super) unsafe fn unregister_ftrace_function(_ops: *mut bindings::ftrace_ops) -> c_int {
+        0
+    }
 }
