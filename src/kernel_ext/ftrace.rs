@@ -30,6 +30,14 @@ pub(crate) trait FunctionHooksHandler: Send + Sync {
     /// function was called in, with preemption as its caller had it. ftrace does not guard it
     /// against recursion: it must not call a hooked function (it would run again, nested).
     fn hit(&self, entry: &mut FunctionEntry<'_>);
+
+    /// Whether [`FunctionHooksHandler::hit`] is to run for this entry: a first test, inlined
+    /// into the ftrace callback before the entry is described, for handlers that let most
+    /// calls go (context as for `hit`).
+    #[inline(always)]
+    fn wanted(&self) -> bool {
+        true
+    }
 }
 
 /// The entry of a hooked function, as the handler sees it.
@@ -177,6 +185,9 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
         let this = unsafe {
             &*kernel::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Self, raw)
         };
+        if !this.handler.wanted() {
+            return;
+        }
         let mut entry = FunctionEntry {
             ip,
             parent_ip,

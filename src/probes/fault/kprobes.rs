@@ -387,6 +387,9 @@ impl Note {
 
 /// The hooks' handler: `handle_mm_fault()` first, then the [`HANDLERS`] present.
 pub(crate) struct FaultHooks {
+    /// The state whose watch set is tested first, held here so that the test is two loads
+    /// away.
+    state: Arc<State>,
     context: NonNull<FaultContext>,
     /// The note of each hooked function after `handle_mm_fault()`.
     notes: KVec<Note>,
@@ -399,13 +402,17 @@ unsafe impl Send for FaultHooks {}
 unsafe impl Sync for FaultHooks {}
 
 impl FunctionHooksHandler for FaultHooks {
+    /// Every process's faults come here: one bit test for an unwatched one, inlined into the
+    /// ftrace callback.
+    #[inline(always)]
+    fn wanted(&self) -> bool {
+        self.state.watch.contains_current()
+    }
+
+    /// A hooked function entered by a watched process.
     fn hit(&self, entry: &mut FunctionEntry<'_>) {
         // SAFETY: `context` is alive while the hooks are (see `Send`).
         let context = unsafe { self.context.as_ref() };
-        // Every process's faults come here: one bit test for an unwatched one.
-        if !context.state.watch.contains_current() {
-            return;
-        }
         match entry.index() {
             Some(0) => {
                 // `handle_mm_fault(vma, address, flags, regs)`: rdi, rsi, rdx, rcx.
@@ -538,6 +545,7 @@ impl FaultKprobes {
                 functions,
                 true,
                 FaultHooks {
+                    state: state.clone(),
                     context: context_ptr,
                     notes,
                 },
