@@ -9,9 +9,11 @@
 
 #include <linux/cgroup.h>
 #include <linux/err.h>
+#include <linux/ftrace.h>
 #include <linux/kprobes.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/namei.h>
 #include <linux/preempt.h>
 #include <linux/printk.h>
@@ -54,40 +56,6 @@ bool memmon_kernel_matches(void)
 	return true;
 }
 
-#ifndef CONFIG_KRETPROBE_ON_RETHOOK
-#error "memmon finds a kretprobe's pending calls through rethook (CONFIG_KRETPROBE_ON_RETHOOK)"
-#endif
-
-/* Pending returns of one task followed at most, innermost first. */
-#define MEMMON_RETHOOK_DEPTH 16
-
-/*
- * The data area of the innermost pending call of @rp in the current task (one
- * whose entry handler returned 0), or NULL. The current task's list of pending
- * returns is changed only by the task itself: pushed by rethook_hook() at entry,
- * popped by the trampoline at return, both in its own context (an interrupt
- * pushes and pops its own entries before it returns).
- */
-void *memmon_kretprobe_current_data(struct kretprobe *rp)
-{
-	struct rethook *rh = READ_ONCE(rp->rh);
-	struct llist_node *node;
-	int depth = 0;
-
-	if (!in_task() || !rh)
-		return NULL;
-	for (node = READ_ONCE(current->rethooks.first);
-	     node && depth < MEMMON_RETHOOK_DEPTH;
-	     node = READ_ONCE(node->next), depth++) {
-		struct rethook_node *rhn =
-			container_of(node, struct rethook_node, llist);
-
-		if (rhn->rethook == rh)
-			return container_of(rhn, struct kretprobe_instance, node)->data;
-	}
-	return NULL;
-}
-
 /*
  * The end of the current task's user address space, exclusive: TASK_SIZE,
  * which on x86_64 is TASK_SIZE_MAX (one page below 2^47 with 4-level page
@@ -109,6 +77,65 @@ unsigned long memmon_current_task_size(void)
 unsigned long memmon_current_user_fsbase(void)
 {
 	return x86_fsbase_read_cpu();
+}
+
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
+#ifndef CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS
+#error "memmon reads an ftrace callback's registers as a struct pt_regs (CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS)"
+#endif
+
+/*
+ * The registers an ftrace callback was given, as a struct pt_regs (x86_64's
+ * ftrace_regs holds one): without FTRACE_OPS_FL_SAVE_REGS only the argument
+ * registers, the return value register, the frame pointer, the stack pointer
+ * and the instruction pointer are saved; the others are not the caller's.
+ */
+struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
+{
+	return &arch_ftrace_regs(fregs)->regs;
+}
+
+/*
+ * Where the hooked function's entry continues once the callback returns
+ * (FTRACE_OPS_FL_IPMODIFY).
+ */
+void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
+{
+	ftrace_regs_set_instruction_pointer(fregs, ip);
+}
+#else
+/*
+ * No ftrace callback is ever registered without dynamic ftrace
+ * (src/kernel_ext/ftrace.rs), so these are never called.
+ */
+struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
+{
+	static struct pt_regs none;
+
+	WARN_ON_ONCE(1);
+	return &none;
+}
+
+void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
+{
+	WARN_ON_ONCE(1);
+}
+#endif
+
+/* Whether @addr is in this module's code or data. */
+bool memmon_within_this_module(unsigned long addr)
+{
+	return within_module(addr, THIS_MODULE);
+}
+
+void memmon_preempt_disable(void)
+{
+	preempt_disable();
+}
+
+void memmon_preempt_enable(void)
+{
+	preempt_enable();
 }
 
 /* Pages in @folio. */

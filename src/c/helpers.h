@@ -16,11 +16,17 @@ void memmon_tracepoint_synchronize_unregister(void);
 bool memmon_kernel_matches(void);
 
 struct folio;
-struct kretprobe;
-void *memmon_kretprobe_current_data(struct kretprobe *rp);
 unsigned long memmon_folio_nr_pages(const struct folio *folio);
 unsigned long memmon_current_task_size(void);
 unsigned long memmon_current_user_fsbase(void);
+
+struct ftrace_regs;
+struct pt_regs;
+struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs);
+void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip);
+bool memmon_within_this_module(unsigned long addr);
+void memmon_preempt_disable(void);
+void memmon_preempt_enable(void);
 
 int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
 void memmon_cgroup_get(struct cgroup *cgrp);

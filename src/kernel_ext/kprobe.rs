@@ -53,6 +53,32 @@ fn registered(symbol: &CStr, ret: c_int, missing_ok: bool) -> Result {
     })
 }
 
+/// The ftrace location of the kernel function `symbol`: the patched call at its entry, the
+/// address an ftrace callback is given as `ip` ([`crate::kernel_ext::ftrace`]), as the kprobes
+/// core resolves it (a disarmed kprobe is registered on the function, read and unregistered,
+/// which waits for a grace period). Fails with `ENOENT` if the kernel has no such function
+/// (logged unless `missing_ok`), with `EOPNOTSUPP` if its entry is not an ftrace location
+/// (the function is not traceable).
+pub(crate) fn ftrace_location(symbol: &'static CStr, missing_ok: bool) -> Result<usize> {
+    // SAFETY: An all-zero kprobe is a valid, unset one.
+    let mut probe: bindings::kprobe = unsafe { core::mem::zeroed() };
+    probe.symbol_name = symbol.as_char_ptr();
+    probe.flags = bindings::KPROBE_FLAG_DISABLED;
+    // SAFETY: `probe` is a set up kprobe with no handler, disarmed; it stays in place (on this
+    // stack frame) until it is unregistered below.
+    let ret = unsafe { bindings::register_kprobe(&mut probe) };
+    registered(symbol, ret, missing_ok)?;
+    // CAST: an address fits in usize.
+    let (address, flags) = (probe.addr as usize, probe.flags);
+    // SAFETY: `probe` is registered; unregistering returns once the kprobes core no longer
+    // uses it.
+    unsafe { bindings::unregister_kprobe(&mut probe) };
+    if flags & bindings::KPROBE_FLAG_FTRACE == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(address)
+}
+
 /// A registered kprobe on a function's entry.
 ///
 /// # Invariants
@@ -94,45 +120,6 @@ impl<H: KprobeHandler> Kprobe<H> {
     /// Probes the entry of the kernel function `symbol`.
     pub(crate) fn register(symbol: &'static CStr, handler: H) -> impl PinInit<Self, Error> {
         Self::register_with_flags(symbol, handler, 0, false)
-    }
-
-    /// As [`Kprobe::register`], but disarmed: the function is not patched and the handler
-    /// does not run until [`Kprobe::arm`].
-    pub(crate) fn register_disarmed(
-        symbol: &'static CStr,
-        handler: H,
-    ) -> impl PinInit<Self, Error> {
-        Self::register_with_flags(symbol, handler, bindings::KPROBE_FLAG_DISABLED, false)
-    }
-
-    /// As [`Kprobe::register_disarmed`], for a function the kernel may not have (built
-    /// without a feature, or inlined everywhere): then it fails with `ENOENT`, and logs
-    /// nothing.
-    pub(crate) fn register_disarmed_if_present(
-        symbol: &'static CStr,
-        handler: H,
-    ) -> impl PinInit<Self, Error> {
-        Self::register_with_flags(symbol, handler, bindings::KPROBE_FLAG_DISABLED, true)
-    }
-
-    /// Arms the probe (`enable_kprobe()`), as [`Kretprobe::arm`] does. May sleep.
-    pub(crate) fn arm(&self) -> Result {
-        // SAFETY: `raw` is valid and pinned; `enable_kprobe` takes the kprobes mutex and
-        // fails with `EINVAL` for a probe that is no longer registered.
-        to_result(unsafe { bindings::enable_kprobe(self.raw.get()) })?;
-        // SAFETY: `raw` is valid; the flags are updated under the kprobes mutex, which
-        // `enable_kprobe` released after setting them.
-        let flags = unsafe { core::ptr::addr_of!((*self.raw.get()).flags).read_volatile() };
-        if flags & bindings::KPROBE_FLAG_DISABLED != 0 {
-            return Err(EBUSY);
-        }
-        Ok(())
-    }
-
-    /// Disarms the probe (`disable_kprobe()`). May sleep.
-    pub(crate) fn disarm(&self) -> Result {
-        // SAFETY: As in `arm`.
-        to_result(unsafe { bindings::disable_kprobe(self.raw.get()) })
     }
 
     fn register_with_flags(
@@ -307,45 +294,6 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         // SAFETY: `raw` is valid; the flags are set at registration.
         let flags = unsafe { core::ptr::addr_of!((*self.raw.get()).kp.flags).read_volatile() };
         flags & bindings::KPROBE_FLAG_FTRACE != 0
-    }
-
-    /// Runs `f` on the data of the innermost call of the probed function that the current
-    /// task is in and whose entry handler returned `true`; returns `None`, without calling
-    /// `f`, when there is none, or outside task context. Lock-free: it reads the current
-    /// task's list of pending returns (`current->rethooks`), which only the task itself
-    /// changes.
-    ///
-    /// # Safety
-    ///
-    /// Neither handler of this probe may run for the current task while `f` does: call it
-    /// from the handler of another kprobe (kprobe handlers do not nest: a probe hit inside
-    /// one is missed), not from this probe's handlers nor from code they call; and `f` must
-    /// not call it again for this probe (two references to one call's data).
-    pub(crate) unsafe fn with_current_call<R>(
-        &self,
-        f: impl FnOnce(&mut H::Data) -> R,
-    ) -> Option<R> {
-        // SAFETY: `raw` is a registered kretprobe (type invariants); the helper only reads
-        // the current task's list.
-        let data = unsafe { bindings::memmon_kretprobe_current_data(self.raw.get()) };
-        let data = data.cast::<H::Data>();
-        if data.is_null() {
-            return None;
-        }
-        if data.is_aligned() {
-            // SAFETY: `data` is the data area of a pending call of this probe in the current
-            // task, which its entry handler initialised (it is pending only if that returned
-            // `true`); no handler of this probe runs meanwhile (the caller's guarantee), and
-            // no other task touches it.
-            Some(f(unsafe { &mut *data }))
-        } else {
-            // SAFETY: As above, for a value written unaligned by the entry handler.
-            let mut value = unsafe { data.read_unaligned() };
-            let result = f(&mut value);
-            // SAFETY: As above.
-            unsafe { data.write_unaligned(value) };
-            Some(result)
-        }
     }
 
     /// The `Kretprobe` an instance belongs to, and the instance's data area.

@@ -16,9 +16,33 @@ pub(crate) fn now_ns() -> u64 {
     u64::try_from(now).unwrap_or(0)
 }
 
+/// The current task, read inline as x86_64's `get_current()` reads it: one load of the per-CPU
+/// `current_task` through the GS segment, where [`Task::current_raw`] calls an out-of-line C
+/// helper (which makes a caller on a hot path, such as every fault of every process, save and
+/// restore registers around the call).
+///
+/// FIXME(current): Replace with the kernel crate's `current` once it is inline.
+#[inline(always)]
+fn current_raw_inline() -> *mut bindings::task_struct {
+    let task: *mut bindings::task_struct;
+    // SAFETY: `current_task` is the per-CPU pointer to the running task, which the scheduler
+    // sets on every switch; GS-relative, RIP-relative addressing of the per-CPU symbol is how
+    // `this_cpu_read_stable()` reads it (`__percpu_rel`); the load has no side effect.
+    unsafe {
+        core::arch::asm!(
+            "mov {task}, qword ptr gs:[rip + {var}]",
+            task = out(reg) task,
+            var = sym bindings::current_task,
+            options(nostack, preserves_flags, readonly, pure),
+        );
+    }
+    task
+}
+
 /// Thread-group id and thread id of the current task, in the initial pid namespace.
+#[inline]
 pub(crate) fn current_ids() -> (i32, i32) {
-    let task = kernel::task::Task::current_raw();
+    let task = current_raw_inline();
     // SAFETY: `current` is always a valid task. Its `pid` changes only in its own context
     // (`de_thread()` during exec), never concurrently with this read.
     unsafe { ((*task).tgid, (*task).pid) }

@@ -403,14 +403,12 @@ impl SyscallProbes {
     }
 
     /// Stops the check that disarms the probes and hands every probe to `batch`, which
-    /// unregisters them together.
+    /// unregisters them together (the fault source's hooks unregister themselves when
+    /// dropped).
     pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
         self.arming.cancel();
         for probe in self.probes().iter() {
             batch.add_kretprobe(probe);
-        }
-        if let Some(faults) = &self.arming.handler().faults {
-            faults.unregister_into(batch);
         }
     }
 

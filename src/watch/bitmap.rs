@@ -3,6 +3,7 @@
 //! A bitmap over every possible pid whose bits can be read and changed from any context, with
 //! a summary of the words in use so that walking it does not read every word.
 
+use crate::kernel_ext::atomic::read_once;
 use kernel::{
     alloc::{flags::GFP_KERNEL, VVec},
     prelude::*,
@@ -61,8 +62,10 @@ impl PidBitmap {
 
     #[inline]
     pub(super) fn contains(&self, pid: i32) -> bool {
+        // `read_once`, not `Atomic::load` (an out-of-line C helper): every fault of every
+        // process runs this while anything is watched.
         self.word(pid)
-            .is_some_and(|(word, bit)| word.load(Relaxed) & bit != 0)
+            .is_some_and(|(word, bit)| read_once(word) & bit != 0)
     }
 
     /// Sets or clears the bit of `pid`, fully ordered; returns whether it was set before.

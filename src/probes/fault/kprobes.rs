@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The fault source of a kernel without the `mm:mm_fault` tracepoint (a distribution's
-//! stock kernel): a kretprobe on `handle_mm_fault()` and kprobes on the handlers it
-//! dispatches to, all through ftrace where the kernel allows it.
+//! stock kernel), named `kprobes` (`fault_source` in `/proc/memmon/stats`, the
+//! `fault_kprobes` parameter) after the kprobes it was first built on: ftrace hooks
+//! ([`FunctionHooks`], one `ftrace_ops`) on the entries of `handle_mm_fault()` and of the
+//! handlers it dispatches to. A process that is not watched pays one ftrace trampoline and
+//! one watched-bit test per hooked function its fault runs, and no return hook.
 //!
-//! - `handle_mm_fault(vma, address, flags, regs)`: its entry handler takes a call of a
-//!   watched process, with the address, flags and user registers; its exit handler records
-//!   the fault as `mm_account_fault()` counts it, which `handle_mm_fault()` calls (inlined)
-//!   just before it returns: not a call that returned `VM_FAULT_RETRY` nor one that failed
-//!   (`VM_FAULT_ERROR`), major if `VM_FAULT_MAJOR` or retried (`FAULT_FLAG_TRIED`).
-//!   So a process's fault lines equal its rusage faults here too, `get_user_pages()`
-//!   included.
-//! - The handlers note in the pending call (found with [`Kretprobe::with_current_call`],
-//!   which reads the current task's list of pending returns: no lock, no table) what
-//!   resolved it, as `patches/0001` notes it at the dispatch sites: `do_anonymous_page`
+//! - `handle_mm_fault(vma, address, flags, regs)`: its hook sends a call of a watched process
+//!   (not `FAULT_FLAG_REMOTE`) to [`watched_handle_mm_fault`], which has its signature: that
+//!   notes the address, flags and user registers in a [`PendingFault`] on its stack, calls
+//!   `handle_mm_fault()` itself (the hook lets this call through: its return address is in
+//!   this module) and, once it returns, records the fault as `mm_account_fault()` counts it,
+//!   which `handle_mm_fault()` calls (inlined) just before it returns: not a call that
+//!   returned `VM_FAULT_RETRY` nor one that failed (`VM_FAULT_ERROR`), major if
+//!   `VM_FAULT_MAJOR` or retried (`FAULT_FLAG_TRIED`). So a process's fault lines equal its
+//!   rusage faults here too, `get_user_pages()` included.
+//! - The handlers' hooks note in the pending fault of the current task (found in
+//!   [`PendingFaults`], a table keyed by task that only watched processes' faults enter)
+//!   what resolved it, as `patches/0001` notes it at the dispatch sites: `do_anonymous_page`
 //!   (anon), `do_fault` (file), `do_swap_page` (swap), `do_wp_page` (write-protect; not when
 //!   `do_swap_page` calls it for a write to a page it swapped in: that fault stays a swap-in),
 //!   `do_huge_pmd_anonymous_page` and `do_huge_pmd_wp_page` (huge anon and write-protect;
@@ -27,28 +32,45 @@
 //!   `folio_add_file_rmap_pmd()` (a file THP), and for a write-protect fault one page only
 //!   when it copied the zero page (`vmf->page` is NULL there), as the patch counts them.
 //!
-//! Every probe is registered disarmed and armed with the syscall probes while a process is
-//! watched ([`crate::probes::syscalls`]): with nothing watched, faults run unpatched.
+//! The hooks are registered disarmed and armed with the syscall probes while a process is
+//! watched ([`crate::probes::syscalls`]): with nothing watched, faults run unpatched. Calls
+//! sent to [`watched_handle_mm_fault`] run this module's code until they return: dropping
+//! the source (at `rmmod`) waits for those in flight.
 
 use crate::bindings;
-use crate::kernel_ext::kprobe::{
-    Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
+use crate::kernel_ext::atomic::read_once;
+use crate::kernel_ext::ftrace::{
+    within_this_module, FunctionEntry, FunctionHooks, FunctionHooksHandler,
 };
+use crate::kernel_ext::kprobe::ftrace_location;
 use crate::kernel_ext::mm::{fault_flag, vm_fault_reason, Folio, VmFault};
+use crate::kernel_ext::preempt::without_preemption;
 use crate::record::event::FaultType;
 use crate::state::State;
-use core::{mem::MaybeUninit, ptr::NonNull};
-use kernel::{alloc::KVec, prelude::*, str::CStr, sync::Arc};
+use core::{cell::UnsafeCell, ptr::NonNull};
+use kernel::{
+    alloc::{KVVec, KVec},
+    prelude::*,
+    str::CStr,
+    sync::atomic::{Acquire, Atomic, Relaxed, Release},
+    sync::Arc,
+    task::Task,
+    time::{delay::fsleep, Delta},
+};
 
-/// Calls of `handle_mm_fault()` that may be pending at once (many sleep in I/O) and still
-/// be recorded; more are counted as missed in `/proc/memmon/stats` (`probe_missed`).
-const MAX_ACTIVE: i32 = 4096;
+/// Slots of [`PendingFaults`]: watched processes' faults that may be pending at once (many
+/// sleep in I/O) and still be recorded; more are counted as missed in `/proc/memmon/stats`
+/// (`probe_missed`). A power of two.
+const PENDING_SLOTS: usize = 4096;
+
+/// Slots a task's pending fault may take, from the one its task pointer hashes to.
+const PENDING_PROBES: usize = 16;
 
 /// Pages of a PMD mapping (`HPAGE_PMD_NR` on x86_64 with 4 KiB pages).
 const PMD_PAGES: u32 = 512;
 
-/// A pending `handle_mm_fault()` call of a watched process, as its entry handler saw it and
-/// the handlers fill it in.
+/// A pending `handle_mm_fault()` call of a watched process, as [`watched_handle_mm_fault`]
+/// saw it and the handlers' hooks fill it in.
 #[derive(Clone, Copy)]
 pub(crate) struct PendingFault {
     /// The `vma` argument, only compared (never read: the fault may free it).
@@ -64,49 +86,159 @@ pub(crate) struct PendingFault {
     wp_fault: *const bindings::vm_fault,
 }
 
-/// The kretprobe on `handle_mm_fault()`.
-pub(crate) struct FaultCall {
-    state: Arc<State>,
+/// One slot of [`PendingFaults`]: a task, and its innermost pending fault.
+struct PendingSlot {
+    task: Atomic<*mut bindings::task_struct>,
+    fault: Atomic<*mut PendingFault>,
 }
 
-impl KretprobeHandler for FaultCall {
-    type Data = PendingFault;
+/// The pending faults of watched processes, by task: a table of [`PENDING_SLOTS`] slots, a
+/// task's in one of the [`PENDING_PROBES`] from its hash.
+///
+/// A slot is claimed (its task set from null) by the task it is for, which alone reads and
+/// changes it until it releases it: a task looks up only its own slot.
+struct PendingFaults {
+    slots: KVVec<PendingSlot>,
+}
 
-    fn entry(&self, regs: &bindings::pt_regs, data: &mut MaybeUninit<PendingFault>) -> bool {
-        if !self.state.watch.contains_current() {
-            return false;
+/// A slot [`PendingFaults::enter`] took, to give back to [`PendingFaults::leave`].
+struct EnteredSlot {
+    index: usize,
+    /// The task's pending fault this one is nested in, else null.
+    outer: *mut PendingFault,
+}
+
+impl PendingFaults {
+    fn new() -> Result<Self> {
+        let mut slots = KVVec::with_capacity(PENDING_SLOTS, GFP_KERNEL)?;
+        for _ in 0..PENDING_SLOTS {
+            slots.push(
+                PendingSlot {
+                    task: Atomic::new(core::ptr::null_mut()),
+                    fault: Atomic::new(core::ptr::null_mut()),
+                },
+                GFP_KERNEL,
+            )?;
         }
-        // `handle_mm_fault(vma, address, flags, regs)`: rdi, rsi, rdx, rcx.
-        // CAST: `unsigned int flags` is the low half of its register.
-        let flags = regs.dx as u32;
-        // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault
-        // of the current process's address space.
-        if flags & fault_flag::REMOTE != 0 {
-            return false;
+        Ok(Self { slots })
+    }
+
+    /// The slots `task`'s may be in.
+    fn candidates(task: *mut bindings::task_struct) -> impl Iterator<Item = usize> {
+        // CAST: a pointer's bits; task_structs are at least 64-byte aligned, spread by a
+        // Fibonacci hash.
+        let hash = ((task as usize >> 6).wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> (64 - 12);
+        (0..PENDING_PROBES).map(move |i| (hash + i) & (PENDING_SLOTS - 1))
+    }
+
+    /// The slot of the current task, if it has one.
+    fn own_slot(&self, task: *mut bindings::task_struct) -> Option<&PendingSlot> {
+        Self::candidates(task)
+            .map(|index| &self.slots[index])
+            .find(|slot| read_once(&slot.task) == task)
+    }
+
+    /// Makes `fault` the current task's innermost pending fault; `None` if no slot is free.
+    fn enter(&self, fault: *mut PendingFault) -> Option<EnteredSlot> {
+        let task = Task::current_raw();
+        for index in Self::candidates(task) {
+            let slot = &self.slots[index];
+            if read_once(&slot.task) == task {
+                // A fault of a fault (the current task's slot is only its own).
+                let outer = slot.fault.xchg(fault, Relaxed);
+                return Some(EnteredSlot { index, outer });
+            }
         }
-        data.write(PendingFault {
-            vma: regs.di,
-            // CAST: registers are 64 bits wide on x86_64.
-            address: regs.si as u64,
+        for index in Self::candidates(task) {
+            let slot = &self.slots[index];
+            // Acquire: the release of the slot by its last task (its fault cleared) happens
+            // before this task sets the fault.
+            if slot
+                .task
+                .cmpxchg(core::ptr::null_mut(), task, Acquire)
+                .is_ok()
+            {
+                slot.fault.store(fault, Relaxed);
+                return Some(EnteredSlot {
+                    index,
+                    outer: core::ptr::null_mut(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Gives back what [`PendingFaults::enter`] took, in the same task.
+    fn leave(&self, entered: EnteredSlot) {
+        let slot = &self.slots[entered.index];
+        if entered.outer.is_null() {
+            slot.fault.store(core::ptr::null_mut(), Relaxed);
+            slot.task.store(core::ptr::null_mut(), Release);
+        } else {
+            slot.fault.store(entered.outer, Relaxed);
+        }
+    }
+
+    /// The current task's innermost pending fault, else null.
+    fn current(&self) -> *mut PendingFault {
+        self.own_slot(Task::current_raw())
+            .map_or(core::ptr::null_mut(), |slot| read_once(&slot.fault))
+    }
+}
+
+/// What [`watched_handle_mm_fault`] and the hooks share.
+struct FaultContext {
+    state: Arc<State>,
+    pending: PendingFaults,
+    /// Watched faults not recorded: no slot was free.
+    missed: Atomic<i64>,
+}
+
+/// The context of the registered fault source, for [`watched_handle_mm_fault`] (a function
+/// with `handle_mm_fault()`'s signature, which has no room for one); null without one.
+static CONTEXT: Atomic<*mut FaultContext> = Atomic::new(core::ptr::null_mut());
+
+/// Calls in [`watched_handle_mm_fault`]: the source is not dropped before none is left.
+static IN_FLIGHT: Atomic<i64> = Atomic::new(0);
+
+impl FaultContext {
+    /// `handle_mm_fault()` for the current task, which is watched: runs it with a pending
+    /// fault for the handlers' hooks to fill in, then records the fault.
+    fn handle_watched(
+        &self,
+        vma: *mut bindings::vm_area_struct,
+        address: c_ulong,
+        flags: c_uint,
+        regs: *mut bindings::pt_regs,
+    ) -> bindings::vm_fault_t {
+        let pending = UnsafeCell::new(PendingFault {
+            // CAST: a pointer's bits, only compared.
+            vma: vma as usize,
+            // CAST: an unsigned long is 64 bits wide on x86_64.
+            address: address as u64,
             flags,
-            regs: regs.cx as *const bindings::pt_regs,
+            regs,
             fault_type: FaultType::Spurious,
             huge: false,
             pages: 0,
             wp_fault: core::ptr::null(),
         });
-        true
-    }
-
-    fn exit(&self, call: &mut PendingFault, regs: &bindings::pt_regs) {
-        // CAST: `vm_fault_t` is an unsigned int, the low half of rax.
-        let ret = regs.ax as u32;
+        let entered = self.pending.enter(pending.get());
+        // SAFETY: The arguments are the caller's, passed on unchanged.
+        let ret = unsafe { bindings::handle_mm_fault(vma, address, flags, regs) };
+        let Some(entered) = entered else {
+            self.missed.add(1, Relaxed);
+            return ret;
+        };
+        self.pending.leave(entered);
+        // SAFETY: The hooks reach `pending` only through the slot, given back above.
+        let call = unsafe { *pending.get() };
         if ret & vm_fault_reason::RETRY != 0 || ret & vm_fault_reason::ERROR != 0 {
-            return;
+            return ret;
         }
         // As the tracepoint: a process unwatched while the fault was handled is not recorded.
         if !self.state.watch.contains_current() {
-            return;
+            return ret;
         }
         let major = ret & vm_fault_reason::MAJOR != 0 || call.flags & fault_flag::TRIED != 0;
         let fault = super::Fault {
@@ -121,11 +253,40 @@ impl KretprobeHandler for FaultCall {
             // mode, after this; null for `get_user_pages()`.
             regs: unsafe { call.regs.as_ref() },
         };
-        super::record(&self.state, &fault);
+        // As in the tracepoint's and the kprobes' handlers: the ring and the stack walk's
+        // per-CPU state want no switch meanwhile.
+        without_preemption(|| super::record(&self.state, &fault));
+        ret
     }
 }
 
-/// What a handler probe notes in the pending fault.
+/// Runs the calls of `handle_mm_fault()` of watched processes, which its hook sends here.
+///
+/// # Safety
+///
+/// Called as `handle_mm_fault()` is, by its callers, through the hook's redirect.
+unsafe extern "C" fn watched_handle_mm_fault(
+    vma: *mut bindings::vm_area_struct,
+    address: c_ulong,
+    flags: c_uint,
+    regs: *mut bindings::pt_regs,
+) -> bindings::vm_fault_t {
+    IN_FLIGHT.add(1, Relaxed);
+    let context = CONTEXT.load(Acquire);
+    // SAFETY: The hook redirects only while the source is registered, whose drop unregisters
+    // the hook (after which, ftrace's RCU tasks grace period past, every call it sent here
+    // has counted itself in `IN_FLIGHT`) and waits for `IN_FLIGHT` to fall to zero before it
+    // frees the context.
+    let ret = match unsafe { context.as_ref() } {
+        Some(context) => context.handle_watched(vma, address, flags, regs),
+        // SAFETY: The arguments are the caller's, passed on unchanged.
+        None => unsafe { bindings::handle_mm_fault(vma, address, flags, regs) },
+    };
+    IN_FLIGHT.fetch_add(-1, Release);
+    ret
+}
+
+/// What a handler's hook notes in the pending fault.
 #[derive(Clone, Copy)]
 enum Note {
     /// The fault is resolved by this handler (huge: at PMD level).
@@ -224,37 +385,74 @@ impl Note {
     }
 }
 
-/// A kprobe on a fault handler: notes what it does in the pending fault of the current task.
-pub(crate) struct HandlerProbe {
-    note: Note,
+/// The hooks' handler: `handle_mm_fault()` first, then the [`HANDLERS`] present.
+pub(crate) struct FaultHooks {
+    /// The state whose watch set is tested first, held here so that the test is two loads
+    /// away.
     state: Arc<State>,
-    /// The kretprobe on `handle_mm_fault()`.
-    call: NonNull<Kretprobe<FaultCall>>,
+    context: NonNull<FaultContext>,
+    /// The note of each hooked function after `handle_mm_fault()`.
+    notes: KVec<Note>,
 }
 
-// SAFETY: `call` points to the pinned kretprobe of the `FaultKprobes` that owns this probe,
-// which is unregistered after this probe (see `FaultKprobes`) and only read through `&`.
-unsafe impl Send for HandlerProbe {}
+// SAFETY: `context` points to the boxed context of the `FaultKprobes` that owns these hooks,
+// which drops them first (see `FaultKprobes`) and is only read through `&`.
+unsafe impl Send for FaultHooks {}
 // SAFETY: As above.
-unsafe impl Sync for HandlerProbe {}
+unsafe impl Sync for FaultHooks {}
 
-impl KprobeHandler for HandlerProbe {
-    fn hit(&self, regs: &bindings::pt_regs) {
-        // Handlers run for every process's faults: one load while nothing is watched (the
-        // probes are disarmed then anyway), one bit test for an unwatched process.
-        if !self.state.watch.any_watched() || !self.state.watch.contains_current() {
-            return;
+impl FunctionHooksHandler for FaultHooks {
+    /// Every process's faults come here: one bit test for an unwatched one, inlined into the
+    /// ftrace callback.
+    #[inline(always)]
+    fn wanted(&self) -> bool {
+        self.state.watch.contains_current()
+    }
+
+    /// A hooked function entered by a watched process.
+    fn hit(&self, entry: &mut FunctionEntry<'_>) {
+        // SAFETY: `context` is alive while the hooks are (see `Send`).
+        let context = unsafe { self.context.as_ref() };
+        match entry.index() {
+            Some(0) => {
+                // `handle_mm_fault(vma, address, flags, regs)`: rdi, rsi, rdx, rcx.
+                // CAST: `unsigned int flags` is the low half of its register.
+                let flags = entry.args().dx as u32;
+                // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a
+                // fault of the current process's address space.
+                if flags & fault_flag::REMOTE != 0 {
+                    return;
+                }
+                // The call `watched_handle_mm_fault` makes.
+                if within_this_module(entry.parent_ip()) {
+                    return;
+                }
+                // SAFETY: `watched_handle_mm_fault` has `handle_mm_fault()`'s signature and
+                // C calling convention; this module's code stays until the calls sent there
+                // have returned (`FaultKprobes`'s drop waits for them). The hooks are
+                // registered with `redirects`.
+                let _ = unsafe { entry.redirect(watched_handle_mm_fault as *const () as usize) };
+            }
+            Some(index) => {
+                let Some(&note) = self.notes.get(index - 1) else {
+                    return;
+                };
+                let fault = context.pending.current();
+                if fault.is_null() {
+                    return;
+                }
+                // SAFETY: `fault` is the pending fault of the current task's innermost
+                // `watched_handle_mm_fault` call, on its stack: only this task uses it, and
+                // not meanwhile (that call is in `handle_mm_fault()`, which runs this).
+                note.apply(unsafe { &mut *fault }, entry.args());
+            }
+            None => {}
         }
-        // SAFETY: `call` is alive while this probe is registered (see `Send`).
-        let call = unsafe { self.call.as_ref() };
-        // SAFETY: This runs in a kprobe handler: no handler of the `handle_mm_fault()`
-        // kretprobe runs in this task meanwhile.
-        unsafe { call.with_current_call(|fault| self.note.apply(fault, regs)) };
     }
 }
 
-/// The handler probes: symbol, note, and whether the kernel may lack the function (built
-/// without the feature, or inlined), in which case the probe is left out.
+/// The handlers hooked: symbol, note, and whether the kernel may lack the function (built
+/// without the feature, or inlined), in which case it is left out.
 const HANDLERS: [(&CStr, Note, bool); 14] = [
     (
         c"do_anonymous_page",
@@ -304,122 +502,137 @@ const HANDLERS: [(&CStr, Note, bool); 14] = [
     (c"folio_add_file_rmap_pmd", Note::FilePmd, true),
 ];
 
-/// The probes of this fault source, registered disarmed.
+/// The hooks of this fault source, registered disarmed, and what they share with
+/// [`watched_handle_mm_fault`].
 ///
 /// # Invariants
 ///
-/// `handlers` point to `call` (pinned in its box); they are declared first, so that they are
-/// unregistered first when dropped one by one, and [`FaultKprobes::unregister_into`] puts
-/// them in the kprobe batch, which [`Unregistration`] unregisters before its kretprobes (a
-/// handler left out of the batch for want of memory unregisters itself later, when the
-/// `FaultKprobes` is dropped, before `call`).
+/// `hooks` point to `context` (boxed) and are declared first, so that they are unregistered
+/// before it is freed; [`CONTEXT`] points to `context` from registration until drop.
 pub(crate) struct FaultKprobes {
-    handlers: KVec<Pin<KBox<Kprobe<HandlerProbe>>>>,
-    call: Pin<KBox<Kretprobe<FaultCall>>>,
+    hooks: Pin<KBox<FunctionHooks<FaultHooks>>>,
+    context: KBox<FaultContext>,
 }
 
 impl FaultKprobes {
-    /// Registers the probes, disarmed; fails (naming the function) if a probe that every
-    /// kernel can have cannot be registered.
+    /// Registers the hooks, disarmed; fails (naming the function) if a function that every
+    /// kernel has cannot be hooked, or if a fault source is registered already.
     pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
-        let call = KBox::pin_init(
-            Kretprobe::register_disarmed(
-                c"handle_mm_fault",
-                MAX_ACTIVE,
-                FaultCall {
+        let mut context = KBox::new(
+            FaultContext {
+                state: state.clone(),
+                pending: PendingFaults::new()?,
+                missed: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let mut functions = KVec::with_capacity(HANDLERS.len() + 1, GFP_KERNEL)?;
+        let mut notes = KVec::with_capacity(HANDLERS.len(), GFP_KERNEL)?;
+        functions.push(hooked(c"handle_mm_fault", false)?, GFP_KERNEL)?;
+        for (symbol, note, optional) in HANDLERS {
+            match hooked(symbol, optional) {
+                Ok(ip) => {
+                    functions.push(ip, GFP_KERNEL)?;
+                    notes.push(note, GFP_KERNEL)?;
+                }
+                Err(e) if optional && e == ENOENT => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let context_ptr = NonNull::from(&mut *context);
+        let hooks = KBox::pin_init(
+            FunctionHooks::register_disarmed(
+                functions,
+                true,
+                FaultHooks {
                     state: state.clone(),
+                    context: context_ptr,
+                    notes,
                 },
             ),
             GFP_KERNEL,
         )?;
-        let call_ptr = NonNull::from(&*call);
-        let mut handlers = KVec::with_capacity(HANDLERS.len(), GFP_KERNEL)?;
-        for (symbol, note, optional) in HANDLERS {
-            let handler = HandlerProbe {
-                note,
-                state: state.clone(),
-                call: call_ptr,
-            };
-            let probe = if optional {
-                KBox::pin_init(
-                    Kprobe::register_disarmed_if_present(symbol, handler),
-                    GFP_KERNEL,
-                )
-            } else {
-                KBox::pin_init(Kprobe::register_disarmed(symbol, handler), GFP_KERNEL)
-            };
-            match probe {
-                // From an int3 trap the handler would run in NMI-like context, where it does
-                // not look for the pending call.
-                Ok(probe) if !probe.ftrace_based() => {
-                    if !optional {
-                        pr_err!("fault source: {} cannot be probed through ftrace\n", symbol);
-                        return Err(EOPNOTSUPP);
-                    }
-                    pr_info!(
-                        "fault source: {} cannot be probed through ftrace: left out\n",
-                        symbol
-                    );
-                }
-                Ok(probe) => handlers.push(probe, GFP_KERNEL)?,
-                Err(e) if optional && e == ENOENT => {
-                    pr_info!("fault source: no {} in this kernel\n", symbol);
-                }
-                Err(e) => return Err(e),
-            }
+        if CONTEXT
+            .cmpxchg(core::ptr::null_mut(), context_ptr.as_ptr(), Release)
+            .is_err()
+        {
+            pr_err!("fault source: registered twice\n");
+            return Err(EBUSY);
         }
-        // INVARIANT: every handler points to `call`, which is pinned in its box.
-        Ok(Self { handlers, call })
+        // INVARIANT: the hooks point to `context`, boxed; `CONTEXT` is set.
+        Ok(Self { hooks, context })
     }
 
-    /// Arms every probe, the handlers first; on failure the caller disarms them all.
+    /// Arms the hooks; on failure the caller disarms them.
     pub(crate) fn arm(&self) -> Result {
-        for probe in self.handlers.iter() {
-            probe.arm()?;
-        }
-        self.call.arm()
+        self.hooks.arm()
     }
 
-    /// Disarms every probe; fails if one could not be.
+    /// Disarms the hooks; fails if they could not be.
     pub(crate) fn disarm(&self) -> Result {
-        let mut result = self.call.disarm();
-        for probe in self.handlers.iter() {
-            if let Err(e) = probe.disarm() {
-                result = Err(e);
+        self.hooks.disarm()
+    }
+
+    /// Faults not recorded: watched processes' `handle_mm_fault()` calls beyond the pending
+    /// ones there is room for.
+    pub(crate) fn faults_missed(&self) -> u64 {
+        u64::try_from(self.context.missed.load(Relaxed)).unwrap_or(0)
+    }
+
+    /// Every hit missed: [`FaultKprobes::faults_missed`] (ftrace hooks miss none).
+    pub(crate) fn missed(&self) -> u64 {
+        self.faults_missed()
+    }
+
+    /// Whether every hook goes through ftrace: always (a function that cannot be hooked
+    /// through ftrace fails the registration or is left out).
+    pub(crate) fn ftrace_based(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for FaultKprobes {
+    fn drop(&mut self) {
+        // No more calls sent to `watched_handle_mm_fault`: unregistering waits for ftrace's
+        // RCU tasks grace period, so every call sent there before has counted itself.
+        if self.hooks.disarm().is_err() {
+            pr_err!("fault source: cannot unregister the hooks\n");
+        }
+        let mut waited_ms = 0u32;
+        while read_once(&IN_FLIGHT) > 0 {
+            // A fault may sleep (I/O, a userfaultfd): wait for it to return.
+            if waited_ms % 10_000 == 0 && waited_ms > 0 {
+                pr_info!("fault source: waiting for watched faults in flight to return\n");
+            }
+            fsleep(Delta::from_millis(10));
+            waited_ms = waited_ms.wrapping_add(10);
+        }
+        // Calls that counted themselves out may still run their last instructions here.
+        // SAFETY: Waiting for an RCU tasks grace period is allowed in process context.
+        unsafe { bindings::synchronize_rcu_tasks() };
+        CONTEXT.store(core::ptr::null_mut(), Release);
+    }
+}
+
+/// The ftrace location of `symbol`, naming it in the log when it cannot be hooked.
+fn hooked(symbol: &'static CStr, optional: bool) -> Result<usize> {
+    match ftrace_location(symbol, optional) {
+        Err(e) if e == EOPNOTSUPP => {
+            if optional {
+                pr_info!(
+                    "fault source: {} cannot be hooked through ftrace: left out\n",
+                    symbol
+                );
+                Err(ENOENT)
+            } else {
+                pr_err!("fault source: {} cannot be hooked through ftrace\n", symbol);
+                Err(e)
             }
         }
-        result
-    }
-
-    /// Faults not recorded: `handle_mm_fault()` calls beyond the pending ones the probe has
-    /// room for, or hit recursively.
-    pub(crate) fn faults_missed(&self) -> u64 {
-        self.call.missed()
-    }
-
-    /// Every hit missed: [`FaultKprobes::faults_missed`], and handler probes hit
-    /// recursively (by any process: not necessarily a watched fault's).
-    pub(crate) fn missed(&self) -> u64 {
-        self.call.missed()
-            + self
-                .handlers
-                .iter()
-                .map(|probe| probe.missed())
-                .sum::<u64>()
-    }
-
-    /// Whether every probe goes through ftrace: the `handle_mm_fault()` probe's exit handler
-    /// writes to the ring and walks the user stack, and a handler probe from an int3 trap
-    /// would run in NMI-like context, where it does not find the pending call.
-    pub(crate) fn ftrace_based(&self) -> bool {
-        self.call.ftrace_based() && self.handlers.iter().all(|probe| probe.ftrace_based())
-    }
-
-    /// Hands every probe to `batch`, which unregisters them together.
-    pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
-        for probe in self.handlers.iter() {
-            batch.add_kprobe(probe);
+        Err(e) if e == ENOENT && optional => {
+            pr_info!("fault source: no {} in this kernel\n", symbol);
+            Err(e)
         }
-        batch.add_kretprobe(&self.call);
+        result => result,
     }
 }
