@@ -37,7 +37,7 @@ pub(crate) const PACKED_MAX: usize = 1
     + 5
     + 2
     + (8 * VARINT_MAX + 2 + TEXT_CAPACITY)
-    + 2
+    + 3
     + VARINT_MAX
     + STACK_MAX * VARINT_MAX;
 

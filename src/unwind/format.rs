@@ -440,8 +440,8 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
     if reserved {
         return Err("a SET_PYTHON whose reserved fields are not 0");
     }
-    if !(0x030b..=0x030e).contains(&version) {
-        return Err("a SET_PYTHON of a Python version other than 3.11 to 3.14");
+    if !(0x030b..=0x030d).contains(&version) {
+        return Err("a SET_PYTHON of a Python version other than 3.11 to 3.13");
     }
     let thread_state = match kind {
         1 if at != 0 && at % 8 == 0 && at < PYTHON_ADDRESS_LIMIT => ThreadStateAt::Global(at),
@@ -492,11 +492,17 @@ fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
         (none && offset == PYTHON_NO_OFFSET)
             || (offset % 8 == 0 && offset <= PYTHON_OBJECT_OFFSET_MAX - 8)
     };
-    if !in_object(spec.thread_id, true)
+    // A global thread state is the GIL holder's: without its thread id, the walk could not
+    // tell it is the faulting thread's, and would give every thread its stack.
+    let global = matches!(spec.thread_state, ThreadStateAt::Global(_));
+    if !in_object(spec.thread_id, !global)
         || !in_object(spec.frame_link, false)
         || !in_object(spec.frame_link2, true)
     {
-        return Err("a SET_PYTHON whose thread state offsets are unaligned or past 4096");
+        return Err(
+            "a SET_PYTHON whose thread state offsets are unaligned or past 4096, or a global \
+             thread state without its thread id's",
+        );
     }
     if spec.code_start > PYTHON_OBJECT_OFFSET_MAX || spec.code_start % 2 != 0 {
         return Err("a SET_PYTHON whose code start is odd or past 4096");

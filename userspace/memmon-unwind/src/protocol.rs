@@ -369,8 +369,8 @@ pub enum Invalid {
     /// Reserved fields not 0.
     #[error("a SET_PYTHON whose reserved fields are not 0")]
     PythonReserved,
-    /// A version other than 3.11 to 3.14.
-    #[error("a SET_PYTHON of a Python version other than 3.11 to 3.14")]
+    /// A version other than 3.11 to 3.13.
+    #[error("a SET_PYTHON of a Python version other than 3.11 to 3.13")]
     PythonVersion,
     /// A thread-local offset not below the thread pointer by at most 1 MiB, 8-aligned.
     #[error("a SET_PYTHON whose thread-local offset is not below the thread pointer by at most 1 MiB, 8-aligned")]
@@ -385,7 +385,10 @@ pub enum Invalid {
     #[error("a SET_PYTHON whose code type address is 0, unaligned or too high")]
     PythonCodeType,
     /// Thread state offsets unaligned or past 4096.
-    #[error("a SET_PYTHON whose thread state offsets are unaligned or past 4096")]
+    #[error(
+        "a SET_PYTHON whose thread state offsets are unaligned or past 4096, or a global \
+         thread state without its thread id's"
+    )]
     PythonThreadOffsets,
     /// A code start odd or past 4096.
     #[error("a SET_PYTHON whose code start is odd or past 4096")]
@@ -639,7 +642,7 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
     if body[43] != 0 || u16_at(body, 46) != 0 {
         return Err(Invalid::PythonReserved);
     }
-    if !(0x030b..=0x030e).contains(&version) {
+    if !(0x030b..=0x030d).contains(&version) {
         return Err(Invalid::PythonVersion);
     }
     let thread_state = match kind {
@@ -687,7 +690,8 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
     let in_object = |offset: u16, none: bool| {
         (none && offset == NO_OFFSET) || (offset.is_multiple_of(8) && offset <= 4088)
     };
-    if !in_object(p.thread_id, true)
+    let global = matches!(p.thread_state, ThreadState::Global(_));
+    if !in_object(p.thread_id, !global)
         || !in_object(p.frame_link, false)
         || !in_object(p.frame_link2, true)
     {
