@@ -413,11 +413,14 @@ impl Replay {
         let space = self.space_of(key);
         self.register(key);
         let process = self.processes.entry(key).or_default();
-        if process.raw_epoch != process.space.code_epoch {
+        if process.raw_epoch != process.space.code_epoch || process.raw_drops != self.sites.drops()
+        {
             process.raw_sites.clear();
             process.raw_epoch = process.space.code_epoch;
+            process.raw_drops = self.sites.drops();
         }
         if let Some(&site) = process.raw_sites.get(raw) {
+            self.sites.touch(site);
             return site;
         }
         // A frame-pointer walk through code without frame pointers can read data as a
