@@ -40,4 +40,3 @@ pub fn interrupted() -> bool {
 pub fn interrupt_count() -> usize {
     INTERRUPTS.load(Ordering::SeqCst)
 }
-

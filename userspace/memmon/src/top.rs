@@ -301,6 +301,17 @@ impl TopModel {
         }
     }
 
+    /// The replay behind the samples (`memmon agent` snapshots it).
+    pub fn replay(&self) -> &Replay {
+        &self.replay
+    }
+
+    /// The replay, to cap or trim it ([`Replay::set_site_capacity`],
+    /// [`Replay::forget_exited`]).
+    pub fn replay_mut(&mut self) -> &mut Replay {
+        &mut self.replay
+    }
+
     /// Whether any process has been seen.
     pub fn is_empty(&self) -> bool {
         self.replay.live_pictures().next().is_none() && self.pending_snapshots.is_empty()
