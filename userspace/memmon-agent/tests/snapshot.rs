@@ -241,3 +241,63 @@ fn file_names_sort_by_time() {
         "001765000000.123-system.slice_foo_bar.service-interval.pb.gz"
     );
 }
+
+/// `go tool pprof -top` reads a spooled snapshot: the resident bytes of the app's two
+/// sites by their leaf (the binary is not here: named by address, offset + 1 << 40, in
+/// the mapping `[app]`), and the classes' sample type.
+#[test]
+fn go_tool_pprof_reads_a_snapshot() {
+    let mut model = model_of(CAPTURE, 64);
+    model.sample(1.0, 5);
+    let labels = BTreeMap::from([("host".to_owned(), "box1".to_owned())]);
+    let profile = build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &labels,
+            time_nanos: 1,
+        },
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("agent-go-pprof");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("snapshot.pb.gz");
+    std::fs::write(&file, encode(&profile).unwrap()).unwrap();
+    let output = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-addresses", "-sample_index=resident"])
+        .arg(&file)
+        .env("PPROF_BINARY_PATH", &dir)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run `go tool pprof` ({error}): install Go (Debian package golang-go) to run this test"
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // "      12kB 60.00% 60.00%       12kB 60.00%  0000010000000100 [app]"
+    let flat = |address: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_end().ends_with(&format!("{address} [app]")))
+            .unwrap_or_else(|| panic!("no {address} in:\n{stdout}"));
+        line.split_whitespace().next().unwrap().to_owned()
+    };
+    assert_eq!(flat("0000010000000100"), "12kB", "{stdout}");
+    assert_eq!(flat("0000010000000300"), "8kB", "{stdout}");
+    assert!(stdout.contains("of 20kB total"), "{stdout}");
+    let classes = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-sample_index=class_resident"])
+        .arg(&file)
+        .env("PPROF_BINARY_PATH", &dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&classes.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_end().ends_with("[class] anonymous mmap"))
+        .unwrap_or_else(|| panic!("no class line in:\n{stdout}"));
+    assert_eq!(line.split_whitespace().next(), Some("20kB"), "{stdout}");
+}
