@@ -8,7 +8,8 @@
 #   - every VM scenario tests/vm/NN-*.sh, run in the patched kernel by scripts/vm-run: it
 #     passes when it exits 0 and the guest's kernel log has no BUG/WARNING/Oops/Call Trace;
 #     a scenario with a line "# vm-accel: ACCEL" runs with QEMU's -accel ACCEL, one with
-#     lines "# vm-add: HOST:GUEST" gets those files in the guest, one with a line
+#     lines "# vm-add: HOST:GUEST" gets those files in the guest (HOST relative to the
+#     repository's top, or absolute), one with a line
 #     "# vm-append: ARGS" boots with ARGS added to the kernel command line, and one with a
 #     line "# vm-timeout: SECONDS" gets that long (default: scripts/vm-run's)
 # Ends with one line: "N passed, N failed".
@@ -116,10 +117,10 @@ vm_scenario() {
     local timeout
     timeout=$(sed -n 's/^# vm-timeout: //p' "$script")
     # And files to copy into the guest, one "# vm-add: HOST:GUEST" line each (a link on the
-    # host is copied as the file it names).
+    # host is copied as the file it names; a relative HOST is from the repository's top).
     local adds=() spec
     while read -r spec; do
-        [ -n "$spec" ] && adds+=(--add "$(readlink -f "${spec%%:*}"):${spec#*:}")
+        [ -n "$spec" ] && adds+=(--add "$(cd "$top" && readlink -f "${spec%%:*}"):${spec#*:}")
     done < <(sed -n 's/^# vm-add: //p' "$script")
     # And kernel parameters, in a line "# vm-append: ARGS".
     append=$(sed -n 's/^# vm-append: //p' "$script")
