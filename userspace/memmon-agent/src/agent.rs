@@ -540,9 +540,6 @@ impl Agent {
                 self.pids.insert(*child, name.clone());
                 self.strangers.remove(child);
             }
-            EventKind::Exec { .. } => {
-                self.new_code.insert(event.pid);
-            }
             EventKind::Mmap { prot, .. } if prot.contains(memmon::Prot::EXEC) => {
                 self.new_code.insert(event.pid);
             }
@@ -550,6 +547,9 @@ impl Agent {
         }
         if let Some(model) = self.models.get_mut(&name) {
             model.event(&event);
+            if let EventKind::Exec { .. } = event.kind {
+                model.exec(event.pid);
+            }
         }
         if let EventKind::Exit { .. } = event.kind {
             self.pids.remove(&event.pid);

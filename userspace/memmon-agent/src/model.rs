@@ -107,18 +107,28 @@ impl CgroupModel {
     /// A process first seen: its maps (so that what it mapped before is known) and the
     /// build IDs of its files.
     pub fn adopt(&mut self, pid: u32) {
+        if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
+            self.top.name(pid, comm.trim_end());
+        }
+        self.maps_snapshot(pid, "start");
+    }
+
+    /// After an exec: the new program's maps (its exec mapped them without an mmap call),
+    /// as `memmon record` takes them.
+    pub fn exec(&mut self, pid: u32) {
+        self.maps_snapshot(pid, "exec");
+    }
+
+    fn maps_snapshot(&mut self, pid: u32, reason: &str) {
         let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) else {
             return;
         };
         self.note_build_ids(pid, &maps);
-        if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
-            self.top.name(pid, comm.trim_end());
-        }
         self.top.snapshot(Snapshot {
             source: SnapshotSource::Maps,
             pid,
             time: monotonic_now(),
-            reason: "start".to_owned(),
+            reason: reason.to_owned(),
             note: None,
             lines: maps.lines().map(str::to_owned).collect(),
         });
