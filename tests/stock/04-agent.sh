@@ -13,6 +13,8 @@
 # vm-add: build/stock/prometheus/ld-linux-x86-64.so.2:/opt/prom/ld-linux-x86-64.so.2
 # vm-add: build/stock/prometheus/libc.so.6:/opt/prom/libc.so.6
 # vm-timeout: 900
+# jobs/c's OOM kill prints the OOM killer's report, a Call Trace in it:
+# vm-oom: expected
 . /host/lib.sh
 cg=/sys/fs/cgroup
 grep -q "^[^ ]* $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg || fail "cannot mount cgroup2 at $cg"
