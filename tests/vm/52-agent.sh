@@ -4,8 +4,8 @@
 # and a flag (--label): job-a from the start, job-b made after the agent started, job-c
 # made and removed; other/ is outside the glob. Checks, with the workloads' exact sizes
 # (hold N: N anonymous pages):
-#   - each job's memmon_resident_bytes{class="anon_mmap"} is its N pages (4096, 2048) and
-#     the one page of hold's .bss past its file, exactly; its anon faults at least N;
+#   - each job's memmon_resident_bytes{class="anon_mmap"} is its N pages (4096, 2048),
+#     or those and the one page of hold's .bss past its file; its anon faults at least N;
 #     other/ has no series;
 #   - a snapshot per job and interval in the spool (gzip files named TIME-CGROUP-REASON);
 #   - job-c: watched, then removed: its series go, one log line;
@@ -86,12 +86,19 @@ done
 
 A='memmon_resident_bytes{cgroup="/work/job-a",class="anon_mmap"}'
 B='memmon_resident_bytes{cgroup="/work/job-b",class="anon_mmap"}'
-wait_long "job-a's 4096 pages in the metrics" at_least "$A" $(((4096 + 1) * 4096))
-wait_long "job-b's 2048 pages in the metrics" at_least "$B" $(((2048 + 1) * 4096))
-# The holder's region, and the one page the program touches of its .bss beyond the file
-# (004a9000-004ae000 rw-p, anonymous: the class anonymous mmap).
-expect_eq "job-a anon_mmap bytes" "$(metric "$A")" $(((4096 + 1) * 4096))
-expect_eq "job-b anon_mmap bytes" "$(metric "$B")" $(((2048 + 1) * 4096))
+wait_long "job-a's 4096 pages in the metrics" at_least "$A" $((4096 * 4096))
+wait_long "job-b's 2048 pages in the metrics" at_least "$B" $((2048 * 4096))
+# anon_bss BYTES PAGES: BYTES is PAGES pages (the holder's region), or those and the one page
+# hold touches of its .bss past its file (004a9000-004ae000 rw-p, anonymous: anonymous
+# mmap, when the agent read the maps at the exec before hold touched it; else that page is
+# in the class unknown, as for any region the model learnt of late)
+anon_bss() {
+    [ "$1" = $(($2 * 4096)) ] || [ "$1" = $((($2 + 1) * 4096)) ] ||
+        fail "anon_mmap bytes $1: want $2 pages, or $2 + 1"
+    echo "ok: anon_mmap bytes $1 ($2 pages, or $2 + 1)"
+}
+anon_bss "$(metric "$A")" 4096
+anon_bss "$(metric "$B")" 2048
 at_least 'memmon_faults_total{cgroup="/work/job-a",type="anon"}' 4096 || fail "job-a's anon faults"
 at_least 'memmon_mm_calls_total{cgroup="/work/job-a",call="mmap"}' 1 || fail "job-a's mmap calls"
 expect_eq "series of other/ (outside the glob)" "$(grep -c 'cgroup="/other"' $m)" 0
@@ -124,7 +131,7 @@ sh -c "echo \$\$ > $cg/work/job-b/cgroup.procs && i=0 && while [ \$i -lt 10000 ]
 sleep 3
 expect_eq "job-b's live processes after the churn" \
     "$(metric 'memmon_processes{cgroup="/work/job-b"}')" 1
-expect_eq "job-b anon_mmap bytes after the churn" "$(metric "$B")" $(((2048 + 1) * 4096))
+anon_bss "$(metric "$B")" 2048
 echo "events read: $(metric memmon_events_total), lost: $(metric memmon_events_lost_total)"
 rss_bounded
 
