@@ -246,7 +246,15 @@ impl CgroupModel {
 
 fn new_top(max_sites: usize) -> TopModel {
     // Names from the machine's own files: no debuginfod downloads from a service.
-    let mut top = TopModel::new(SymbolOptions::default());
+    // The timeline cut at marks only: a model that runs for ever keeps no interval per
+    // second.
+    let mut top = TopModel::with_replay_options(
+        SymbolOptions::default(),
+        memmon::report::model::replay::ReplayOptions {
+            slicing: memmon::report::model::timeline::Slicing::Marks,
+            at_time: None,
+        },
+    );
     top.replay_mut().set_site_capacity(max_sites);
     top
 }
