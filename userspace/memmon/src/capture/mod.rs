@@ -4,5 +4,3 @@
 pub mod cgroup;
 pub mod control;
 pub mod file;
-pub mod live;
-pub mod unwind;
