@@ -11,6 +11,10 @@
 #   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
+#   make install  the module for the running kernel (or KRELEASE=, KDIR=) under
+#                 /lib/modules/KRELEASE/extra with depmod, the CLI in /usr/local/bin, the
+#                 systemd unit memmon-agent.service (scripts/install.sh; DESTDIR=, PREFIX=)
+#   make uninstall  remove them (the configuration /etc/memmon/agent.toml is kept)
 #   make clean    remove the module and userspace build output (keeps the kernel)
 #   make distclean  remove build/ entirely
 
@@ -21,6 +25,8 @@ LINUX := $(BUILD)/linux
 KDIR ?= $(LINUX)
 LLVM ?= -19
 JOBS ?= $(shell nproc)
+KRELEASE ?= $(shell uname -r)
+PREFIX ?= /usr/local
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 KMAKE = $(MAKE) -C $(LINUX) LLVM=$(LLVM) -j$(JOBS)
@@ -36,7 +42,7 @@ USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
 PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
-.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug \
+.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
 all: kernel module userspace progs
@@ -176,6 +182,10 @@ check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
 check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
 	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1 \
 		MEMMON_VM_TIMEOUT=$${MEMMON_VM_TIMEOUT:-3000}) $(TOP)/scripts/check-stress.sh
+
+install uninstall:
+	@KRELEASE=$(KRELEASE) $(if $(filter command line,$(origin KDIR)),KDIR=$(KDIR)) \
+		DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) $(TOP)/scripts/install.sh $@
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target
