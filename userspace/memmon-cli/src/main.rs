@@ -240,6 +240,19 @@ enum Command {
         after_help = "Example:\n  memmon top -- ./a.out\n  memmon top -p 212\n  memmon top --cgroup /sys/fs/cgroup/system.slice/foo.service\n  memmon top --input cap.txt --speed 10"
     )]
     Top(top::TopArgs),
+    /// Run as a service: watch cgroups by glob, spool pprof snapshots, serve Prometheus
+    /// metrics (docs/agent.md).
+    ///
+    /// Watches every cgroup v2 directory the globs match (relative to the cgroup2 root,
+    /// e.g. `system.slice/*.service`; cgroups created later too), keeps a bounded model of
+    /// each (the report's), writes one pprof snapshot per cgroup into the spool every
+    /// interval and when a cgroup nears its memory.max, and serves /metrics. The flags win
+    /// over the config file. SIGHUP reloads the config; SIGTERM writes a last snapshot,
+    /// unwatches everything and exits.
+    #[command(
+        after_help = "Example:\n  memmon agent --config /etc/memmon/agent.toml\n  memmon agent --cgroup 'system.slice/*.service' --interval 300 --label group=canary"
+    )]
+    Agent(AgentArgs),
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -248,6 +261,33 @@ enum Command {
         #[arg(required = true)]
         text: Vec<String>,
     },
+}
+
+/// The flags of `memmon agent`: each wins over the config file's key.
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// The TOML config file (docs/agent.md); without it, the defaults and the flags.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Watch the cgroups this path or glob matches, relative to the cgroup2 root
+    /// (repeatable; replaces the file's list).
+    #[arg(long = "cgroup", value_name = "GLOB")]
+    cgroups: Vec<String>,
+    /// Serve /metrics here (default 127.0.0.1:9464; "" for nowhere).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// The spool directory of the snapshots (default /var/spool/memmon).
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+    /// Seconds between snapshots (default 600).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: Option<u64>,
+    /// A label of every snapshot (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = memmon_agent::config::parse_label)]
+    labels: Vec<(String, String)>,
+    /// Also write the metrics text to FILE every second (for hosts without a scraper).
+    #[arg(long, value_name = "FILE")]
+    metrics_file: Option<PathBuf>,
 }
 
 /// `--sample MS` of `run` and `record`.
@@ -400,6 +440,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report(args) => report::report(args),
         Command::Top(args) => top::top(&proc, args),
+        Command::Agent(args) => {
+            memmon_agent::run(memmon_agent::Start {
+                config_path: args.config,
+                flags: memmon_agent::Overrides {
+                    cgroups: args.cgroups,
+                    listen: args.listen,
+                    spool: args.spool,
+                    interval: args.interval,
+                    labels: args.labels,
+                    metrics_file: args.metrics_file,
+                },
+                proc_root: cli.proc_root,
+                unwind_tables: !cli.no_unwind_tables,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Stats => control::stats(&proc),
         Command::Mark { text } => control::mark(&proc, &text),
     }

@@ -210,8 +210,14 @@ pub struct TopModel {
 impl TopModel {
     /// An empty model; sites are named with `symbol_options` (as `memmon report`'s).
     pub fn new(symbol_options: SymbolOptions) -> TopModel {
+        TopModel::with_replay_options(symbol_options, ReplayOptions::default())
+    }
+
+    /// An empty model whose replay has `options` (`memmon agent`, which runs for ever, cuts
+    /// its timeline at marks only, not every second).
+    pub fn with_replay_options(symbol_options: SymbolOptions, options: ReplayOptions) -> TopModel {
         TopModel {
-            replay: Replay::new(ReplayOptions::default()),
+            replay: Replay::new(options),
             activity: BTreeMap::new(),
             symbol_options,
             symbols: None,
@@ -299,6 +305,17 @@ impl TopModel {
         if before.owner(path) != self.own_code.owner(path) {
             self.site_names.clear();
         }
+    }
+
+    /// The replay behind the samples (`memmon agent` snapshots it).
+    pub fn replay(&self) -> &Replay {
+        &self.replay
+    }
+
+    /// The replay, to cap or trim it ([`Replay::set_site_capacity`],
+    /// [`Replay::forget_exited`]).
+    pub fn replay_mut(&mut self) -> &mut Replay {
+        &mut self.replay
     }
 
     /// Whether any process has been seen.

@@ -4,3 +4,5 @@
 pub mod cgroup;
 pub mod control;
 pub mod file;
+pub mod live;
+pub mod unwind;

@@ -67,6 +67,14 @@ impl PeakTracker {
         self.exited.insert(key);
     }
 
+    /// Forgets process `key`, which exited ([`crate::report::model::replay::Replay::forget_exited`]).
+    pub fn forget(&mut self, key: ProcessKey) {
+        self.exited.remove(&key);
+        self.since.remove(&key);
+        self.at_highest.remove(&key);
+        self.changed.retain(|changed| *changed != key);
+    }
+
     /// Process `key` lives again (an exec, or a fork that reuses its pid), holding nothing
     /// yet.
     pub fn revived(&mut self, key: ProcessKey) {

@@ -57,6 +57,9 @@ pub const LABEL_NO_STACK: &str = "[system call, no stack]";
 pub const LABEL_PYTHON_UNNAMED: &str = "[Python code, not named]";
 /// Label of what memmon's own image did before the command's exec (`record -- CMD`).
 pub const LABEL_MEMMON: &str = "[memmon, before the command's exec]";
+/// Label of the sites a capped table dropped, least recently used first
+/// ([`SiteTable::set_capacity`]): what their pages and counts are shown under.
+pub const LABEL_DROPPED: &str = "[sites dropped: least recently used]";
 
 /// A perf map (`/tmp/perf-PID.map`): generated code's (start, end, line number, name), by
 /// start; and the longest entry, which bounds a lookup's scan.
@@ -127,6 +130,18 @@ pub struct SiteTable {
     /// Names resolved on the record machine (`record --symbolize`): the JSON array of
     /// a frame's symbolised frames, by frame.
     recorded: HashMap<Frame, String>,
+    /// The most sites with code frames kept ([`SiteTable::set_capacity`]); none: no cap.
+    capacity: Option<usize>,
+    /// When each site was last used, by id (kept only with a capacity).
+    last_use: Vec<u64>,
+    /// The use clock.
+    clock: u64,
+    /// Sites with code frames, not dropped.
+    kept: usize,
+    /// Sites dropped so far.
+    dropped: u64,
+    /// Drops so far: a cache of site ids made before the last drop is stale.
+    drops: u64,
 }
 
 impl SiteTable {
@@ -235,12 +250,83 @@ impl SiteTable {
     /// The id of a site, added if new.
     pub fn intern(&mut self, frames: Vec<Frame>) -> SiteId {
         if let Some(&id) = self.site_ids.get(&frames) {
+            self.touch(id);
             return id;
         }
         let id = SiteId::try_from(self.sites.len()).unwrap_or(SiteId::MAX);
+        let code = !matches!(frames.as_slice(), [Frame::Label(_)]);
         self.sites.push(frames.clone());
         self.site_ids.insert(frames, id);
+        if let Some(capacity) = self.capacity {
+            self.last_use.push(0);
+            self.touch(id);
+            if code {
+                self.kept += 1;
+                if self.kept > capacity {
+                    self.drop_least_recent(capacity);
+                }
+            }
+        }
         id
+    }
+
+    /// Caps the sites with code frames at `capacity` (at least 8): past it, the least
+    /// recently used eighth are dropped. A dropped site keeps its id (the pages and counts
+    /// that name it stay), its frames become the one label [`LABEL_DROPPED`] and its
+    /// stack is freed; the same stack seen again is a new site. Label sites are never
+    /// dropped. Set it before the first site.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = Some(capacity.max(8));
+        self.last_use = vec![0; self.sites.len()];
+    }
+
+    /// Notes a use of `site` (for [`SiteTable::set_capacity`]'s order).
+    pub fn touch(&mut self, site: SiteId) {
+        if let Some(last) = self.last_use.get_mut(site as usize) {
+            self.clock += 1;
+            *last = self.clock;
+        }
+    }
+
+    /// Sites dropped so far by the cap.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Counts the drops: a site id cached before it changed may name a dropped site.
+    pub fn drops(&self) -> u64 {
+        self.drops
+    }
+
+    /// Sites with code frames not dropped.
+    pub fn kept(&self) -> usize {
+        if self.capacity.is_some() {
+            self.kept
+        } else {
+            self.sites.len()
+        }
+    }
+
+    fn drop_least_recent(&mut self, capacity: usize) {
+        let mut code: Vec<(u64, SiteId)> = self
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, frames)| !matches!(frames.as_slice(), [Frame::Label(_)]))
+            .map(|(id, _)| (self.last_use[id], id as SiteId))
+            .collect();
+        code.sort_unstable();
+        let excess = self.kept - (capacity - capacity / 8);
+        for &(_, id) in code.iter().take(excess) {
+            let frames = std::mem::replace(
+                &mut self.sites[id as usize],
+                vec![Frame::Label(LABEL_DROPPED)],
+            );
+            self.site_ids.remove(&frames);
+        }
+        self.kept -= excess;
+        self.dropped += excess as u64;
+        self.drops += 1;
     }
 
     /// A one-frame pseudo-site.
@@ -267,6 +353,44 @@ impl SiteTable {
 #[cfg(test)]
 mod tests {
     use super::SiteTable;
+
+    /// With a capacity of 16, the 17th code site drops the 2 least recently used (down to
+    /// 14); a label site is never dropped and does not count; the stack of a dropped site
+    /// seen again is a new site.
+    #[test]
+    fn capped_table_drops_least_recent() {
+        use super::{Frame, LABEL_DROPPED};
+        let code = |n: u64| {
+            vec![Frame::Code {
+                object: 0,
+                offset: n,
+                ret: false,
+            }]
+        };
+        let mut table = SiteTable::default();
+        table.set_capacity(16);
+        let label = table.label("[exec]");
+        let ids: Vec<u32> = (0..16).map(|n| table.intern(code(n))).collect();
+        // Sites 0 and 1 used again: 2 and 3 are now the least recent.
+        assert_eq!(table.intern(code(0)), ids[0]);
+        table.touch(ids[1]);
+        assert_eq!(table.kept(), 16);
+        assert_eq!(table.dropped(), 0);
+        let new = table.intern(code(16));
+        assert_eq!(table.kept(), 14);
+        assert_eq!(table.dropped(), 3);
+        assert_eq!(table.drops(), 1);
+        for id in &ids[2..5] {
+            assert_eq!(table.frames(*id), [Frame::Label(LABEL_DROPPED)]);
+        }
+        assert_eq!(table.frames(ids[0]), code(0).as_slice());
+        assert_eq!(table.frames(ids[5]), code(5).as_slice());
+        assert_eq!(table.frames(new), code(16).as_slice());
+        assert_eq!(table.frames(label), [Frame::Label("[exec]")]);
+        let again = table.intern(code(2));
+        assert_ne!(again, ids[2]);
+        assert_eq!(table.kept(), 15);
+    }
 
     #[test]
     fn perf_map_lookup() {

@@ -417,9 +417,11 @@ impl Replay {
         let space = self.space_of(key);
         self.register(key);
         let process = self.processes.entry(key).or_default();
-        if process.raw_epoch != process.space.code_epoch {
+        if process.raw_epoch != process.space.code_epoch || process.raw_drops != self.sites.drops()
+        {
             process.raw_sites.clear();
             process.raw_epoch = process.space.code_epoch;
+            process.raw_drops = self.sites.drops();
         }
         // The Python frames are part of what the site is made of.
         let with_python: Vec<u64>;
@@ -442,6 +444,7 @@ impl Replay {
             None => raw,
         };
         if let Some(&site) = process.raw_sites.get(cache_key) {
+            self.sites.touch(site);
             return site;
         }
         // A frame-pointer walk through code without frame pointers can read data as a

@@ -69,6 +69,8 @@ pub(crate) struct Process {
     space: Space,
     raw_sites: FxHashMap<Vec<u64>, SiteId>,
     raw_epoch: u64,
+    /// The site table's drops when `raw_sites` was filled.
+    raw_drops: u64,
     /// The totals when the address space was last released (exit/exec).
     released: Option<KindBytes>,
     exited: bool,
@@ -557,6 +559,52 @@ impl Replay {
     /// The sites and objects interned so far.
     pub fn sites(&self) -> &SiteTable {
         &self.sites
+    }
+
+    /// Caps the site table ([`SiteTable::set_capacity`]): a replay that runs for ever
+    /// (`memmon agent`) keeps at most `capacity` stacks, the least recently used dropped.
+    pub fn set_site_capacity(&mut self, capacity: usize) {
+        self.sites.set_capacity(capacity);
+    }
+
+    /// The mapping classes, by [`ClassId`].
+    pub fn classes(&self) -> &[Class] {
+        &self.classes
+    }
+
+    /// The cumulative per-site statistics (faults by class, pages in).
+    pub fn stats(&self) -> &StatsTable {
+        &self.stats
+    }
+
+    /// Processes the replay holds (live and exited ones not forgotten).
+    pub fn process_count(&self) -> usize {
+        self.processes.len()
+    }
+
+    /// Forgets the processes that exited, for a replay that runs for ever (`memmon
+    /// agent`): their end states, the counters compared and the marks go, and with them
+    /// what the end, the peak, the comparisons and the marks of [`Replay::finish`]
+    /// would show of them. The live processes and every site stay.
+    pub fn forget_exited(&mut self) {
+        let gone: Vec<ProcessKey> = self
+            .processes
+            .iter()
+            .filter(|(_, process)| process.exited)
+            .map(|(key, _)| *key)
+            .collect();
+        for key in &gone {
+            self.processes.remove(key);
+            self.spaces.remove(key);
+            self.cgroups.remove(key);
+            self.start_counters.remove(key);
+            self.peak_tracker.forget(*key);
+        }
+        let processes = &self.processes;
+        self.order.retain(|key| processes.contains_key(key));
+        self.finished = Holdings::default();
+        self.comparisons.clear();
+        self.marks.clear();
     }
 
     /// Events replayed so far.

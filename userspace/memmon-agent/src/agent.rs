@@ -1,0 +1,651 @@
+//! The agent's loop: reads the module's stream, hands each event to its cgroup's model,
+//! keeps the watched cgroups current, takes the snapshots, refreshes the metrics, and
+//! answers SIGHUP (reload), SIGTERM and SIGINT (a last snapshot, unwatch, exit). It
+//! outlives the module: after `rmmod` it waits for it, and when it is back, watches again
+//! and says how long the gap was.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use memmon::capture::cgroup::process_cgroup;
+use memmon::capture::live::LiveEvents;
+use memmon::capture::unwind::UnwindTables;
+use memmon::{parse_line, EventKind, ModuleParams, ProcInterface};
+
+use crate::cgroups::{memory_use, owner, unit, Matcher};
+use crate::config::{Config, Overrides};
+use crate::metrics::{self, Metrics, Shared};
+use crate::model::CgroupModel;
+use crate::profile::{self, SnapshotInfo};
+use crate::spool::{DirStore, Outcome, Spool};
+
+/// How long a poll of the stream waits for events.
+const POLL_MS: u16 = 100;
+/// How often the cgroup tree is walked, the module looked for and the cheap metrics set.
+const TICK: Duration = Duration::from_secs(1);
+/// How often memory.current is compared with memory.max.
+const NEAR_LIMIT_CHECK: Duration = Duration::from_millis(200);
+/// How often the own-code sites of the metrics are named and ranked, and exited
+/// processes forgotten.
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// What started the agent: the config file and the flags, kept for reloads.
+pub struct Start {
+    /// `--config FILE`.
+    pub config_path: Option<PathBuf>,
+    /// The flags that win over the file.
+    pub flags: Overrides,
+    /// The module's /proc directory.
+    pub proc_root: PathBuf,
+    /// Load unwind tables (not with `--no-unwind-tables`).
+    pub unwind_tables: bool,
+}
+
+/// The host's name (the `host` label unless the config gives one).
+pub fn host_name() -> String {
+    nix::sys::utsname::uname()
+        .map(|uts| uts.nodename().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// Runs the agent until SIGTERM or SIGINT.
+pub fn run(start: Start) -> Result<()> {
+    let config = Config::load(start.config_path.as_deref(), &start.flags, &host_name())?;
+    let terminate = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&terminate))
+            .context("cannot install a signal handler")?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))
+        .context("cannot install a signal handler")?;
+    let mut agent = Agent::new(start, config)?;
+    agent.log_config("started");
+    let result = agent.run(&terminate, &reload);
+    agent.finish();
+    result
+}
+
+struct Agent {
+    start: Start,
+    config: Config,
+    proc: ProcInterface,
+    params: ModuleParams,
+    metrics: Shared,
+    server: Option<(SocketAddr, Arc<tiny_http::Server>)>,
+    spool: Spool<DirStore>,
+    matcher: Matcher,
+    /// The cgroups watched through the module, with their models.
+    models: BTreeMap<String, CgroupModel>,
+    /// The watched cgroup of each process seen.
+    pids: HashMap<u32, String>,
+    /// Pids not in a watched cgroup (someone else's watch), so as not to look again.
+    strangers: HashMap<u32, ()>,
+    events: Option<LiveEvents>,
+    tables: UnwindTables,
+    /// Processes whose build IDs to read once the events read are handled.
+    new_code: BTreeSet<u32>,
+    /// The module's probe_missed at the last look.
+    probe_missed: Option<u64>,
+    /// Since when the module has been away (None: it is there); `ever_attached`: it was
+    /// there once (a gap counts only after that).
+    gap_since: Option<Instant>,
+    ever_attached: bool,
+    /// The last near-the-limit snapshot of each cgroup.
+    last_near: HashMap<String, Instant>,
+    /// Cgroups whose watch failed, said once each.
+    watch_failed: BTreeSet<String>,
+    last_tick: Instant,
+    last_near_check: Instant,
+    last_sample: Instant,
+    last_snapshot: Instant,
+    /// Whether the last interval's snapshots may retry a full spool.
+    spool_retry: bool,
+}
+
+impl Agent {
+    fn new(start: Start, config: Config) -> Result<Agent> {
+        let metrics: Shared = Arc::new(Mutex::new(Metrics::new()));
+        let spool = Spool::new(
+            DirStore::new(config.spool_dir.clone())
+                .with_context(|| format!("cannot create {}", config.spool_dir.display()))?,
+            config.spool_max_bytes,
+        );
+        let server = match config.listen {
+            Some(address) => Some((address, metrics::serve(address, Arc::clone(&metrics))?)),
+            None => None,
+        };
+        let now = Instant::now();
+        Ok(Agent {
+            proc: ProcInterface::new(&start.proc_root),
+            params: ModuleParams::default(),
+            matcher: Matcher::new(&config.cgroups),
+            start,
+            config,
+            metrics,
+            server,
+            spool,
+            models: BTreeMap::new(),
+            pids: HashMap::new(),
+            strangers: HashMap::new(),
+            events: None,
+            tables: UnwindTables::off(),
+            new_code: BTreeSet::new(),
+            probe_missed: None,
+            gap_since: Some(now),
+            ever_attached: false,
+            last_near: HashMap::new(),
+            watch_failed: BTreeSet::new(),
+            last_tick: now - TICK,
+            last_near_check: now,
+            last_sample: now,
+            last_snapshot: now,
+            spool_retry: true,
+        })
+    }
+
+    fn log_config(&self, what: &str) {
+        let listen = self
+            .config
+            .listen
+            .map_or_else(|| "nowhere".to_owned(), |a| a.to_string());
+        eprintln!(
+            "memmon agent: {what}: cgroups {:?} under {}, snapshots every {} s into {} (cap {} \
+             bytes), metrics on {listen}",
+            self.config.cgroups,
+            self.config.cgroup_root.display(),
+            self.config.interval,
+            self.config.spool_dir.display(),
+            self.config.spool_max_bytes
+        );
+    }
+
+    fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {
+        match self.metrics.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn run(&mut self, terminate: &AtomicBool, reload: &AtomicBool) -> Result<()> {
+        while !terminate.load(Ordering::Relaxed) {
+            if reload.swap(false, Ordering::Relaxed) {
+                self.reload();
+            }
+            if self.last_tick.elapsed() >= TICK {
+                self.last_tick = Instant::now();
+                self.tick();
+            }
+            match self.events.as_mut() {
+                Some(events) => {
+                    let mut lines = Vec::new();
+                    let polled = events.poll_lines(POLL_MS, |line| {
+                        lines.push(line.to_owned());
+                        Ok(())
+                    });
+                    if let Err(error) = polled {
+                        eprintln!("memmon agent: {error:#}");
+                        self.module_gone();
+                    }
+                    self.metrics().events.inc_by(lines.len() as u64);
+                    for line in &lines {
+                        self.handle(line);
+                    }
+                    self.tables.flush();
+                    for pid in std::mem::take(&mut self.new_code) {
+                        if let Some(model) =
+                            self.pids.get(&pid).and_then(|c| self.models.get_mut(c))
+                        {
+                            model.refresh_build_ids(pid);
+                        }
+                    }
+                }
+                None => std::thread::sleep(Duration::from_millis(POLL_MS.into())),
+            }
+            if self.last_near_check.elapsed() >= NEAR_LIMIT_CHECK {
+                self.last_near_check = Instant::now();
+                self.check_limits();
+            }
+            if self.last_sample.elapsed() >= SAMPLE_EVERY {
+                self.sample_all();
+            }
+            if self.last_snapshot.elapsed() >= Duration::from_secs(self.config.interval) {
+                self.last_snapshot = Instant::now();
+                self.spool_retry = true;
+                self.snapshot_all("interval");
+            }
+        }
+        Ok(())
+    }
+
+    /// SIGTERM: a last snapshot of every cgroup, then nothing is watched any more.
+    fn finish(&mut self) {
+        eprintln!("memmon agent: stopping: last snapshots, unwatching");
+        if let Some(events) = self.events.as_mut() {
+            let mut lines = Vec::new();
+            let _ = events.poll_lines(0, |line| {
+                lines.push(line.to_owned());
+                Ok(())
+            });
+            for line in &lines {
+                self.handle(line);
+            }
+        }
+        self.spool_retry = true;
+        self.snapshot_all("exit");
+        self.tables.finish();
+        let names: Vec<String> = self.models.keys().cloned().collect();
+        for name in names {
+            self.unwatch(&name);
+        }
+        self.sample_all();
+        self.write_metrics_file();
+        if let Some((_, server)) = &self.server {
+            server.unblock();
+        }
+    }
+
+    /// SIGHUP: the config again; new globs watched, dropped ones unwatched.
+    fn reload(&mut self) {
+        let config = match Config::load(
+            self.start.config_path.as_deref(),
+            &self.start.flags,
+            &host_name(),
+        ) {
+            Ok(config) => config,
+            Err(error) => {
+                eprintln!("memmon agent: reload refused, the config in effect stays: {error:#}");
+                return;
+            }
+        };
+        if config.listen != self.config.listen {
+            if let Some((_, server)) = self.server.take() {
+                server.unblock();
+            }
+            if let Some(address) = config.listen {
+                match metrics::serve(address, Arc::clone(&self.metrics)) {
+                    Ok(server) => self.server = Some((address, server)),
+                    Err(error) => eprintln!("memmon agent: {error:#}"),
+                }
+            }
+        }
+        if config.spool_dir != self.config.spool_dir
+            || config.spool_max_bytes != self.config.spool_max_bytes
+        {
+            match DirStore::new(config.spool_dir.clone()) {
+                Ok(store) => self.spool = Spool::new(store, config.spool_max_bytes),
+                Err(error) => eprintln!(
+                    "memmon agent: cannot create {}: {error}; the spool stays {}",
+                    config.spool_dir.display(),
+                    self.config.spool_dir.display()
+                ),
+            }
+        }
+        self.matcher = Matcher::new(&config.cgroups);
+        self.config = config;
+        self.watch_failed.clear();
+        self.log_config("reloaded");
+        self.sync_cgroups();
+    }
+
+    /// Every second: the module, the cgroups, the cheap metrics.
+    fn tick(&mut self) {
+        let module_there = self.proc.stats().is_ok();
+        match (self.events.is_some(), module_there) {
+            (true, false) => self.module_gone(),
+            (false, true) => self.module_back(),
+            _ => {}
+        }
+        if self.events.is_some() {
+            self.sync_cgroups();
+            if let Some(missed) = self
+                .proc
+                .stats()
+                .ok()
+                .and_then(|s| s.get_u64("probe_missed"))
+            {
+                let before = self.probe_missed.replace(missed).unwrap_or(missed);
+                self.metrics()
+                    .probes_missed
+                    .inc_by(missed.saturating_sub(before));
+            }
+        }
+        self.refresh_metrics();
+    }
+
+    fn refresh_metrics(&mut self) {
+        let spool_bytes = self.spool.bytes();
+        let full = self.spool.is_full();
+        let mut metrics = match self.metrics.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        metrics.refresh_cgroups(self.models.values());
+        metrics.refresh_self();
+        metrics.spool_bytes.set(spool_bytes as i64);
+        metrics.spool_full.set(i64::from(full));
+        metrics.module_up.set(i64::from(self.events.is_some()));
+        let text = self.config.metrics_file.as_ref().map(|_| metrics.encode());
+        drop(metrics);
+        if let (Some(path), Some(text)) = (&self.config.metrics_file, text) {
+            if let Err(error) = metrics::write_file(path, &text) {
+                eprintln!("memmon agent: cannot write {}: {error}", path.display());
+            }
+        }
+    }
+
+    fn write_metrics_file(&mut self) {
+        self.refresh_metrics();
+    }
+
+    fn module_gone(&mut self) {
+        if self.events.take().is_none() {
+            return;
+        }
+        self.tables = UnwindTables::off();
+        self.gap_since = Some(Instant::now());
+        self.probe_missed = None;
+        self.metrics().module_gaps.inc();
+        eprintln!(
+            "memmon agent: the memmon module is gone: nothing is recorded until it is loaded \
+             again (memmon_module_up 0)"
+        );
+    }
+
+    fn module_back(&mut self) {
+        let events = match LiveEvents::open(&self.proc) {
+            Ok(events) => events,
+            Err(error) => {
+                eprintln!("memmon agent: {error:#}");
+                return;
+            }
+        };
+        let path = self.params.path("stack_depth");
+        if let Err(error) = std::fs::write(&path, self.config.stack_depth.to_string()) {
+            eprintln!(
+                "memmon agent: cannot set {} to {}: {error}",
+                path.display(),
+                self.config.stack_depth
+            );
+        }
+        self.events = Some(events);
+        self.tables = UnwindTables::open(&self.proc, self.start.unwind_tables);
+        let gap = self.gap_since.take().map(|since| since.elapsed());
+        if self.ever_attached {
+            let seconds = gap.map_or(0.0, |gap| gap.as_secs_f64());
+            self.metrics().module_gap_seconds.inc_by(seconds);
+            eprintln!(
+                "memmon agent: the memmon module is back after {seconds:.1} s: watching again \
+                 (the models start afresh; what happened in the gap is not in them)"
+            );
+            // The module forgot the watches; the models start again from the processes'
+            // maps.
+            let names: Vec<String> = self.models.keys().cloned().collect();
+            for name in &names {
+                if let Some(model) = self.models.get_mut(name) {
+                    model.restart();
+                }
+                self.watch(name);
+            }
+            self.pids.clear();
+            self.strangers.clear();
+        } else {
+            eprintln!(
+                "memmon agent: reading {}",
+                self.proc.path("events").display()
+            );
+        }
+        self.ever_attached = true;
+        self.sync_cgroups();
+    }
+
+    /// Watches the cgroups the globs match now and unwatches those they do not.
+    fn sync_cgroups(&mut self) {
+        if self.events.is_none() {
+            return;
+        }
+        let found = self.matcher.discover(&self.config.cgroup_root);
+        let gone: Vec<String> = self
+            .models
+            .keys()
+            .filter(|name| !found.contains(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            let exists = self
+                .config
+                .cgroup_root
+                .join(name.trim_start_matches('/'))
+                .is_dir();
+            if exists {
+                eprintln!("memmon agent: {name}: no longer matched: last snapshot, unwatched");
+                self.snapshot(&name, "unwatched");
+            } else {
+                eprintln!("memmon agent: {name}: removed: its model and series are dropped");
+            }
+            self.unwatch(&name);
+        }
+        for name in found {
+            if !self.models.contains_key(&name) && self.watch(&name) {
+                eprintln!("memmon agent: {name}: watched");
+                // Its processes come with `cgroup` lines, which adopt them.
+                self.models
+                    .insert(name.clone(), CgroupModel::new(&name, self.config.max_sites));
+            }
+        }
+    }
+
+    fn watch(&mut self, name: &str) -> bool {
+        let path = self.config.cgroup_root.join(name.trim_start_matches('/'));
+        match self.proc.watch_cgroup(&path) {
+            Ok(()) => {
+                self.watch_failed.remove(name);
+                true
+            }
+            Err(error) => {
+                if self.watch_failed.insert(name.to_owned()) {
+                    eprintln!("memmon agent: {name}: cannot watch: {error}");
+                }
+                false
+            }
+        }
+    }
+
+    fn unwatch(&mut self, name: &str) {
+        let path = self.config.cgroup_root.join(name.trim_start_matches('/'));
+        // A removed cgroup is forgotten by the module already.
+        let _ = self.proc.unwatch_cgroup(&path);
+        self.models.remove(name);
+        self.last_near.remove(name);
+        self.pids.retain(|_, cgroup| cgroup != name);
+    }
+
+    /// The watched cgroup of `pid`, learnt from its `cgroup` line or /proc/PID/cgroup.
+    fn cgroup_of(&mut self, pid: u32) -> Option<String> {
+        if let Some(name) = self.pids.get(&pid) {
+            return Some(name.clone());
+        }
+        if pid == 0 || self.strangers.contains_key(&pid) {
+            return None;
+        }
+        let watched: BTreeSet<String> = self.models.keys().cloned().collect();
+        match process_cgroup(pid).and_then(|path| owner(&watched, &path).cloned()) {
+            Some(name) => {
+                self.join(pid, &name);
+                Some(name)
+            }
+            None => {
+                if self.strangers.len() > 65536 {
+                    self.strangers.clear();
+                }
+                self.strangers.insert(pid, ());
+                None
+            }
+        }
+    }
+
+    /// `pid` is a member of cgroup `name` from now on.
+    fn join(&mut self, pid: u32, name: &str) {
+        self.strangers.remove(&pid);
+        if self.pids.get(&pid).map(String::as_str) == Some(name) {
+            return;
+        }
+        self.pids.insert(pid, name.to_owned());
+        if let Some(model) = self.models.get_mut(name) {
+            model.adopt(pid);
+        }
+        self.tables.sync(pid);
+    }
+
+    fn handle(&mut self, line: &str) {
+        let event = match parse_line(line) {
+            Ok(event) => event,
+            Err(error) => {
+                eprintln!("memmon agent: skipping undecodable event ({error}): {line}");
+                return;
+            }
+        };
+        match &event.kind {
+            EventKind::Lost { count } => {
+                self.metrics().events_lost.inc_by(*count);
+                return;
+            }
+            EventKind::Cgroup { path, .. } => {
+                let path = path.to_string_lossy();
+                let watched: BTreeSet<String> = self.models.keys().cloned().collect();
+                match owner(&watched, &path) {
+                    Some(name) => self.join(event.pid, name),
+                    None => {
+                        self.pids.remove(&event.pid);
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some(name) = self.cgroup_of(event.pid) else {
+            return;
+        };
+        self.tables.note(&event);
+        match &event.kind {
+            EventKind::Fork {
+                child,
+                watched: true,
+            } => {
+                self.pids.insert(*child, name.clone());
+                self.strangers.remove(child);
+            }
+            EventKind::Mmap { prot, .. } if prot.contains(memmon::Prot::EXEC) => {
+                self.new_code.insert(event.pid);
+            }
+            _ => {}
+        }
+        if let Some(model) = self.models.get_mut(&name) {
+            model.event(&event);
+            if let EventKind::Exec { .. } = event.kind {
+                model.exec(event.pid);
+            }
+        }
+        if let EventKind::Exit { .. } = event.kind {
+            self.pids.remove(&event.pid);
+            self.new_code.remove(&event.pid);
+        }
+    }
+
+    /// Snapshots the cgroups at or above `near_limit` of their memory.max (at most one per
+    /// cgroup every `near_limit_every` seconds).
+    fn check_limits(&mut self) {
+        let names: Vec<String> = self.models.keys().cloned().collect();
+        for name in names {
+            let Some((current, Some(max))) = memory_use(&self.config.cgroup_root, &name) else {
+                continue;
+            };
+            if max == 0 || (current as f64) < self.config.near_limit * max as f64 {
+                continue;
+            }
+            let every = Duration::from_secs(self.config.near_limit_every);
+            if self
+                .last_near
+                .get(&name)
+                .is_some_and(|last| last.elapsed() < every)
+            {
+                continue;
+            }
+            self.last_near.insert(name.clone(), Instant::now());
+            eprintln!(
+                "memmon agent: {name}: memory.current {current} is {:.0} % of memory.max {max}: \
+                 snapshot",
+                current as f64 * 100.0 / max as f64
+            );
+            self.snapshot(&name, "near-limit");
+        }
+    }
+
+    fn sample_all(&mut self) {
+        let seconds = self.last_sample.elapsed().as_secs_f64();
+        self.last_sample = Instant::now();
+        let top = self.config.top_sites;
+        for model in self.models.values_mut() {
+            model.sample(seconds, top);
+        }
+    }
+
+    fn snapshot_all(&mut self, reason: &str) {
+        let names: Vec<String> = self.models.keys().cloned().collect();
+        for name in names {
+            self.snapshot(&name, reason);
+        }
+        self.spool_retry = false;
+    }
+
+    /// Writes one snapshot of cgroup `name` into the spool.
+    fn snapshot(&mut self, name: &str, reason: &str) {
+        let Some(model) = self.models.get(name) else {
+            return;
+        };
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut labels = self.config.labels.clone();
+        labels.insert("cgroup".to_owned(), name.to_owned());
+        labels.insert("unit".to_owned(), unit(name).to_owned());
+        labels.insert("reason".to_owned(), reason.to_owned());
+        let executables = model.executables();
+        if !executables.is_empty() {
+            labels.insert("build_id".to_owned(), executables.join(","));
+        }
+        let profile = profile::build(
+            model.replay(),
+            &SnapshotInfo {
+                labels: &labels,
+                time_nanos: i64::try_from(wall.as_nanos()).unwrap_or(i64::MAX),
+            },
+        );
+        let file_name = profile::file_name(wall, name, reason);
+        let outcome = profile::encode(&profile)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| self.spool.put(&file_name, &bytes, self.spool_retry));
+        let metrics = self.metrics();
+        match outcome {
+            Ok(Outcome::Written { rotated }) => {
+                metrics
+                    .snapshots_written
+                    .get_or_create(&vec![("reason".to_owned(), reason.to_owned())])
+                    .inc();
+                metrics.snapshots_rotated.inc_by(rotated as u64);
+            }
+            Ok(Outcome::Dropped) => {
+                metrics.snapshots_dropped.inc();
+            }
+            Err(error) => {
+                metrics.snapshots_dropped.inc();
+                eprintln!("memmon agent: {name}: snapshot not written: {error}");
+            }
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! A cgroup's model from a small capture, its snapshot decoded with the project's pprof
+//! reader (prost and profile_proto): exact values, build ID + file offset locations,
+//! labels; and the site cap.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use memmon::report::output::profile_proto::Profile;
+use memmon::CaptureReader;
+use memmon_agent::model::CgroupModel;
+use memmon_agent::profile::{build, encode, file_name, SnapshotInfo};
+use prost::Message;
+
+const PAGE: i64 = 4096;
+
+/// Process 100 runs /usr/bin/app (build ID abc123): 3 anon faults at the site
+/// 0x400100 < 0x400200 and 2 at 0x400300, in an anonymous mapping; one mmap call.
+const CAPTURE: &str = "\
+# buildid abc123 /usr/bin/app
+# snapshot maps 100 1.000000000 start
+#| 00400000-00401000 r-xp 00000000 08:01 5    /usr/bin/app
+#| 7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+1.500000000 100/100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000200000 stack=0x400050
+2.000000000 100/100 fault type=anon access=W addr=0x7f0000000000 ip=0x400100 stack=0x400100,0x400200
+2.000000001 100/100 fault type=anon access=W addr=0x7f0000001000 ip=0x400100 stack=0x400100,0x400200
+2.000000002 100/100 fault type=anon access=W addr=0x7f0000002000 ip=0x400100 stack=0x400100,0x400200
+2.000000003 100/100 fault type=anon access=W addr=0x7f0000003000 ip=0x400300 stack=0x400300
+2.000000004 100/100 fault type=anon access=W addr=0x7f0000004000 ip=0x400300 stack=0x400300
+";
+
+fn model_of(text: &str, max_sites: usize) -> CgroupModel {
+    let mut model = CgroupModel::new("/work/job-1", max_sites);
+    let mut reader = CaptureReader::new(text.as_bytes());
+    while let Some(record) = reader.next_record() {
+        let (_, record) = record.unwrap();
+        model.record(&record);
+    }
+    model
+}
+
+fn decode(bytes: &[u8]) -> Profile {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut raw)
+        .unwrap();
+    Profile::decode(raw.as_slice()).unwrap()
+}
+
+#[test]
+fn snapshot_decodes_with_exact_values() {
+    let mut model = model_of(CAPTURE, 64);
+    model.sample(1.0, 5);
+    assert_eq!(model.faults[0], 5);
+    assert_eq!(model.calls.get("mmap"), Some(&1));
+    let picture = model.picture();
+    let by_class = model.resident_by_class(&picture);
+    assert_eq!(by_class["anon_mmap"], 5 * 4096);
+    assert_eq!(by_class.values().sum::<u64>(), 5 * 4096);
+
+    let mut labels = BTreeMap::new();
+    labels.insert("host".to_owned(), "box1".to_owned());
+    labels.insert("cgroup".to_owned(), "/work/job-1".to_owned());
+    labels.insert("unit".to_owned(), String::new());
+    labels.insert("group".to_owned(), "canary".to_owned());
+    let profile = build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &labels,
+            time_nanos: 7,
+        },
+    );
+    let profile = decode(&encode(&profile).unwrap());
+    let text = |i: i64| profile.string_table[i as usize].as_str();
+    let types: Vec<String> = profile
+        .sample_type
+        .iter()
+        .map(|t| format!("{}/{}", text(t.r#type), text(t.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "resident/bytes",
+            "mapped/bytes",
+            "faults_anon/count",
+            "faults_file/count",
+            "faults_swap/count",
+            "faults_wp/count",
+            "faults_other/count",
+            "class_resident/bytes"
+        ]
+    );
+    assert_eq!(text(profile.default_sample_type), "resident");
+    assert_eq!(profile.time_nanos, 7);
+    // One mapping: the app, by build ID, at 1 << 40.
+    assert_eq!(profile.mapping.len(), 1);
+    let mapping = &profile.mapping[0];
+    assert_eq!(text(mapping.build_id), "abc123");
+    assert_eq!(text(mapping.filename), "/usr/bin/app");
+    assert_eq!(mapping.memory_start, 1 << 40);
+    // Samples by their frames: file offsets in the app, or a label's name.
+    let frame = |id: u64| {
+        let location = profile.location.iter().find(|l| l.id == id).unwrap();
+        if location.mapping_id == 0 {
+            let function = profile
+                .function
+                .iter()
+                .find(|f| f.id == location.line[0].function_id)
+                .unwrap();
+            return text(function.name).to_owned();
+        }
+        assert_eq!(location.mapping_id, mapping.id);
+        format!(
+            "{:#x}",
+            location.address - mapping.memory_start + mapping.file_offset
+        )
+    };
+    let mut sites: Vec<(Vec<String>, Vec<i64>)> = profile
+        .sample
+        .iter()
+        .filter(|s| s.value[7] == 0)
+        .map(|s| {
+            (
+                s.location_id.iter().map(|&id| frame(id)).collect(),
+                s.value.clone(),
+            )
+        })
+        .collect();
+    sites.sort();
+    assert_eq!(
+        sites,
+        [
+            (
+                vec!["0x100".into(), "0x200".into()],
+                vec![3 * PAGE, 0, 3, 0, 0, 0, 0, 0]
+            ),
+            (vec!["0x300".into()], vec![2 * PAGE, 0, 2, 0, 0, 0, 0, 0]),
+            (vec!["0x50".into()], vec![0, 65536, 0, 0, 0, 0, 0, 0]),
+            // The regions of the start snapshot: the app's page and the 1 MiB mapping.
+            (
+                vec!["[mapped before watching]".into()],
+                vec![0, 4096 + (1 << 20), 0, 0, 0, 0, 0, 0]
+            ),
+        ]
+    );
+    // The class samples: one, anonymous mmap, 5 pages.
+    let classes: Vec<(String, i64)> = profile
+        .sample
+        .iter()
+        .filter(|s| s.value[7] != 0)
+        .map(|s| {
+            let location = profile
+                .location
+                .iter()
+                .find(|l| l.id == s.location_id[0])
+                .unwrap();
+            let function = profile
+                .function
+                .iter()
+                .find(|f| f.id == location.line[0].function_id)
+                .unwrap();
+            (text(function.name).to_owned(), s.value[7])
+        })
+        .collect();
+    assert_eq!(classes, [("[class] anonymous mmap".to_owned(), 5 * PAGE)]);
+    // Every sample carries the labels.
+    for sample in &profile.sample {
+        let pairs: BTreeMap<&str, &str> = sample
+            .label
+            .iter()
+            .map(|l| (text(l.key), text(l.str)))
+            .collect();
+        assert_eq!(pairs["host"], "box1");
+        assert_eq!(pairs["cgroup"], "/work/job-1");
+        assert_eq!(pairs["group"], "canary");
+    }
+    let comments: Vec<&str> = profile.comment.iter().map(|&c| text(c)).collect();
+    assert!(comments.contains(&"build_id abc123 /usr/bin/app"));
+    assert!(comments.contains(&"host=box1"));
+}
+
+/// 12 sites through a model capped at 8: the 9th drops 2 (down to 7), the 12th 2 more;
+/// the pages of dropped sites stay, under the dropped label.
+#[test]
+fn sites_are_capped() {
+    let mut text = String::from(
+        "# snapshot maps 100 1.000000000 start\n\
+         #| 00400000-00401000 r-xp 00000000 08:01 5    /usr/bin/app\n\
+         #| 7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n",
+    );
+    for n in 0..12u64 {
+        text.push_str(&format!(
+            "2.{n:09} 100/100 fault type=anon access=W addr={:#x} ip={:#x} stack={:#x}\n",
+            0x7f0000000000u64 + n * 4096,
+            0x400000 + n * 16,
+            0x400000 + n * 16
+        ));
+    }
+    let model = model_of(&text, 8);
+    assert_eq!(model.sites(), (8, 4));
+    let picture = model.picture();
+    assert_eq!(picture.kind_bytes().anon, 12 * 4096);
+    let profile = build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &BTreeMap::new(),
+            time_nanos: 0,
+        },
+    );
+    let dropped: i64 = profile
+        .sample
+        .iter()
+        .filter(|s| {
+            let location = profile
+                .location
+                .iter()
+                .find(|l| l.id == s.location_id[0])
+                .unwrap();
+            location.line.first().is_some_and(|line| {
+                let f = profile
+                    .function
+                    .iter()
+                    .find(|f| f.id == line.function_id)
+                    .unwrap();
+                profile.string_table[f.name as usize] == memmon::report::model::sites::LABEL_DROPPED
+            })
+        })
+        .map(|s| s.value[0])
+        .sum();
+    assert_eq!(dropped, 4 * PAGE);
+}
+
+#[test]
+fn file_names_sort_by_time() {
+    let name = file_name(
+        std::time::Duration::from_millis(1_765_000_000_123),
+        "/system.slice/foo bar.service",
+        "interval",
+    );
+    assert_eq!(
+        name,
+        "001765000000.123-system.slice_foo_bar.service-interval.pb.gz"
+    );
+}
+
+/// `go tool pprof -top` reads a spooled snapshot: the resident bytes of the app's two
+/// sites by their leaf (the binary is not here: named by address, offset + 1 << 40, in
+/// the mapping `[app]`), and the classes' sample type.
+#[test]
+fn go_tool_pprof_reads_a_snapshot() {
+    let mut model = model_of(CAPTURE, 64);
+    model.sample(1.0, 5);
+    let labels = BTreeMap::from([("host".to_owned(), "box1".to_owned())]);
+    let profile = build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &labels,
+            time_nanos: 1,
+        },
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("agent-go-pprof");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("snapshot.pb.gz");
+    std::fs::write(&file, encode(&profile).unwrap()).unwrap();
+    let output = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-addresses", "-sample_index=resident"])
+        .arg(&file)
+        .env("PPROF_BINARY_PATH", &dir)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run `go tool pprof` ({error}): install Go (Debian package golang-go) to run this test"
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // "      12kB 60.00% 60.00%       12kB 60.00%  0000010000000100 [app]"
+    let flat = |address: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_end().ends_with(&format!("{address} [app]")))
+            .unwrap_or_else(|| panic!("no {address} in:\n{stdout}"));
+        line.split_whitespace().next().unwrap().to_owned()
+    };
+    assert_eq!(flat("0000010000000100"), "12kB", "{stdout}");
+    assert_eq!(flat("0000010000000300"), "8kB", "{stdout}");
+    assert!(stdout.contains("of 20kB total"), "{stdout}");
+    let classes = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-sample_index=class_resident"])
+        .arg(&file)
+        .env("PPROF_BINARY_PATH", &dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&classes.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_end().ends_with("[class] anonymous mmap"))
+        .unwrap_or_else(|| panic!("no class line in:\n{stdout}"));
+    assert_eq!(line.split_whitespace().next(), Some("20kB"), "{stdout}");
+}
