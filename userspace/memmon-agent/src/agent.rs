@@ -53,6 +53,28 @@ pub fn host_name() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
+/// Reads and merges the configuration as [`run`] would, and says what it gives, in one
+/// line (`memmon agent --check-config`); an error says what is wrong, as at a start.
+pub fn check_config(start: &Start) -> Result<String> {
+    let config = Config::load(start.config_path.as_deref(), &start.flags, &host_name())?;
+    Ok(config_summary(&config))
+}
+
+/// The configuration in one line, as the agent logs it.
+fn config_summary(config: &Config) -> String {
+    let listen = config
+        .listen
+        .map_or_else(|| "nowhere".to_owned(), |a| a.to_string());
+    format!(
+        "cgroups {:?} under {}, snapshots every {} s into {} (cap {} bytes), metrics on {listen}",
+        config.cgroups,
+        config.cgroup_root.display(),
+        config.interval,
+        config.spool_dir.display(),
+        config.spool_max_bytes
+    )
+}
+
 /// Runs the agent until SIGTERM or SIGINT.
 pub fn run(start: Start) -> Result<()> {
     let config = Config::load(start.config_path.as_deref(), &start.flags, &host_name())?;
@@ -150,19 +172,7 @@ impl Agent {
     }
 
     fn log_config(&self, what: &str) {
-        let listen = self
-            .config
-            .listen
-            .map_or_else(|| "nowhere".to_owned(), |a| a.to_string());
-        eprintln!(
-            "memmon agent: {what}: cgroups {:?} under {}, snapshots every {} s into {} (cap {} \
-             bytes), metrics on {listen}",
-            self.config.cgroups,
-            self.config.cgroup_root.display(),
-            self.config.interval,
-            self.config.spool_dir.display(),
-            self.config.spool_max_bytes
-        );
+        eprintln!("memmon agent: {what}: {}", config_summary(&self.config));
     }
 
     fn metrics(&self) -> std::sync::MutexGuard<'_, Metrics> {

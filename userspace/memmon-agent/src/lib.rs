@@ -12,5 +12,5 @@ pub mod model;
 pub mod profile;
 pub mod spool;
 
-pub use agent::{run, Start};
+pub use agent::{check_config, run, Start};
 pub use config::{Config, FileConfig, Overrides};

@@ -288,6 +288,10 @@ struct AgentArgs {
     /// Also write the metrics text to FILE every second (for hosts without a scraper).
     #[arg(long, value_name = "FILE")]
     metrics_file: Option<PathBuf>,
+    /// Read the configuration and the flags, print what they give in one line and exit
+    /// (0 when valid), without starting.
+    #[arg(long)]
+    check_config: bool,
 }
 
 /// `--sample MS` of `run` and `record`.
@@ -441,7 +445,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(args) => report::report(args),
         Command::Top(args) => top::top(&proc, args),
         Command::Agent(args) => {
-            memmon_agent::run(memmon_agent::Start {
+            let start = memmon_agent::Start {
                 config_path: args.config,
                 flags: memmon_agent::Overrides {
                     cgroups: args.cgroups,
@@ -453,7 +457,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 proc_root: cli.proc_root,
                 unwind_tables: !cli.no_unwind_tables,
-            })?;
+            };
+            if args.check_config {
+                println!(
+                    "memmon agent: configuration valid: {}",
+                    memmon_agent::check_config(&start)?
+                );
+            } else {
+                memmon_agent::run(start)?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats => control::stats(&proc),

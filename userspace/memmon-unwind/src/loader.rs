@@ -282,6 +282,13 @@ impl<W: UnwindSink> Loader<W> {
         self.processes.get(&pid).map(Vec::as_slice)
     }
 
+    /// Forgets process `pid`, which exited: its ranges and interpreter (the module dropped
+    /// them at its exit; nothing is written).
+    pub fn exited(&mut self, pid: u32) {
+        self.processes.remove(&pid);
+        self.pythons.remove(&pid);
+    }
+
     /// Forgets what was described of process `pid`'s interpreter, at its exec (the module
     /// forgets it then too).
     pub fn forget_python(&mut self, pid: u32) {

@@ -146,6 +146,9 @@ impl UnwindTables {
             EventKind::Exit { .. } => {
                 self.synced.remove(&event.pid);
                 self.pending.remove(&event.pid);
+                if let Some(loader) = &mut self.loader {
+                    loader.exited(event.pid);
+                }
             }
             _ => {}
         }
