@@ -7,7 +7,7 @@ use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::Process;
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{
-    Frame, SiteId, SiteTable, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK,
+    Frame, SiteId, SiteTable, SpaceId, LABEL_KERNEL, LABEL_MEMMON, LABEL_NO_STACK,
 };
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::FaultClass;
@@ -450,6 +450,7 @@ impl Replay {
         // A frame-pointer walk through code without frame pointers can read data as a
         // return address: the chain stops at the first caller that is not code.
         let known = !process.space.is_empty();
+        let shared_addresses = self.shared_addresses;
         let frames: Vec<Frame> = raw
             .iter()
             .enumerate()
@@ -460,7 +461,16 @@ impl Replay {
                         None => !known,
                     }
             })
-            .map(|(index, &addr)| process.space.frame(addr, index > 0 || !exact_first, space))
+            .map(|(index, &addr)| {
+                let frame = process.space.frame(addr, index > 0 || !exact_first, space);
+                match frame {
+                    Frame::Address { addr, .. } if shared_addresses => Frame::Address {
+                        addr,
+                        space: SpaceId::MAX,
+                    },
+                    frame => frame,
+                }
+            })
             .collect();
         let frames = match python {
             Some(python) => merge_python(process, &self.sites, raw, frames, &python.0),
