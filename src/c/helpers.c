@@ -138,6 +138,11 @@ void memmon_preempt_enable(void)
 	preempt_enable();
 }
 
+bool memmon_in_task(void)
+{
+	return in_task();
+}
+
 /* Pages in @folio. */
 unsigned long memmon_folio_nr_pages(const struct folio *folio)
 {

@@ -27,6 +27,7 @@ void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip);
 bool memmon_within_this_module(unsigned long addr);
 void memmon_preempt_disable(void);
 void memmon_preempt_enable(void);
+bool memmon_in_task(void);
 
 int memmon_cgroup_get_dir(const char *path, struct cgroup **cgrp);
 void memmon_cgroup_get(struct cgroup *cgrp);

@@ -8,16 +8,12 @@
 //! [`FunctionHooks`] are set up disarmed: their filter is set, nothing is patched.
 //! [`FunctionHooks::arm`] registers them with ftrace, which patches the functions' entries;
 //! [`FunctionHooks::disarm`] unregisters them and returns once no CPU runs the handler or the
-//! trampoline any more (ftrace waits for RCU tasks grace periods).
+//! trampoline any more (ftrace waits for RCU tasks grace periods). Both may sleep, and are
+//! serialised by the hooks' own mutex.
 
 use crate::bindings;
-use kernel::{
-    alloc::KVec,
-    error::to_result,
-    prelude::*,
-    sync::atomic::{Acquire, Atomic, Relaxed, Release},
-    types::Opaque,
-};
+use core::ptr::NonNull;
+use kernel::{alloc::KVec, error::to_result, new_mutex, prelude::*, sync::Mutex, types::Opaque};
 use raw::{ftrace_free_filter, register_ftrace_function, unregister_ftrace_function};
 
 /// An ftrace callback (`ftrace_func_t`).
@@ -98,75 +94,111 @@ impl FunctionEntry<'_> {
 
 /// An ftrace callback on the entry of some kernel functions, given by their ftrace locations.
 ///
+/// The `ftrace_ops`, the handler and the functions live in one allocation, freed at drop once
+/// ftrace has let go of the ops. If ftrace refuses to unregister armed hooks (`ENODEV` once
+/// it has disabled itself after an anomaly, `ftrace_disabled`), the functions stay patched to
+/// call the ops: the allocation, and whatever the handler owns, is then leaked, never freed.
+///
 /// # Invariants
 ///
-/// `raw` has its filter set (to `functions`) from initialisation until drop, which frees it;
-/// it is registered with ftrace exactly while `armed` is true.
-#[pin_data(PinnedDrop)]
+/// `inner` points to a pinned [`HooksInner`] allocated by [`FunctionHooks::register_disarmed`]
+/// and owned by `self`; its `raw` has its filter set (to `functions`) until `self` frees it,
+/// and is registered with ftrace exactly while its `armed` is true.
 pub(crate) struct FunctionHooks<H: FunctionHooksHandler> {
+    inner: NonNull<HooksInner<H>>,
+}
+
+/// What [`FunctionHooks`] own: what ftrace uses while they are registered.
+#[pin_data]
+struct HooksInner<H: FunctionHooksHandler> {
     handler: H,
     functions: KVec<usize>,
     may_redirect: bool,
-    armed: Atomic<bool>,
+    /// Whether `raw` is registered; held while registering and unregistering it.
+    #[pin]
+    armed: Mutex<bool>,
     #[pin]
     raw: Opaque<bindings::ftrace_ops>,
 }
 
 // SAFETY: The ftrace_ops is only touched by ftrace after its filter is set, which allows
-// registering and unregistering from any thread; `H` is `Send`.
+// registering and unregistering from any thread (under `armed`); `H` is `Send`.
 unsafe impl<H: FunctionHooksHandler> Send for FunctionHooks<H> {}
-// SAFETY: `&FunctionHooks` gives access to nothing but `H`, which is `Sync`, and to the
-// functions' addresses, which are not changed after initialisation.
+// SAFETY: `&FunctionHooks` gives access to nothing but `H`, which is `Sync`, to the
+// functions' addresses, which are not changed after initialisation, and to `arm` and
+// `disarm`, serialised by the `armed` mutex.
 unsafe impl<H: FunctionHooksHandler> Sync for FunctionHooks<H> {}
 
 impl<H: FunctionHooksHandler> FunctionHooks<H> {
     /// Hooks the entries of `functions` (ftrace locations, as [`ftrace_location`] gives them),
     /// disarmed. With `redirects`, the handler may send calls elsewhere
-    /// ([`FunctionEntry::redirect`]); ftrace then refuses to arm the hooks while another user
-    /// that modifies the instruction pointer (a live patch) hooks one of the functions.
+    /// ([`FunctionEntry::redirect`]): the ops is registered with `FTRACE_OPS_FL_IPMODIFY`,
+    /// which is exclusive: ftrace refuses (`EBUSY`) to arm the hooks while another user that
+    /// modifies the instruction pointer (a live patch, a kprobe with a post handler) hooks one
+    /// of the functions, and refuses that user while the hooks are armed. Hooks without
+    /// `redirects` share the functions with any other ftrace user.
     pub(crate) fn register_disarmed(
         functions: KVec<usize>,
         redirects: bool,
         handler: H,
-    ) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            handler,
-            functions,
-            may_redirect: redirects,
-            armed: Atomic::new(false),
-            raw <- Opaque::try_ffi_init(move |slot: *mut bindings::ftrace_ops| {
-                // SAFETY: `slot` is valid for writes and pinned until `drop`, which frees
-                // the filter set here.
-                unsafe { raw::init_ops(slot, Self::callback, redirects, functions) }
+    ) -> Result<Self> {
+        let inner = KBox::pin_init(
+            try_pin_init!(HooksInner {
+                handler,
+                functions,
+                may_redirect: redirects,
+                armed <- new_mutex!(false),
+                raw <- Opaque::try_ffi_init(move |slot: *mut bindings::ftrace_ops| {
+                    // SAFETY: `slot` is valid for writes and pinned until `drop`, which
+                    // frees the filter set here.
+                    unsafe { raw::init_ops(slot, Self::callback, redirects, functions) }
+                }),
             }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The allocation is not moved out of: `drop` gives it back to `KBox` pinned.
+        let inner = KBox::into_raw(unsafe { Pin::into_inner_unchecked(inner) });
+        // INVARIANT: allocated and pinned, filter set, not registered (`armed` false).
+        Ok(Self {
+            // SAFETY: `KBox::into_raw` gives a non-null pointer.
+            inner: unsafe { NonNull::new_unchecked(inner) },
         })
     }
 
+    fn inner(&self) -> &HooksInner<H> {
+        // SAFETY: `inner` is valid while `self` is (the type invariants).
+        unsafe { self.inner.as_ref() }
+    }
+
     /// Arms the hooks: registers them with ftrace, which patches the functions' entries. Does
-    /// nothing if they are armed. May sleep; the caller serialises `arm` and `disarm`.
+    /// nothing if they are armed. May sleep.
     pub(crate) fn arm(&self) -> Result {
-        if self.armed.load(Acquire) {
+        let inner = self.inner();
+        let mut armed = inner.armed.lock();
+        if *armed {
             return Ok(());
         }
         // SAFETY: `raw` is valid, pinned, with its filter set, and not registered (`armed`
-        // is false and the caller serialises `arm` and `disarm`).
-        to_result(unsafe { register_ftrace_function(self.raw.get()) })?;
+        // is false, and held).
+        to_result(unsafe { register_ftrace_function(inner.raw.get()) })?;
         // INVARIANT: registered.
-        self.armed.store(true, Release);
+        *armed = true;
         Ok(())
     }
 
     /// Disarms the hooks: unregisters them from ftrace, which unpatches the functions and
-    /// returns once no CPU runs the callback or the trampoline. May sleep; the caller
-    /// serialises `arm` and `disarm`.
+    /// returns once no CPU runs the callback or the trampoline. May sleep. Fails if ftrace
+    /// refuses (`ENODEV` once it has disabled itself): the hooks stay armed.
     pub(crate) fn disarm(&self) -> Result {
-        if !self.armed.load(Acquire) {
+        let inner = self.inner();
+        let mut armed = inner.armed.lock();
+        if !*armed {
             return Ok(());
         }
-        // SAFETY: `raw` is registered (`armed` is true).
-        to_result(unsafe { unregister_ftrace_function(self.raw.get()) })?;
+        // SAFETY: `raw` is registered (`armed` is true, and held).
+        to_result(unsafe { unregister_ftrace_function(inner.raw.get()) })?;
         // INVARIANT: no longer registered.
-        self.armed.store(false, Relaxed);
+        *armed = false;
         Ok(())
     }
 
@@ -180,10 +212,14 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
         op: *mut bindings::ftrace_ops,
         fregs: *mut bindings::ftrace_regs,
     ) {
-        // SAFETY: `op` is the `raw` field of a live `FunctionHooks<H>` (registered only by
-        // `arm`), and `Opaque` is transparent.
+        // SAFETY: `op` is the `raw` field of a live `HooksInner<H>` (registered only by
+        // `arm`, and never freed while registered), and `Opaque` is transparent.
         let this = unsafe {
-            &*kernel::container_of!(op.cast::<Opaque<bindings::ftrace_ops>>(), Self, raw)
+            &*kernel::container_of!(
+                op.cast::<Opaque<bindings::ftrace_ops>>(),
+                HooksInner<H>,
+                raw
+            )
         };
         if !this.handler.wanted() {
             return;
@@ -199,17 +235,22 @@ impl<H: FunctionHooksHandler> FunctionHooks<H> {
     }
 }
 
-#[pinned_drop]
-impl<H: FunctionHooksHandler> PinnedDrop for FunctionHooks<H> {
-    fn drop(self: Pin<&mut Self>) {
-        if self.disarm().is_err() {
-            // ftrace refuses to unregister only an ops it does not know; nothing to free
-            // then but the filter.
-            pr_err!("cannot unregister function hooks\n");
+impl<H: FunctionHooksHandler> Drop for FunctionHooks<H> {
+    fn drop(&mut self) {
+        if let Err(e) = self.disarm() {
+            // The functions still call the ops, its callback and the handler: leak them.
+            pr_err!(
+                "cannot unregister function hooks (error {}): leaking them\n",
+                e.to_errno()
+            );
+            return;
         }
         // SAFETY: `raw` is not registered (disarmed above), and its filter is set (the type
         // invariants).
-        unsafe { ftrace_free_filter(self.raw.get()) };
+        unsafe { ftrace_free_filter(self.inner().raw.get()) };
+        // SAFETY: `inner` came from `KBox::into_raw` of a pinned box (the type invariants),
+        // and ftrace no longer uses it.
+        drop(unsafe { Pin::new_unchecked(KBox::from_raw(self.inner.as_ptr())) });
     }
 }
 

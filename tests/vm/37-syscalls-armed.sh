@@ -5,8 +5,10 @@
 # seconds (a check runs every second); a followed child that outlives its watched parent keeps
 # them armed and has every call recorded. With kprobes disabled system-wide, a write that adds
 # a process fails with EBUSY and changes nothing. Where faults come from kprobes (Debian's
-# kernel: fault_source kprobes), the fault source's ftrace hooks (one ftrace_ops on
-# handle_mm_fault and the handlers, no kprobe) are armed and disarmed with them.
+# kernel: fault_source kprobes), the fault source's ftrace hooks (two ftrace_ops, one on
+# handle_mm_fault and one on the handlers, no kprobe) are armed and disarmed with them; only
+# handle_mm_fault's modifies the instruction pointer (the I flag in enabled_functions), so
+# live patches and kprobes with post handlers of the handlers are not refused.
 . /host/lib.sh
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs tracefs $T
@@ -22,6 +24,10 @@ fault_fns='handle_mm_fault|do_anonymous_page|do_fault|do_swap_page|do_wp_page|do
 fault_traceable() { grep -cE "^($fault_fns)\$" $T/available_filter_functions; }
 fault_kprobes() { grep -cE " ($fault_fns)\+0x[0-9a-f]+ " /sys/kernel/debug/kprobes/list; }
 fault_patched() { grep -cE "^($fault_fns) " $T/enabled_functions; }
+# The fault functions whose entry an ftrace_ops redirects (FTRACE_OPS_FL_IPMODIFY), by name.
+fault_redirected() {
+    grep -E "^($fault_fns) \([0-9]+\)( R|  ) I" $T/enabled_functions | cut -d' ' -f1 | tr '\n' ' '
+}
 is_disarmed() { [ "$(armed)" = 0 ]; }
 uptime_ms() { awk '{ print int($1 * 1000) }' /proc/uptime; }
 expect_disarmed() {
@@ -44,13 +50,15 @@ expect_armed() {
     expect_eq "$1: syscall probes [DISABLED]" "$(disabled)" 0
     expect_eq "$1: mm syscall entry points patched" "$(patched)" 18
     expect_eq "$1: fault functions patched" "$(fault_patched)" "$nfault"
+    expect_eq "$1: fault functions redirected" "$(fault_redirected)" "$redirected"
 }
 
 load buflen=4194304
 expect_eq "kprobes on the fault functions" "$(fault_kprobes)" 0
-nfault=0
+nfault=0 redirected=
 if [ "$(stat_of fault_source)" = kprobes ]; then
-    nfault=$(fault_traceable)
+    nfault=$(fault_traceable) redirected='handle_mm_fault '
+
     [ "$nfault" -ge 8 ] || fail "fault source kprobes: $nfault traceable fault functions, want >= 8"
 fi
 echo "fault source $(stat_of fault_source): $nfault fault functions hooked"

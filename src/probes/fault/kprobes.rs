@@ -3,8 +3,10 @@
 //! The fault source of a kernel without the `mm:mm_fault` tracepoint (a distribution's
 //! stock kernel), named `kprobes` (`fault_source` in `/proc/memmon/stats`, the
 //! `fault_kprobes` parameter) after the kprobes it was first built on: ftrace hooks
-//! ([`FunctionHooks`], one `ftrace_ops`) on the entries of `handle_mm_fault()` and of the
-//! handlers it dispatches to. A process that is not watched pays one ftrace trampoline and
+//! ([`FunctionHooks`], two `ftrace_ops`) on the entries of `handle_mm_fault()` and of the
+//! handlers it dispatches to. Only `handle_mm_fault()`'s ops modifies the instruction pointer
+//! (`FTRACE_OPS_FL_IPMODIFY`, exclusive per function): the handlers' ops shares them with live
+//! patches and kprobes. A process that is not watched pays one ftrace trampoline and
 //! one watched-bit test per hooked function its fault runs, and no return hook.
 //!
 //! - `handle_mm_fault(vma, address, flags, regs)`: its hook sends a call of a watched process
@@ -44,7 +46,7 @@ use crate::kernel_ext::ftrace::{
 };
 use crate::kernel_ext::kprobe::ftrace_location;
 use crate::kernel_ext::mm::{fault_flag, vm_fault_reason, Folio, VmFault};
-use crate::kernel_ext::preempt::without_preemption;
+use crate::kernel_ext::preempt::{in_task, without_preemption};
 use crate::record::event::FaultType;
 use crate::state::State;
 use core::{cell::UnsafeCell, ptr::NonNull};
@@ -179,8 +181,13 @@ impl PendingFaults {
         }
     }
 
-    /// The current task's innermost pending fault, else null.
+    /// The current task's innermost pending fault, else null: null in an interrupt, whose
+    /// calls of the hooked functions (`folio_add_new_anon_rmap()` by a softirq, say) are not
+    /// the interrupted fault's.
     fn current(&self) -> *mut PendingFault {
+        if !in_task() {
+            return core::ptr::null_mut();
+        }
         self.own_slot(Task::current_raw())
             .map_or(core::ptr::null_mut(), |slot| read_once(&slot.fault))
     }
@@ -385,23 +392,15 @@ impl Note {
     }
 }
 
-/// The hooks' handler: `handle_mm_fault()` first, then the [`HANDLERS`] present.
-pub(crate) struct FaultHooks {
+/// The handler of the hook on `handle_mm_fault()`, which sends watched processes' calls to
+/// [`watched_handle_mm_fault`].
+pub(crate) struct MmFaultHook {
     /// The state whose watch set is tested first, held here so that the test is two loads
     /// away.
     state: Arc<State>,
-    context: NonNull<FaultContext>,
-    /// The note of each hooked function after `handle_mm_fault()`.
-    notes: KVec<Note>,
 }
 
-// SAFETY: `context` points to the boxed context of the `FaultKprobes` that owns these hooks,
-// which drops them first (see `FaultKprobes`) and is only read through `&`.
-unsafe impl Send for FaultHooks {}
-// SAFETY: As above.
-unsafe impl Sync for FaultHooks {}
-
-impl FunctionHooksHandler for FaultHooks {
+impl FunctionHooksHandler for MmFaultHook {
     /// Every process's faults come here: one bit test for an unwatched one, inlined into the
     /// ftrace callback.
     #[inline(always)]
@@ -409,45 +408,66 @@ impl FunctionHooksHandler for FaultHooks {
         self.state.watch.contains_current()
     }
 
-    /// A hooked function entered by a watched process.
+    /// `handle_mm_fault(vma, address, flags, regs)` entered by a watched process.
+    fn hit(&self, entry: &mut FunctionEntry<'_>) {
+        // rdi, rsi, rdx, rcx. CAST: `unsigned int flags` is the low half of its register.
+        let flags = entry.args().dx as u32;
+        // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault
+        // of the current process's address space.
+        if flags & fault_flag::REMOTE != 0 {
+            return;
+        }
+        // The call `watched_handle_mm_fault` makes.
+        if within_this_module(entry.parent_ip()) {
+            return;
+        }
+        // SAFETY: `watched_handle_mm_fault` has `handle_mm_fault()`'s signature and C calling
+        // convention; this module's code stays until the calls sent there have returned
+        // (`FaultKprobes`'s drop waits for them). The hook is registered with `redirects`.
+        let _ = unsafe { entry.redirect(watched_handle_mm_fault as *const () as usize) };
+    }
+}
+
+/// The handler of the hooks on the [`HANDLERS`] present: notes in the current task's pending
+/// fault what resolved it.
+pub(crate) struct HandlerHooks {
+    /// As in [`MmFaultHook`].
+    state: Arc<State>,
+    context: NonNull<FaultContext>,
+    /// The note of each hooked function, in the hooks' order.
+    notes: KVec<Note>,
+}
+
+// SAFETY: `context` points to the context of the `FaultKprobes` that owns these hooks, which
+// unregisters them before it frees it (and leaks it if they cannot be: see `FaultKprobes`),
+// and is only read through `&`.
+unsafe impl Send for HandlerHooks {}
+// SAFETY: As above.
+unsafe impl Sync for HandlerHooks {}
+
+impl FunctionHooksHandler for HandlerHooks {
+    /// As in [`MmFaultHook`].
+    #[inline(always)]
+    fn wanted(&self) -> bool {
+        self.state.watch.contains_current()
+    }
+
+    /// A handler entered by a watched process.
     fn hit(&self, entry: &mut FunctionEntry<'_>) {
         // SAFETY: `context` is alive while the hooks are (see `Send`).
         let context = unsafe { self.context.as_ref() };
-        match entry.index() {
-            Some(0) => {
-                // `handle_mm_fault(vma, address, flags, regs)`: rdi, rsi, rdx, rcx.
-                // CAST: `unsigned int flags` is the low half of its register.
-                let flags = entry.args().dx as u32;
-                // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a
-                // fault of the current process's address space.
-                if flags & fault_flag::REMOTE != 0 {
-                    return;
-                }
-                // The call `watched_handle_mm_fault` makes.
-                if within_this_module(entry.parent_ip()) {
-                    return;
-                }
-                // SAFETY: `watched_handle_mm_fault` has `handle_mm_fault()`'s signature and
-                // C calling convention; this module's code stays until the calls sent there
-                // have returned (`FaultKprobes`'s drop waits for them). The hooks are
-                // registered with `redirects`.
-                let _ = unsafe { entry.redirect(watched_handle_mm_fault as *const () as usize) };
-            }
-            Some(index) => {
-                let Some(&note) = self.notes.get(index - 1) else {
-                    return;
-                };
-                let fault = context.pending.current();
-                if fault.is_null() {
-                    return;
-                }
-                // SAFETY: `fault` is the pending fault of the current task's innermost
-                // `watched_handle_mm_fault` call, on its stack: only this task uses it, and
-                // not meanwhile (that call is in `handle_mm_fault()`, which runs this).
-                note.apply(unsafe { &mut *fault }, entry.args());
-            }
-            None => {}
+        let Some(&note) = entry.index().and_then(|index| self.notes.get(index)) else {
+            return;
+        };
+        let fault = context.pending.current();
+        if fault.is_null() {
+            return;
         }
+        // SAFETY: `fault` is the pending fault of the current task's innermost
+        // `watched_handle_mm_fault` call, on its stack: only this task uses it (in task
+        // context, as `current` checks), and not meanwhile (that call is in
+        // `handle_mm_fault()`, which runs this).
+        note.apply(unsafe { &mut *fault }, entry.args());
     }
 }
 
@@ -507,18 +527,27 @@ const HANDLERS: [(&CStr, Note, bool); 14] = [
 ///
 /// # Invariants
 ///
-/// `hooks` point to `context` (boxed) and are declared first, so that they are unregistered
-/// before it is freed; [`CONTEXT`] points to `context` from registration until drop.
+/// `context` is owned: from `KBox::into_raw`, freed at drop once `handlers` (which point to
+/// it) are unregistered, and leaked if they cannot be; [`CONTEXT`] points to it from
+/// registration until drop.
 pub(crate) struct FaultKprobes {
-    hooks: Pin<KBox<FunctionHooks<FaultHooks>>>,
-    context: KBox<FaultContext>,
+    /// The hook on `handle_mm_fault()`, with `FTRACE_OPS_FL_IPMODIFY`.
+    mm_fault: FunctionHooks<MmFaultHook>,
+    /// The hooks on the handlers, without: they may share their functions with a live patch.
+    handlers: FunctionHooks<HandlerHooks>,
+    context: NonNull<FaultContext>,
 }
+
+// SAFETY: `context` is owned, and only read through `&` (`FaultContext` is `Send + Sync`).
+unsafe impl Send for FaultKprobes {}
+// SAFETY: As above.
+unsafe impl Sync for FaultKprobes {}
 
 impl FaultKprobes {
     /// Registers the hooks, disarmed; fails (naming the function) if a function that every
     /// kernel has cannot be hooked, or if a fault source is registered already.
     pub(crate) fn register(state: &Arc<State>) -> Result<Self> {
-        let mut context = KBox::new(
+        let context = KBox::new(
             FaultContext {
                 state: state.clone(),
                 pending: PendingFaults::new()?,
@@ -526,9 +555,10 @@ impl FaultKprobes {
             },
             GFP_KERNEL,
         )?;
-        let mut functions = KVec::with_capacity(HANDLERS.len() + 1, GFP_KERNEL)?;
+        let mut mm_fault_ip = KVec::with_capacity(1, GFP_KERNEL)?;
+        mm_fault_ip.push(hooked(c"handle_mm_fault", false)?, GFP_KERNEL)?;
+        let mut functions = KVec::with_capacity(HANDLERS.len(), GFP_KERNEL)?;
         let mut notes = KVec::with_capacity(HANDLERS.len(), GFP_KERNEL)?;
-        functions.push(hooked(c"handle_mm_fault", false)?, GFP_KERNEL)?;
         for (symbol, note, optional) in HANDLERS {
             match hooked(symbol, optional) {
                 Ok(ip) => {
@@ -539,44 +569,81 @@ impl FaultKprobes {
                 Err(e) => return Err(e),
             }
         }
-        let context_ptr = NonNull::from(&mut *context);
-        let hooks = KBox::pin_init(
-            FunctionHooks::register_disarmed(
-                functions,
-                true,
-                FaultHooks {
-                    state: state.clone(),
-                    context: context_ptr,
-                    notes,
-                },
-            ),
-            GFP_KERNEL,
+        let mm_fault = FunctionHooks::register_disarmed(
+            mm_fault_ip,
+            true,
+            MmFaultHook {
+                state: state.clone(),
+            },
         )?;
+        // Freed below if anything fails, or by `drop`.
+        let context = NonNull::from(KBox::leak(context));
+        let handlers = FunctionHooks::register_disarmed(
+            functions,
+            false,
+            HandlerHooks {
+                state: state.clone(),
+                context,
+                notes,
+            },
+        );
+        let handlers = match handlers {
+            Ok(handlers) => handlers,
+            Err(e) => {
+                // SAFETY: From `KBox::leak` above; nothing else points to it.
+                drop(unsafe { KBox::from_raw(context.as_ptr()) });
+                return Err(e);
+            }
+        };
         if CONTEXT
-            .cmpxchg(core::ptr::null_mut(), context_ptr.as_ptr(), Release)
+            .cmpxchg(core::ptr::null_mut(), context.as_ptr(), Release)
             .is_err()
         {
             pr_err!("fault source: registered twice\n");
+            drop(handlers);
+            // SAFETY: From `KBox::leak` above; the hooks that pointed to it, never armed, are
+            // freed.
+            drop(unsafe { KBox::from_raw(context.as_ptr()) });
             return Err(EBUSY);
         }
-        // INVARIANT: the hooks point to `context`, boxed; `CONTEXT` is set.
-        Ok(Self { hooks, context })
+        // INVARIANT: `context` is owned, the handlers' hooks point to it; `CONTEXT` is set.
+        Ok(Self {
+            mm_fault,
+            handlers,
+            context,
+        })
     }
 
-    /// Arms the hooks; on failure the caller disarms them.
+    fn context(&self) -> &FaultContext {
+        // SAFETY: `context` is owned, valid until drop (the type invariants).
+        unsafe { self.context.as_ref() }
+    }
+
+    /// Arms the hooks; on failure the caller disarms them. `EBUSY` (logged) if another
+    /// ftrace user modifies the instruction pointer at `handle_mm_fault()`.
     pub(crate) fn arm(&self) -> Result {
-        self.hooks.arm()
+        self.handlers.arm()?;
+        self.mm_fault.arm().inspect_err(|&e| {
+            if e == EBUSY {
+                pr_err!(
+                    "fault source: cannot hook handle_mm_fault: another live patch or kprobe \
+                     (with a post handler) redirects it through ftrace\n"
+                );
+            }
+        })
     }
 
     /// Disarms the hooks; fails if they could not be.
     pub(crate) fn disarm(&self) -> Result {
-        self.hooks.disarm()
+        let mm_fault = self.mm_fault.disarm();
+        let handlers = self.handlers.disarm();
+        mm_fault.and(handlers)
     }
 
     /// Faults not recorded: watched processes' `handle_mm_fault()` calls beyond the pending
     /// ones there is room for.
     pub(crate) fn faults_missed(&self) -> u64 {
-        u64::try_from(self.context.missed.load(Relaxed)).unwrap_or(0)
+        u64::try_from(self.context().missed.load(Relaxed)).unwrap_or(0)
     }
 
     /// Every hit missed: [`FaultKprobes::faults_missed`] (ftrace hooks miss none).
@@ -591,26 +658,39 @@ impl FaultKprobes {
     }
 }
 
+/// Sleeps between two checks that no watched fault is in flight any more, at unload.
+const IN_FLIGHT_POLL_MS: i64 = 10;
+
+/// Checks between two log lines saying that unload still waits: one every 10 s of sleeps.
+const IN_FLIGHT_LOG_EVERY: u32 = 1000;
+
 impl Drop for FaultKprobes {
     fn drop(&mut self) {
         // No more calls sent to `watched_handle_mm_fault`: unregistering waits for ftrace's
         // RCU tasks grace period, so every call sent there before has counted itself.
-        if self.hooks.disarm().is_err() {
-            pr_err!("fault source: cannot unregister the hooks\n");
+        let unregistered = self.disarm().is_ok();
+        if !unregistered {
+            pr_err!("fault source: cannot unregister the hooks: leaking them and their context\n");
         }
-        let mut waited_ms = 0u32;
+        let mut polls = 0u32;
         while read_once(&IN_FLIGHT) > 0 {
             // A fault may sleep (I/O, a userfaultfd): wait for it to return.
-            if waited_ms % 10_000 == 0 && waited_ms > 0 {
+            polls = polls.wrapping_add(1);
+            if polls % IN_FLIGHT_LOG_EVERY == 0 {
                 pr_info!("fault source: waiting for watched faults in flight to return\n");
             }
-            fsleep(Delta::from_millis(10));
-            waited_ms = waited_ms.wrapping_add(10);
+            fsleep(Delta::from_millis(IN_FLIGHT_POLL_MS));
         }
         // Calls that counted themselves out may still run their last instructions here.
         // SAFETY: Waiting for an RCU tasks grace period is allowed in process context.
         unsafe { bindings::synchronize_rcu_tasks() };
         CONTEXT.store(core::ptr::null_mut(), Release);
+        if unregistered {
+            // SAFETY: `context` is owned (the type invariants), and the hooks that pointed to
+            // it are unregistered (their drop, after this, only frees them).
+            drop(unsafe { KBox::from_raw(self.context.as_ptr()) });
+        }
+        // Else the hooks' drop leaks them, and the context stays for their handlers.
     }
 }
 
