@@ -218,6 +218,7 @@ if [ -z "$vm_only" ]; then
     run_item patches-checkpatch patches_checkpatch
     # every path README.md, docs/ and userspace/README.md name exists
     run_item docs-paths "$top/scripts/check-doc-paths.sh"
+    [ -f "$top/userspace/Cargo.toml" ] && run_item install "$top/tests/install/install.sh"
 fi
 for script in "${scenarios[@]}"; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
