@@ -62,28 +62,28 @@ if [ "$action" = uninstall ]; then
 fi
 [ "$action" = install ] || die "usage: scripts/install.sh install|uninstall"
 
-# The module for KRELEASE.
-if [ -n "${KDIR:-}" ]; then
-    [ -f "$KDIR/Makefile" ] || die "KDIR=$KDIR is not a kernel build tree"
-    out="$top/build/module-install"
-    mkdir -p "$out"
-    make -C "$KDIR" M="$top" MO="$out" LLVM="${LLVM:--19}" modules
-    module="$out/memmon.ko"
-elif [ "$krelease" = "$stock_release" ]; then
+# The module for KRELEASE: the two kernels this repository prepares through their make
+# targets; another through its build tree (KDIR, or the running kernel's if it has Rust's
+# artefacts), into build/module-install.
+if [ -z "${KDIR:-}" ] && [ "$krelease" = "$stock_release" ]; then
     make -C "$top" module-stock
     module="$top/build/module-stock/memmon.ko"
-elif [ -n "$patched_release" ] && [ "$krelease" = "$patched_release" ]; then
+elif [ -z "${KDIR:-}" ] && [ -n "$patched_release" ] && [ "$krelease" = "$patched_release" ]; then
     make -C "$top" module
     module="$top/build/module/memmon.ko"
-elif [ -f "/lib/modules/$krelease/build/rust/libkernel.rmeta" ]; then
-    out="$top/build/module-install"
-    mkdir -p "$out"
-    make -C "/lib/modules/$krelease/build" M="$top" MO="$out" LLVM="${LLVM:--19}" modules
-    module="$out/memmon.ko"
 else
-    die "no kernel build tree with Rust for $krelease: memmon builds for Debian's \
+    kdir=${KDIR:-/lib/modules/$krelease/build}
+    if [ -n "${KDIR:-}" ]; then
+        [ -f "$KDIR/Makefile" ] || die "KDIR=$KDIR is not a kernel build tree"
+    elif [ ! -f "$kdir/rust/libkernel.rmeta" ]; then
+        die "no kernel build tree with Rust for $krelease: memmon builds for Debian's \
 $stock_release and the patched test kernel ($patched_release) itself; for another kernel \
 give KDIR=/path/to/its/build/tree (built with CONFIG_RUST, modules_prepare done)"
+    fi
+    out="$top/build/module-install"
+    mkdir -p "$out"
+    make -C "$kdir" M="$top" MO="$out" LLVM="${LLVM:--19}" modules
+    module="$out/memmon.ko"
 fi
 command -v modinfo >/dev/null || die "modinfo not found (Debian: apt install kmod)"
 vermagic=$(modinfo -F vermagic "$module")
