@@ -110,28 +110,34 @@ impl CgroupModel {
         if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
             self.top.name(pid, comm.trim_end());
         }
-        self.maps_snapshot(pid, "start");
+        // Applied once the stream reaches its time: the events of the process already
+        // read may be older, even of the program before an exec read later.
+        if let Some(snapshot) = self.maps_snapshot(pid, "start") {
+            self.top.snapshot(snapshot);
+        }
     }
 
-    /// After an exec: the new program's maps (its exec mapped them without an mmap call),
-    /// as `memmon record` takes them.
+    /// After an exec event: the new program's maps (its exec mapped them without an mmap
+    /// call), as `memmon record` takes them, applied at once (the events after the exec's
+    /// are the new program's, even those older than this read of its maps).
     pub fn exec(&mut self, pid: u32) {
-        self.maps_snapshot(pid, "exec");
+        if let Some(snapshot) = self.maps_snapshot(pid, "exec") {
+            self.top.snapshot_now(snapshot);
+        }
     }
 
-    fn maps_snapshot(&mut self, pid: u32, reason: &str) {
-        let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) else {
-            return;
-        };
+    /// The maps of `pid` now, and the build IDs of its files.
+    fn maps_snapshot(&mut self, pid: u32, reason: &str) -> Option<Snapshot> {
+        let maps = std::fs::read_to_string(process_path(pid, "maps")).ok()?;
         self.note_build_ids(pid, &maps);
-        self.top.snapshot(Snapshot {
+        Some(Snapshot {
             source: SnapshotSource::Maps,
             pid,
             time: monotonic_now(),
             reason: reason.to_owned(),
             note: None,
             lines: maps.lines().map(str::to_owned).collect(),
-        });
+        })
     }
 
     /// Applies a record of a capture (tests and replays of saved streams: the live agent
@@ -139,7 +145,8 @@ impl CgroupModel {
     pub fn record(&mut self, record: &memmon::Record<'_>) {
         match record {
             memmon::Record::Event(event) => self.event(event),
-            memmon::Record::Snapshot(snapshot) => self.top.snapshot(snapshot.clone()),
+            // A capture's snapshots are at their place in the stream already.
+            memmon::Record::Snapshot(_) => self.top.record(record),
             memmon::Record::Header { key, value } => self.top.replay_mut().header(key, value),
         }
     }

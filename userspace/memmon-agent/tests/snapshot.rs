@@ -301,3 +301,204 @@ fn go_tool_pprof_reads_a_snapshot() {
         .unwrap_or_else(|| panic!("no class line in:\n{stdout}"));
     assert_eq!(line.split_whitespace().next(), Some("20kB"), "{stdout}");
 }
+
+/// A model that runs for ever: 10 000 faults at 10 000 different stacks through a model
+/// capped at 8 sites, one page in ten released again, sampled every 1 000 events as the
+/// agent does. The dropped sites' ids are recycled: the table stays within its cap (it
+/// kept an id per stack ever seen), and every page and count stays exact: each kept site
+/// holds the one page it brought in, the dropped label the rest.
+#[test]
+fn dropped_sites_are_recycled() {
+    const FAULTS: u64 = 10_000;
+    let page = |n: u64| 0x7f0000000000u64 + n * 4096;
+    let mut text = String::from(
+        "# snapshot maps 100 1.000000000 start\n\
+         #| 00400000-00401000 r-xp 00000000 08:01 5    /usr/bin/app\n\
+         #| 7f0000000000-7f0010000000 rw-p 00000000 00:00 0\n",
+    );
+    let mut resident = std::collections::BTreeSet::new();
+    let mut released = 0u64;
+    for n in 0..FAULTS {
+        let (ip, caller) = (0x400000 + (n % 256) * 16, 0x400000 + (n / 256) * 16);
+        text.push_str(&format!(
+            "2.{n:09} 100/100 fault type=anon access=W addr={:#x} ip={ip:#x} stack={ip:#x},{caller:#x}\n",
+            page(n)
+        ));
+        resident.insert(n);
+        if n % 10 == 9 {
+            // A page brought in 5 faults ago (its site long dropped, or still kept).
+            let gone = n - 5;
+            text.push_str(&format!(
+                "2.{n:09} 100/100 madvise addr={:#x} len=4096 advice=DONTNEED ret=0\n",
+                page(gone)
+            ));
+            resident.remove(&gone);
+            released += 1;
+        }
+    }
+    let mut model = CgroupModel::new("/work/job-1", 8);
+    let mut reader = CaptureReader::new(text.as_bytes());
+    let mut events = 0;
+    while let Some(record) = reader.next_record() {
+        let (_, record) = record.unwrap();
+        model.record(&record);
+        events += 1;
+        if events % 1000 == 0 {
+            model.sample(1.0, 5);
+        }
+    }
+    model.sample(1.0, 5);
+    let (kept, dropped) = model.sites();
+    assert!(kept <= 8, "{kept} sites kept");
+    assert!(dropped >= FAULTS - 8, "{dropped} sites dropped");
+    let table = model.replay().sites();
+    // Ids: at most the cap, the eighth dropped at once, and the label sites.
+    assert!(table.len() <= 16, "{} site ids", table.len());
+
+    let picture = model.picture();
+    let pages = resident.len() as u64;
+    assert_eq!(picture.kind_bytes().anon, pages * 4096);
+    assert_eq!(picture.site_resident.values().sum::<u64>(), pages);
+    let label = table
+        .label_id(memmon::report::model::sites::LABEL_DROPPED)
+        .unwrap();
+    let mut kept_pages = 0;
+    for (&site, &count) in &picture.site_resident {
+        if site == label {
+            continue;
+        }
+        // A kept site: one of the last stacks, holding exactly its one page.
+        assert_eq!(count, 1, "site {site}: {:?}", table.frames(site));
+        kept_pages += 1;
+    }
+    assert_eq!(picture.site_resident[&label], pages - kept_pages);
+
+    let stats = model.replay().stats();
+    let (mut pages_in, mut released_pages, mut faults) = (0, 0, 0);
+    for id in 0..table.len() as u32 {
+        if let Some(site) = stats.get(id) {
+            pages_in += site.pages_in;
+            released_pages += site.released;
+            faults += site.total_faults();
+        }
+    }
+    assert_eq!(
+        (pages_in, released_pages, faults),
+        (FAULTS, released, FAULTS)
+    );
+}
+
+/// A stack as a snapshot or the report names it: per frame, the object's path and the
+/// file offset, or the label.
+type NamedStack = Vec<String>;
+
+/// The agent's snapshot of a real capture (`base.cap`: `memmon record` of
+/// tests/report/alloc_sites in the VM) taken when the stream reaches the mark
+/// `after-scratch`, against `memmon report --at after-scratch` of the same capture: the
+/// same stacks (object and file offset of every frame) with the same resident bytes.
+#[test]
+fn snapshot_sites_match_the_report_of_a_record() {
+    use memmon::report::model::replay::{Replay, ReplayOptions};
+    use memmon::report::model::sites::Frame;
+    use memmon::{EventKind, Record};
+
+    let capture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../memmon/tests/fixtures/base.cap"
+    ))
+    .unwrap();
+    const MARK: &str = "after-scratch";
+
+    // The report's view of the mark.
+    let mut replay = Replay::new(ReplayOptions::default());
+    replay.capture(capture.as_bytes()).unwrap();
+    let analysis = replay.finish();
+    let mark = analysis.marks.iter().find(|m| m.text == MARK).unwrap();
+    let mut report: BTreeMap<NamedStack, i64> = BTreeMap::new();
+    for (&site, &pages) in &mark.holdings.total.site_resident {
+        let stack = analysis
+            .sites
+            .frames(site)
+            .iter()
+            .map(|frame| match *frame {
+                Frame::Code { object, offset, .. } => {
+                    format!("{}+{offset:#x}", analysis.sites.object_path(object))
+                }
+                Frame::Label(label) => label.to_owned(),
+                Frame::Address { addr, .. } => format!("{addr:#x}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        *report.entry(stack).or_insert(0) += pages as i64 * PAGE;
+    }
+
+    // The agent's model, fed the same records up to the mark.
+    let mut model = CgroupModel::new("/work/job-1", 4096);
+    let mut reader = CaptureReader::new(capture.as_bytes());
+    while let Some(record) = reader.next_record() {
+        let (_, record) = record.unwrap();
+        let at_mark = matches!(&record, Record::Event(event)
+            if matches!(&event.kind, EventKind::Mark { text } if text.to_string_lossy() == MARK));
+        model.record(&record);
+        if at_mark {
+            break;
+        }
+    }
+    model.sample(1.0, 5);
+    let bytes = encode(&build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &BTreeMap::new(),
+            time_nanos: 0,
+        },
+    ))
+    .unwrap();
+    let profile = decode(&bytes);
+    let text = |index: i64| profile.string_table[index as usize].as_str();
+    let mut agent: BTreeMap<NamedStack, i64> = BTreeMap::new();
+    for sample in &profile.sample {
+        let stack = sample
+            .location_id
+            .iter()
+            .map(|id| {
+                let location = profile.location.iter().find(|l| l.id == *id).unwrap();
+                match profile.mapping.iter().find(|m| m.id == location.mapping_id) {
+                    Some(mapping) => format!(
+                        "{}+{:#x}",
+                        text(mapping.filename),
+                        location.address - mapping.memory_start + mapping.file_offset
+                    ),
+                    None if location.line.is_empty() => format!("{:#x}", location.address),
+                    None => {
+                        let function = location.line[0].function_id;
+                        let function = profile.function.iter().find(|f| f.id == function);
+                        text(function.unwrap().name).to_owned()
+                    }
+                }
+            })
+            .collect();
+        if sample.value[0] != 0 {
+            *agent.entry(stack).or_insert(0) += sample.value[0];
+        }
+    }
+    for (stack, bytes) in &report {
+        if agent.get(stack) != Some(bytes) {
+            eprintln!(
+                "DIFF report {bytes} agent {:?}: {stack:?}",
+                agent.get(stack)
+            );
+        }
+    }
+    for (stack, bytes) in &agent {
+        if !report.contains_key(stack) {
+            eprintln!("DIFF agent only {bytes}: {stack:?}");
+        }
+    }
+    assert!(report.len() > 20, "{} stacks", report.len());
+    assert_eq!(
+        agent.values().sum::<i64>(),
+        report.values().sum::<i64>(),
+        "resident bytes"
+    );
+    assert_eq!(agent, report);
+}

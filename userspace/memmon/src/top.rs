@@ -190,9 +190,9 @@ pub struct TopModel {
     replay: Replay,
     activity: BTreeMap<u32, Activity>,
     symbol_options: SymbolOptions,
-    /// The symbols, how many sites the table had when they were made, and the objects with
+    /// The symbols, how many sites the table had made when they were made, and the objects with
     /// lines of their own ([`objects_with_own_lines`]).
-    symbols: Option<(Symbols, usize, BTreeSet<ObjectId>)>,
+    symbols: Option<(Symbols, u64, BTreeSet<ObjectId>)>,
     /// Which code is the system's; the executed programs are own code.
     own_code: OwnCode,
     /// Each site's row name and function, made with the current symbols.
@@ -233,9 +233,22 @@ impl TopModel {
     pub fn record(&mut self, record: &Record<'_>) {
         match record {
             Record::Event(event) => self.event(event),
-            Record::Snapshot(snapshot) => self.replay.snapshot(snapshot),
+            Record::Snapshot(snapshot) => {
+                self.replay.snapshot(snapshot);
+                self.apply_recycled();
+            }
             Record::Header { key, value } => self.replay.header(key, value),
         }
+    }
+
+    /// Applies a snapshot taken live after the event that called for it was applied (the
+    /// maps after an exec event): at once, after the pending ones of its time, as
+    /// `memmon record` writes it at that event's place in the capture. The events read
+    /// after it are the exec'd program's, even those older than the read of its maps.
+    pub fn snapshot_now(&mut self, snapshot: crate::capture::file::Snapshot) {
+        self.apply_snapshots(Some(snapshot.time));
+        self.replay.snapshot(&snapshot);
+        self.apply_recycled();
     }
 
     /// Applies a snapshot taken live (`/proc/PID/maps` when a process first appears) in
@@ -251,6 +264,23 @@ impl TopModel {
             .pop_front_if(|snapshot| time.is_none_or(|time| snapshot.time <= time))
         {
             self.replay.snapshot(&snapshot);
+            self.apply_recycled();
+        }
+    }
+
+    /// The replay's recycles of dropped sites ([`Replay::take_recycled`]), applied to the
+    /// site ids held here before a freed id names a new site.
+    fn apply_recycled(&mut self) {
+        for remap in self.replay.take_recycled() {
+            for activity in self.activity.values_mut() {
+                if let Some(picture) = &mut activity.exited {
+                    picture.remap_sites(&remap);
+                }
+            }
+            remap.map(&mut self.previous_sites);
+            for id in &remap.dropped {
+                self.site_names.remove(id);
+            }
         }
     }
 
@@ -295,6 +325,7 @@ impl TopModel {
             _ => {}
         }
         self.replay.event(event);
+        self.apply_recycled();
     }
 
     /// Counts the program at `path` (absolute, as its mappings name it) as own code even in
@@ -395,11 +426,11 @@ impl TopModel {
         if self
             .symbols
             .as_ref()
-            .is_none_or(|(_, n, _)| *n != table.len())
+            .is_none_or(|(_, n, _)| *n != table.created())
         {
             let symbols = Symbols::new(table, &self.symbol_options);
             let with_lines = objects_with_own_lines(&symbols);
-            self.symbols = Some((symbols, table.len(), with_lines));
+            self.symbols = Some((symbols, table.created(), with_lines));
             self.site_names.clear();
         }
         let Some((symbols, _, with_lines)) = &self.symbols else {

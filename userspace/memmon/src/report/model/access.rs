@@ -101,6 +101,13 @@ pub struct AccessLog {
 }
 
 impl AccessLog {
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for touch in &mut self.touches {
+            touch.site = remap.apply(touch.site);
+        }
+    }
+
     /// True when the captures have no access sampling at all.
     pub fn is_empty(&self) -> bool {
         self.generations.is_empty() && self.access_faults == 0

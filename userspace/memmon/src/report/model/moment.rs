@@ -81,6 +81,14 @@ impl Holdings {
         self.processes.extend(other.processes);
     }
 
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for (_, picture) in &mut self.processes {
+            picture.remap_sites(remap);
+        }
+        self.total.remap_sites(remap);
+    }
+
     /// The picture of process `key`, if it held anything.
     pub fn process(&self, key: ProcessKey) -> Option<&Picture> {
         self.processes

@@ -75,6 +75,16 @@ impl PeakTracker {
         self.changed.retain(|changed| *changed != key);
     }
 
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for picture in self.at_highest.values_mut() {
+            picture.remap_sites(remap);
+        }
+        for since in self.since.values_mut() {
+            since.changes.remap_sites(remap);
+        }
+    }
+
     /// Process `key` lives again (an exec, or a fork that reuses its pid), holding nothing
     /// yet.
     pub fn revived(&mut self, key: ProcessKey) {

@@ -92,6 +92,12 @@ impl Picture {
             && self.swapped == 0
     }
 
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        remap.map(&mut self.site_resident);
+        remap.map(&mut self.site_mapped);
+    }
+
     /// Adds another picture (another process) to this one.
     pub fn merge(&mut self, other: &Picture) {
         for (&site, &pages) in &other.site_resident {
@@ -162,6 +168,14 @@ impl PictureChanges {
     pub fn mapped(&mut self, site: SiteId, class: ClassId, delta: i64) {
         change(&mut self.site_mapped, site, delta);
         change(&mut self.class_mapped, class, delta);
+    }
+
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        remap.map(&mut self.site_resident);
+        remap.map(&mut self.site_mapped);
+        self.site_resident.retain(|_, delta| *delta != 0);
+        self.site_mapped.retain(|_, delta| *delta != 0);
     }
 
     /// `delta` swapped pages, as [`Picture::swapped`].

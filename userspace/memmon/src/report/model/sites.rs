@@ -140,8 +140,58 @@ pub struct SiteTable {
     kept: usize,
     /// Sites dropped so far.
     dropped: u64,
-    /// Drops so far: a cache of site ids made before the last drop is stale.
+    /// Drops and recycles so far: a cache of site ids made before the last one is stale.
     drops: u64,
+    /// Dropped sites whose ids still name pages and counts: the replay moves those to the
+    /// one [`LABEL_DROPPED`] site, then frees the ids ([`SiteTable::take_dropped`],
+    /// [`SiteTable::free`]).
+    dropped_ids: Vec<SiteId>,
+    /// Freed ids, reused by the next new sites.
+    free: Vec<SiteId>,
+    /// How many times each id was given to a site (kept only with a capacity): a cache
+    /// keyed by id holds for the generation it was made in.
+    generations: Vec<u32>,
+    /// Sites made so far, reused ids included: a cache of the table's sites made when
+    /// this was lower misses some.
+    created: u64,
+}
+
+/// Where a recycle of dropped sites moved their pages and counts: each id of `dropped`
+/// now counts under `into` (the [`LABEL_DROPPED`] site).
+#[derive(Debug, Clone, Default)]
+pub struct SiteRemap {
+    /// The ids dropped, freed for reuse once the remap is applied everywhere.
+    pub dropped: rustc_hash::FxHashSet<SiteId>,
+    /// The site their pages and counts now belong to.
+    pub into: SiteId,
+}
+
+impl SiteRemap {
+    /// The site `id` counts under after the remap.
+    pub fn apply(&self, id: SiteId) -> SiteId {
+        if self.dropped.contains(&id) {
+            self.into
+        } else {
+            id
+        }
+    }
+
+    /// Moves the entries of dropped ids of a map by site to `into`, added up.
+    pub fn map<V: Copy + Default + std::ops::Add<Output = V>>(
+        &self,
+        map: &mut FxHashMap<SiteId, V>,
+    ) {
+        let mut moved = None;
+        for id in &self.dropped {
+            if let Some(value) = map.remove(id) {
+                moved = Some(moved.unwrap_or_default() + value);
+            }
+        }
+        if let Some(value) = moved {
+            let entry = map.entry(self.into).or_default();
+            *entry = *entry + value;
+        }
+    }
 }
 
 impl SiteTable {
@@ -253,12 +303,28 @@ impl SiteTable {
             self.touch(id);
             return id;
         }
-        let id = SiteId::try_from(self.sites.len()).unwrap_or(SiteId::MAX);
         let code = !matches!(frames.as_slice(), [Frame::Label(_)]);
-        self.sites.push(frames.clone());
+        self.created += 1;
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.sites[id as usize] = frames.clone();
+                if let Some(generation) = self.generations.get_mut(id as usize) {
+                    *generation = generation.wrapping_add(1);
+                }
+                id
+            }
+            None => {
+                let id = SiteId::try_from(self.sites.len()).unwrap_or(SiteId::MAX);
+                self.sites.push(frames.clone());
+                if self.capacity.is_some() {
+                    self.last_use.push(0);
+                    self.generations.push(0);
+                }
+                id
+            }
+        };
         self.site_ids.insert(frames, id);
         if let Some(capacity) = self.capacity {
-            self.last_use.push(0);
             self.touch(id);
             if code {
                 self.kept += 1;
@@ -271,13 +337,59 @@ impl SiteTable {
     }
 
     /// Caps the sites with code frames at `capacity` (at least 8): past it, the least
-    /// recently used eighth are dropped. A dropped site keeps its id (the pages and counts
-    /// that name it stay), its frames become the one label [`LABEL_DROPPED`] and its
-    /// stack is freed; the same stack seen again is a new site. Label sites are never
-    /// dropped. Set it before the first site.
+    /// recently used eighth are dropped. A dropped site's frames become the one label
+    /// [`LABEL_DROPPED`] and its stack is freed; the same stack seen again is a new site.
+    /// Its id names its pages and counts until the replay moves them to the
+    /// [`LABEL_DROPPED`] site and frees the id for a new site
+    /// ([`SiteTable::take_dropped`]), so that a table that runs for ever stays within its
+    /// capacity. Label sites are never dropped. Set it before the first site.
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = Some(capacity.max(8));
         self.last_use = vec![0; self.sites.len()];
+        self.generations = vec![0; self.sites.len()];
+    }
+
+    /// The sites dropped since the last call, as a remap to the [`LABEL_DROPPED`] site
+    /// (interned if new); none when nothing was dropped. Apply it to everything that
+    /// names sites, then [`SiteTable::free`] it.
+    pub fn take_dropped(&mut self) -> Option<SiteRemap> {
+        if self.dropped_ids.is_empty() {
+            return None;
+        }
+        let dropped = std::mem::take(&mut self.dropped_ids).into_iter().collect();
+        let into = self.label(LABEL_DROPPED);
+        Some(SiteRemap { dropped, into })
+    }
+
+    /// Frees the ids of a remap applied everywhere: new sites reuse them.
+    pub fn free(&mut self, remap: &SiteRemap) {
+        for &id in &remap.dropped {
+            if let Some(frames) = self.sites.get_mut(id as usize) {
+                *frames = Vec::new();
+                if let Some(last) = self.last_use.get_mut(id as usize) {
+                    *last = 0;
+                }
+                self.free.push(id);
+            }
+        }
+        // Freed ids are reused in any order: lowest first keeps the table dense.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        self.drops += 1;
+    }
+
+    /// How many times site `id` was given to a site (0: once). With a capacity only.
+    pub fn generation(&self, id: SiteId) -> u32 {
+        self.generations.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// Sites made so far, reused ids included.
+    pub fn created(&self) -> u64 {
+        self.created
+    }
+
+    /// The id of label site `label`, if it was interned.
+    pub fn label_id(&self, label: &'static str) -> Option<SiteId> {
+        self.site_ids.get(&[Frame::Label(label)][..]).copied()
     }
 
     /// Notes a use of `site` (for [`SiteTable::set_capacity`]'s order).
@@ -312,7 +424,8 @@ impl SiteTable {
             .sites
             .iter()
             .enumerate()
-            .filter(|(_, frames)| !matches!(frames.as_slice(), [Frame::Label(_)]))
+            // Neither labels (dropped ones included) nor freed ids.
+            .filter(|(_, frames)| !matches!(frames.as_slice(), [] | [Frame::Label(_)]))
             .map(|(id, _)| (self.last_use[id], id as SiteId))
             .collect();
         code.sort_unstable();
@@ -323,6 +436,7 @@ impl SiteTable {
                 vec![Frame::Label(LABEL_DROPPED)],
             );
             self.site_ids.remove(&frames);
+            self.dropped_ids.push(id);
         }
         self.kept -= excess;
         self.dropped += excess as u64;
@@ -339,7 +453,7 @@ impl SiteTable {
         self.sites.get(id as usize).map_or(&[], Vec::as_slice)
     }
 
-    /// Number of sites.
+    /// Number of site ids (freed ones included: their frames are empty).
     pub fn len(&self) -> usize {
         self.sites.len()
     }
@@ -390,6 +504,25 @@ mod tests {
         let again = table.intern(code(2));
         assert_ne!(again, ids[2]);
         assert_eq!(table.kept(), 15);
+
+        // The replay moves what names the dropped ids to the dropped label, then frees
+        // them: new sites reuse them, lowest first, each a generation later.
+        let remap = table.take_dropped().unwrap();
+        assert_eq!(remap.dropped.len(), 3);
+        assert_eq!(table.frames(remap.into), [Frame::Label(LABEL_DROPPED)]);
+        assert_eq!(remap.apply(ids[3]), remap.into);
+        assert_eq!(remap.apply(ids[5]), ids[5]);
+        assert!(table.take_dropped().is_none());
+        let (len, created) = (table.len(), table.created());
+        table.free(&remap);
+        assert!(table.frames(ids[2]).is_empty());
+        assert_eq!(table.generation(ids[2]), 0);
+        let reused = table.intern(code(17));
+        assert_eq!(reused, ids[2]);
+        assert_eq!(table.generation(reused), 1);
+        assert_eq!(table.frames(reused), code(17).as_slice());
+        assert_eq!((table.len(), table.created()), (len, created + 1));
+        assert_eq!(table.kept(), 16);
     }
 
     #[test]

@@ -112,6 +112,18 @@ impl Space {
         (addr < vma.end).then_some((start, vma))
     }
 
+    /// Counts the sites `remap` dropped under the site it moves them to: the regions they
+    /// mapped, the pages they brought in and the picture.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for vma in self.vmas.values_mut() {
+            vma.site = remap.apply(vma.site);
+        }
+        for page in self.pages.values_mut() {
+            page.site = remap.apply(page.site);
+        }
+        self.picture.remap_sites(remap);
+    }
+
     /// True when no region is known.
     pub fn is_empty(&self) -> bool {
         self.vmas.is_empty()

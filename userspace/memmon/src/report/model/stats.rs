@@ -120,4 +120,32 @@ impl StatsTable {
         let stats = self.site(site);
         stats.peak_resident = stats.peak_resident.max(now);
     }
+
+    /// Moves the statistics of the sites `remap` dropped to the site it moves them to,
+    /// leaving theirs empty for the new sites that reuse the ids.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for &id in &remap.dropped {
+            let index = id as usize;
+            let Some(stats) = self.sites.get_mut(index).map(std::mem::take) else {
+                continue;
+            };
+            let current = self.current.get_mut(index).map_or(0, std::mem::take);
+            let into = self.site(remap.into);
+            for (total, more) in into.faults.iter_mut().zip(stats.faults) {
+                *total += more;
+            }
+            into.pages_in += stats.pages_in;
+            into.released += stats.released;
+            into.paged_out += stats.paged_out;
+            into.swapped_in += stats.swapped_in;
+            into.first_swapin = match (into.first_swapin, stats.first_swapin) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            into.last_swapin = into.last_swapin.max(stats.last_swapin);
+            if current > 0 {
+                self.resident_changed(remap.into, i64::try_from(current).unwrap_or(i64::MAX));
+            }
+        }
+    }
 }

@@ -86,6 +86,18 @@ fn from_nanos(value: u64) -> Timestamp {
 }
 
 impl TimelineBuilder {
+    /// Counts the sites `remap` dropped under the site it moves them to.
+    pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
+        for interval in self
+            .done
+            .iter_mut()
+            .chain(std::iter::once(&mut self.current))
+        {
+            remap.map(&mut interval.site_growth);
+            interval.site_growth.retain(|_, growth| *growth != 0);
+        }
+    }
+
     /// A builder cutting by `slicing`.
     pub fn new(slicing: Slicing) -> TimelineBuilder {
         TimelineBuilder {

@@ -24,6 +24,7 @@ impl Replay {
         self.before_event(event.time);
         self.apply(event);
         self.peak_tracker.settle(event.time);
+        self.recycle_dropped_sites();
     }
 
     fn apply(&mut self, event: &Event) {

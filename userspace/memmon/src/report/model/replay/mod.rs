@@ -15,7 +15,9 @@ use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::moment::{after, since, Holdings, MomentState, TimeState, When};
 use crate::report::model::peak::PeakTracker;
 use crate::report::model::picture::{ClassId, KindBytes, Picture};
-use crate::report::model::sites::{ObjectId, SiteId, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC};
+use crate::report::model::sites::{
+    ObjectId, SiteId, SiteRemap, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC,
+};
 use crate::report::model::space::{Ctx, Space, Vma};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
@@ -207,6 +209,8 @@ pub struct Replay {
     cgroups: HashMap<ProcessKey, String>,
     /// Frames at unknown addresses share one space ([`Replay::set_site_capacity`]).
     shared_addresses: bool,
+    /// Recycles of dropped sites not yet taken ([`Replay::take_recycled`]).
+    recycled: Vec<SiteRemap>,
 }
 
 impl Replay {
@@ -250,6 +254,7 @@ impl Replay {
             access: AccessLog::default(),
             cgroups: HashMap::new(),
             shared_addresses: false,
+            recycled: Vec::new(),
             python: None,
         }
     }
@@ -389,6 +394,42 @@ impl Replay {
             }
             SnapshotSource::Status => self.status_snapshot(key, snapshot),
         }
+        self.recycle_dropped_sites();
+    }
+
+    /// A capped table's dropped sites ([`Replay::set_site_capacity`]): everything that
+    /// names them now names the one [`LABEL_DROPPED`](crate::report::model::sites::LABEL_DROPPED) site, and their ids are freed for
+    /// new sites. Without this a replay that runs for ever would keep every dropped id's
+    /// statistics (about 150 bytes each). The remap is kept for
+    /// [`Replay::take_recycled`].
+    fn recycle_dropped_sites(&mut self) {
+        let Some(remap) = self.sites.take_dropped() else {
+            return;
+        };
+        self.stats.remap_sites(&remap);
+        self.timeline.remap_sites(&remap);
+        for process in self.processes.values_mut() {
+            process.space.remap_sites(&remap);
+            process.raw_sites.clear();
+        }
+        self.finished.remap_sites(&remap);
+        self.peak_tracker.remap_sites(&remap);
+        self.peak.holdings.remap_sites(&remap);
+        self.time_state.state.holdings.remap_sites(&remap);
+        for mark in &mut self.marks {
+            mark.holdings.remap_sites(&remap);
+        }
+        self.access.remap_sites(&remap);
+        self.sites.free(&remap);
+        self.recycled.push(remap);
+    }
+
+    /// The recycles of dropped sites since the last call, in order: a holder of site ids
+    /// outside the replay applies them before the next event (when the freed ids may
+    /// name new sites). Only a capped replay recycles; its holder must call this after
+    /// every event and snapshot.
+    pub fn take_recycled(&mut self) -> Vec<SiteRemap> {
+        std::mem::take(&mut self.recycled)
     }
 
     /// A maps snapshot: its regions fill the model's gaps (start and exec snapshots; the
