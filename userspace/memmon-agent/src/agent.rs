@@ -191,20 +191,20 @@ impl Agent {
                 self.last_tick = Instant::now();
                 self.tick();
             }
-            match self.events.as_mut() {
-                Some(events) => {
-                    let mut lines = Vec::new();
+            match self.events.take() {
+                Some(mut events) => {
+                    // Each line handled where it was read, not copied out first.
+                    let mut count = 0;
                     let polled = events.poll_lines(POLL_MS, |line| {
-                        lines.push(line.to_owned());
+                        count += 1;
+                        self.handle(line);
                         Ok(())
                     });
+                    self.events = Some(events);
+                    self.metrics().events.inc_by(count);
                     if let Err(error) = polled {
                         eprintln!("memmon agent: {error:#}");
                         self.module_gone();
-                    }
-                    self.metrics().events.inc_by(lines.len() as u64);
-                    for line in &lines {
-                        self.handle(line);
                     }
                     self.tables.flush();
                     for pid in std::mem::take(&mut self.new_code) {

@@ -303,10 +303,12 @@ fn go_tool_pprof_reads_a_snapshot() {
 }
 
 /// A model that runs for ever: 10 000 faults at 10 000 different stacks through a model
-/// capped at 8 sites, one page in ten released again, sampled every 1 000 events as the
-/// agent does. The dropped sites' ids are recycled: the table stays within its cap (it
-/// kept an id per stack ever seen), and every page and count stays exact: each kept site
-/// holds the one page it brought in, the dropped label the rest.
+/// capped at 8 sites, one page in ten released again, and 1 000 short-lived children, each
+/// faulting a page at an address outside any file; sampled every 1 000 events as the agent
+/// does. The dropped sites' ids are recycled: the table stays within its cap (it kept an id
+/// per stack ever seen), and every page and count stays exact: each kept site holds the one
+/// page it brought in, the dropped label the rest. No address space is made per process
+/// (one entry each, kept for ever).
 #[test]
 fn dropped_sites_are_recycled() {
     const FAULTS: u64 = 10_000;
@@ -335,6 +337,15 @@ fn dropped_sites_are_recycled() {
             resident.remove(&gone);
             released += 1;
         }
+        if n % 10 == 5 {
+            let child = 1000 + n;
+            text.push_str(&format!(
+                "2.{n:09} 100/100 fork child={child} watched=1\n\
+                 2.{n:09} {child}/{child} fault type=anon access=W addr={:#x} ip=0x7e0000000010 stack=0x7e0000000010\n\
+                 2.{n:09} {child}/{child} exit code=0\n",
+                page(FAULTS + n)
+            ));
+        }
     }
     let mut model = CgroupModel::new("/work/job-1", 8);
     let mut reader = CaptureReader::new(text.as_bytes());
@@ -354,6 +365,8 @@ fn dropped_sites_are_recycled() {
     let table = model.replay().sites();
     // Ids: at most the cap, the eighth dropped at once, and the label sites.
     assert!(table.len() <= 16, "{} site ids", table.len());
+    assert_eq!(table.space_count(), 0);
+    assert_eq!(model.replay().process_count(), 1);
 
     let picture = model.picture();
     let pages = resident.len() as u64;
@@ -384,7 +397,7 @@ fn dropped_sites_are_recycled() {
     }
     assert_eq!(
         (pages_in, released_pages, faults),
-        (FAULTS, released, FAULTS)
+        (FAULTS + 1000, released, FAULTS + 1000)
     );
 }
 

@@ -387,6 +387,11 @@ impl SiteTable {
         self.created
     }
 
+    /// Address spaces made ([`SiteTable::new_space`]).
+    pub fn space_count(&self) -> usize {
+        self.spaces.len()
+    }
+
     /// The id of label site `label`, if it was interned.
     pub fn label_id(&self, label: &'static str) -> Option<SiteId> {
         self.site_ids.get(&[Frame::Label(label)][..]).copied()

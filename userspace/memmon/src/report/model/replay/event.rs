@@ -270,7 +270,10 @@ impl Replay {
     /// A watched fork: the child starts with a copy of its parent's address space (its
     /// sites' space linked to the parent's) and in its parent's cgroup.
     fn on_fork(&mut self, key: ProcessKey, child_key: ProcessKey) {
-        if self.processes.contains_key(&key) && !self.spaces.contains_key(&child_key) {
+        if self.processes.contains_key(&key)
+            && !self.spaces.contains_key(&child_key)
+            && !self.shared_addresses
+        {
             let parent = self.space_of(key);
             let space = self.sites.new_space(Some(parent));
             self.spaces.insert(child_key, space);

@@ -171,11 +171,11 @@ pub struct Replay {
     class_ids: HashMap<Class, ClassId>,
     stats: StatsTable,
     timeline: TimelineBuilder,
-    processes: HashMap<ProcessKey, Process>,
+    processes: FxHashMap<ProcessKey, Process>,
     /// Each process's current address space in the site table (frames outside files
     /// and the perf map belong to it): made on first use, a fork's linked to its
     /// parent's, a new one after exec.
-    spaces: HashMap<ProcessKey, SpaceId>,
+    spaces: FxHashMap<ProcessKey, SpaceId>,
     order: Vec<ProcessKey>,
     finished: Holdings,
     /// The peak of the capture being replayed.
@@ -222,8 +222,8 @@ impl Replay {
             class_ids: HashMap::new(),
             stats: StatsTable::default(),
             timeline: TimelineBuilder::new(options.slicing),
-            processes: HashMap::new(),
-            spaces: HashMap::new(),
+            processes: FxHashMap::default(),
+            spaces: FxHashMap::default(),
             order: Vec::new(),
             finished: Holdings::default(),
             peak_tracker: PeakTracker::default(),
@@ -585,6 +585,10 @@ impl Replay {
 
     /// The id of the process's current address space, made on first use.
     fn space_of(&mut self, key: ProcessKey) -> SpaceId {
+        if self.shared_addresses {
+            // One space for all ([`Replay::set_site_capacity`]): none made per process.
+            return SpaceId::MAX;
+        }
         *self
             .spaces
             .entry(key)
@@ -610,7 +614,9 @@ impl Replay {
     /// It also puts the frames at addresses outside any known file of every process in one
     /// address space ([`SpaceId::MAX`], which has no perf map): otherwise each short-lived
     /// process whose maps were not read in time made stacks of its own, which a dropped
-    /// site's id still counts (about 8 KB a process in the agent's churn test).
+    /// site's id still counts (about 8 KB a process in the agent's churn test); and no
+    /// space is made per process (one entry each, for ever: its perf map, which a capped
+    /// replay does not read).
     pub fn set_site_capacity(&mut self, capacity: usize) {
         self.sites.set_capacity(capacity);
         self.shared_addresses = true;
