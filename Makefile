@@ -132,6 +132,7 @@ check: deps all
 bench: deps all
 	@$(TOP)/scripts/bench.sh
 	@$(TOP)/scripts/bench.sh --icount
+	@cd $(TOP)/userspace && cargo bench --quiet -p memmon-agent --bench agent_cpu
 
 # --- debug and no-ftrace kernels (make check-debug) -----------------------------------------
 # build/linux-VARIANT: the same source and patches as build/linux, configured as tinyconfig +
