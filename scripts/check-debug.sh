@@ -15,7 +15,10 @@
 # Environment: MEMMON_DEBUG_TIMEOUT (seconds per VM on the debug kernel, default 900),
 # MEMMON_DEBUG_MEM (its guest memory in MB, default 2048), MEMMON_DEBUG_PARTS (default
 # "debug noftrace": which of the two kernels to run), MEMMON_DEBUG_SCENARIOS (scenario
-# files, in this order, instead of all of tests/vm/[0-9]*.sh on the debug kernel).
+# files, in this order, instead of all of tests/vm/[0-9]*.sh on the debug kernel),
+# MEMMON_DEBUG_APPEND (one more kernel command line word for the debug kernel's guests, e.g.
+# memmon_load=fault_kprobes=1: tests/vm/lib.sh's load adds those module parameters, so the
+# scenarios run on the ftrace-hook fault source).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build="$top/build"
@@ -54,7 +57,7 @@ MEMMON_MODULE="$build/module-debug/memmon.ko" \
 MEMMON_VM_TIMEOUT=${MEMMON_DEBUG_TIMEOUT:-900} \
 MEMMON_CHECK_RESULTS="$build/check-debug" \
 MEMMON_CHECK_VM_ONLY=1 \
-MEMMON_CHECK_VM_OPTS="--mem ${MEMMON_DEBUG_MEM:-2048} --append no5lvl" \
+MEMMON_CHECK_VM_OPTS="--mem ${MEMMON_DEBUG_MEM:-2048} --append no5lvl ${MEMMON_DEBUG_APPEND:+--append $MEMMON_DEBUG_APPEND}" \
 MEMMON_CHECK_DEBUG=1 \
 MEMMON_CHECK_SCENARIOS="${MEMMON_DEBUG_SCENARIOS:-}" \
     "$top/scripts/check.sh" "$filter" | tee "$build/check-debug.out"

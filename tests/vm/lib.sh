@@ -18,9 +18,15 @@ expect_match() {
     echo "ok: $1 matches /$3/"
 }
 
+# Module parameters for every load from a kernel command line word memmon_load=P1,P2
+# (scripts/check-debug.sh's MEMMON_DEBUG_APPEND): e.g. memmon_load=fault_kprobes=1 runs the
+# scenarios on the ftrace-hook fault source of a kernel that has the tracepoint.
+load_extra=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^memmon_load=//p' | tr , ' ')
+
 # load [PARAMS...]: insmod the module, fail loudly if it does not load
 load() {
-    insmod /memmon/memmon.ko "$@" || fail "insmod memmon.ko $*: exit $?"
+    # shellcheck disable=SC2086 # the extra parameters are words
+    insmod /memmon/memmon.ko "$@" $load_extra || fail "insmod memmon.ko $* $load_extra: exit $?"
 }
 
 unload() {
