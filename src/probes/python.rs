@@ -18,7 +18,7 @@ const SKIPPED_MAX: usize = PYTHON_MAX;
 
 /// Most interpreters and thread states looked at, together, in the thread lists for the
 /// current thread's thread state (a description of kind 3).
-pub(crate) const THREADS_MAX: usize = 256;
+const THREADS_MAX: usize = 256;
 
 /// Reads the 8-byte word at user address `addr`; `None` if it is not 8-aligned user memory
 /// below `limit` that is mapped and readable.
@@ -95,19 +95,25 @@ fn listed_thread_state(list: &ThreadList, limit: u64) -> Result<u64, PythonEnd> 
 
 /// The current thread's innermost interpreter frame, or why there is none.
 fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
-    let thread_pointer = current_user_fsbase();
-    let at = match spec.thread_state {
-        ThreadStateAt::Global(addr) => addr,
-        ThreadStateAt::ThreadLocal(offset) => thread_pointer.wrapping_add_signed(offset),
-        ThreadStateAt::List(list) => {
-            return frame_of(spec, listed_thread_state(&list, limit)?, limit)
+    let thread_state = match spec.thread_state {
+        ThreadStateAt::List(list) => listed_thread_state(&list, limit)?,
+        ThreadStateAt::Global(addr) => pointed_thread_state(spec, addr, limit)?,
+        ThreadStateAt::ThreadLocal(offset) => {
+            let at = current_user_fsbase().wrapping_add_signed(offset);
+            pointed_thread_state(spec, at, limit)?
         }
     };
+    frame_of(spec, thread_state, limit)
+}
+
+/// The thread state a pointer at `at` points to (a global or a thread-local one), if it is
+/// the current thread's.
+fn pointed_thread_state(spec: &PythonSpec, at: u64, limit: u64) -> Result<u64, PythonEnd> {
     let thread_state = read_word(at, limit).ok_or(PythonEnd::Unreadable)?;
     if thread_state == 0 {
         return Err(PythonEnd::NoThread);
     }
-    if thread_state % 8 != 0 || thread_state >= limit {
+    if !is_pointer(thread_state, limit) {
         return Err(PythonEnd::Invalid);
     }
     if spec.thread_id != PYTHON_NO_OFFSET {
@@ -115,11 +121,11 @@ fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
         // (`pthread_self()`, the thread pointer) is this thread's.
         let id = read_word(thread_state + u64::from(spec.thread_id), limit)
             .ok_or(PythonEnd::Unreadable)?;
-        if id != thread_pointer {
+        if id != current_user_fsbase() {
             return Err(PythonEnd::NoThread);
         }
     }
-    frame_of(spec, thread_state, limit)
+    Ok(thread_state)
 }
 
 /// The innermost interpreter frame of the thread state at `thread_state` (8-aligned, below
