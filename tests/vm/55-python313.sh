@@ -258,10 +258,11 @@ sed -n '1,/^RSS tree/p' /tmp/py.txt
 first_table /tmp/py.txt > /tmp/py.first
 
 total=0
-# holds FUNCTION MIB: FUNCTION is a row of the first table, its bytes within 10 % of MIB
+# holds FUNCTION MIB [SHOWN]: FUNCTION is a row of the first table (named SHOWN there and in
+# the JSON, the report's short form of a long name), its bytes within 10 % of MIB
 holds() {
-    grep -qF "  $1 (" /tmp/py.first || fail "no row $1 in the first table"
-    bytes=$(row_bytes /tmp/py.json "$1")
+    grep -qF "  ${3:-$1} (" /tmp/py.first || fail "no row ${3:-$1} in the first table"
+    bytes=$(row_bytes /tmp/py.json "${3:-$1}")
     [ -n "$bytes" ] || fail "no $1 in the JSON report's your_code"
     want=$(($2 << 20))
     echo "$1 holds $bytes bytes (wants $want within 10 %)"
@@ -274,7 +275,7 @@ holds load_b 12
 holds Record.__init__ 8
 holds recurse 4
 holds chunks 6
-holds make_filler.\<locals\>.fill 5
+holds 'make_filler.<locals>.fill' 5 'make_filler.<…>.fill'
 holds worker_x 10
 holds worker_y 6
 holds inflate_z 12

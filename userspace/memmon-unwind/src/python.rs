@@ -206,7 +206,7 @@ fn layout_3_13(word: &dyn Fn(usize) -> u64) -> Result<Layout, String> {
     // `max` (what the format can carry).
     let field = |name: &str, at: usize, size: u64, width: u64, align: u64, max: u64| {
         let offset = word(at);
-        if offset % align != 0 || offset.saturating_add(width) > size || offset > max {
+        if !offset.is_multiple_of(align) || offset.saturating_add(width) > size || offset > max {
             return Err(format!(
                 "{name} at {offset}: not {align}-aligned within {size} bytes, or past {max}"
             ));
@@ -221,51 +221,29 @@ fn layout_3_13(word: &dyn Fn(usize) -> u64) -> Result<Layout, String> {
             Err(format!("{name} at {offset}, not {want}"))
         }
     };
-    let runtime_size = word(24);
-    let interp_size = word(48);
-    let tstate_size = word(152);
-    let frame_size = word(224);
-    let code_size = word(272);
-    let interp_max = 65528;
-    let object_max = 4088;
+    let (runtime_size, interp_size, tstate_size) = (word(24), word(48), word(152));
+    let (frame_size, code_size) = (word(224), word(272));
     let frame_max = u64::from(crate::protocol::PYTHON_FRAME_MAX);
-    let pointer = 8;
-    let runtime_interpreters_head =
-        field("runtime's interpreters.head", 40, runtime_size, 8, pointer, interp_max)?;
-    let interp_next = field("interpreter's next", 64, interp_size, 8, pointer, interp_max)?;
-    let interp_threads_head = field(
-        "interpreter's threads.head",
-        72,
-        interp_size,
-        8,
-        pointer,
-        interp_max,
-    )?;
-    let tstate_next = field("thread state's next", 168, tstate_size, 8, pointer, object_max)?;
-    let tstate_frame_link = field(
-        "thread state's current_frame",
-        184,
-        tstate_size,
-        8,
-        pointer,
-        object_max,
-    )?;
-    let tstate_native_thread_id = field(
-        "thread state's native_thread_id",
-        200,
-        tstate_size,
-        8,
-        pointer,
-        object_max,
-    )?;
-    let frame_previous = field("frame's previous", 232, frame_size, 8, pointer, frame_max - 8)?;
-    let frame_code = field("frame's executable", 240, frame_size, 8, pointer, frame_max - 8)?;
-    let frame_instr = field("frame's instr_ptr", 248, frame_size, 8, pointer, frame_max - 8)?;
+    // Pointers of each structure, within what the format carries.
+    let runtime = |name, at| field(name, at, runtime_size, 8, 8, 65528);
+    let interp = |name, at| field(name, at, interp_size, 8, 8, 65528);
+    let tstate = |name, at| field(name, at, tstate_size, 8, 8, 4088);
+    let frame = |name, at| field(name, at, frame_size, 8, 8, frame_max - 8);
+    let code = |name, at| field(name, at, code_size, 8, 8, 4088);
+    let runtime_interpreters_head = runtime("runtime's interpreters.head", 40)?;
+    let interp_next = interp("interpreter's next", 64)?;
+    let interp_threads_head = interp("interpreter's threads.head", 72)?;
+    let tstate_next = tstate("thread state's next", 168)?;
+    let tstate_frame_link = tstate("thread state's current_frame", 184)?;
+    let tstate_native_thread_id = tstate("thread state's native_thread_id", 200)?;
+    let frame_previous = frame("frame's previous", 232)?;
+    let frame_code = frame("frame's executable", 240)?;
+    let frame_instr = frame("frame's instr_ptr", 248)?;
     let frame_owner = field("frame's owner", 264, frame_size, 1, 1, frame_max - 1)?;
-    let code_filename = field("code's co_filename", 280, code_size, 8, pointer, object_max)?;
-    let code_qualname = field("code's co_qualname", 296, code_size, 8, pointer, object_max)?;
-    let code_linetable = field("code's co_linetable", 304, code_size, 8, pointer, object_max)?;
-    let code_firstlineno = field("code's co_firstlineno", 312, code_size, 4, 4, object_max)?;
+    let code_filename = code("code's co_filename", 280)?;
+    let code_qualname = code("code's co_qualname", 296)?;
+    let code_linetable = code("code's co_linetable", 304)?;
+    let code_firstlineno = field("code's co_firstlineno", 312, code_size, 4, 4, 4088)?;
     let code_start = field("code's co_code_adaptive", 344, code_size, 0, 2, 4096)?;
     // What the walker and the recorder read at fixed places: an object's type, a bytes
     // object's size and data, a str's length and state.
@@ -415,7 +393,12 @@ mod tests {
 
     /// `_Py_DebugOffsets` of Debian trixie's python3.13 (3.13.5), after the cookie: the
     /// 72 words its `_PyRuntime` starts with (`/usr/bin/python3.13`, file offset 0x63e408).
-    const TRIXIE_3_13_5: [u64; 72] = [51185136, 0, 283376, 608, 632, 194976, 7272, 7264, 7344, 7400, 7656, 7640, 7648, 16, 7752, 0, 7768, 7760, 304, 0, 8, 16, 72, 152, 160, 232, 32, 80, 8, 0, 56, 72, 70, 208, 112, 120, 128, 136, 68, 52, 96, 104, 200, 16, 8, 416, 24, 88, 168, 32, 24, 16, 40, 24, 16, 48, 32, 40, 24, 16, 32, 16, 24, 40, 16, 32, 64, 32, 16, 40, 240, 200];
+    const TRIXIE_3_13_5: [u64; 72] = [
+        51185136, 0, 283376, 608, 632, 194976, 7272, 7264, 7344, 7400, 7656, 7640, 7648, 16, 7752,
+        0, 7768, 7760, 304, 0, 8, 16, 72, 152, 160, 232, 32, 80, 8, 0, 56, 72, 70, 208, 112, 120,
+        128, 136, 68, 52, 96, 104, 200, 16, 8, 416, 24, 88, 168, 32, 24, 16, 40, 24, 16, 48, 32,
+        40, 24, 16, 32, 16, 24, 40, 16, 32, 64, 32, 16, 40, 240, 200,
+    ];
 
     fn trixie_bytes() -> Vec<u8> {
         let mut bytes = DEBUG_COOKIE.to_vec();

@@ -137,7 +137,11 @@ fn the_module_takes_a_python_description() {
     use memmon_unwind::python::{describe, PythonSymbols, LAYOUT_3_11, LAYOUT_3_13};
     for (layout, list, frame) in [
         (LAYOUT_3_11, (40, 0, 16, 8, 160), (32, 48, 56, 68, 0xff)),
-        (LAYOUT_3_13, (632, 7264, 7344, 8, 160), (0, 8, 56, 0xffff, 3)),
+        (
+            LAYOUT_3_13,
+            (632, 7264, 7344, 8, 160),
+            (0, 8, 56, 0xffff, 3),
+        ),
     ] {
         let symbols = PythonSymbols {
             version: layout.version,
