@@ -50,14 +50,27 @@ fn is_pointer(addr: u64, limit: u64) -> bool {
     addr % 8 == 0 && addr < limit
 }
 
-/// The current thread's thread state in the interpreters' thread lists: the one whose native
-/// thread id (`gettid()`) is the current task's id in its pid namespace. It holds the GIL or
-/// not: a thread that released it around C code keeps its state, and its innermost frame,
-/// in the list. At most [`THREADS_MAX`] interpreters and thread states are looked at (the
-/// lists change under the walk, which takes no lock: a walk that runs into a state being
-/// freed reads garbage, which the code object check ends, or ends on the bound).
-fn listed_thread_state(list: &ThreadList, limit: u64) -> Result<u64, PythonEnd> {
+/// The current thread's innermost interpreter frame, from its thread state in the
+/// interpreters' thread lists: the one whose native thread id (`gettid()`) is the current
+/// task's id in its pid namespace. It holds the GIL or not: a thread that released it around
+/// C code keeps its state, and its innermost frame, in the list. One id may name several
+/// states (a new thread's state carries its creator's id until the thread runs; a state
+/// unbound but not yet deleted keeps its old one): the first with a frame is the thread's,
+/// else a matching state without one gives none (0). At most [`THREADS_MAX`] interpreters
+/// and thread states are looked at (the lists change under the walk, which takes no lock: a
+/// walk that runs into a state being freed reads garbage, which the code object check ends,
+/// or ends on the bound).
+fn listed_innermost_frame(
+    spec: &PythonSpec,
+    list: &ThreadList,
+    limit: u64,
+) -> Result<u64, PythonEnd> {
     let tid = u64::try_from(current_tid_in_own_ns()).map_err(|_| PythonEnd::NoThread)?;
+    if tid == 0 {
+        // No id in the task's own namespace; a state not bound yet has 0 too.
+        return Err(PythonEnd::NoThread);
+    }
+    let mut matched = false;
     let mut steps = 0;
     let mut interp = read_word(list.head, limit).ok_or(PythonEnd::Unreadable)?;
     while interp != 0 {
@@ -82,7 +95,10 @@ fn listed_thread_state(list: &ThreadList, limit: u64) -> Result<u64, PythonEnd> 
             let id = read_word(thread + u64::from(list.thread_native_id), limit)
                 .ok_or(PythonEnd::Unreadable)?;
             if id == tid {
-                return Ok(thread);
+                match frame_of(spec, thread, limit) {
+                    Ok(frame) if frame != 0 => return Ok(frame),
+                    _ => matched = true,
+                }
             }
             thread = read_word(thread + u64::from(list.thread_next), limit)
                 .ok_or(PythonEnd::Unreadable)?;
@@ -90,13 +106,17 @@ fn listed_thread_state(list: &ThreadList, limit: u64) -> Result<u64, PythonEnd> 
         interp =
             read_word(interp + u64::from(list.interp_next), limit).ok_or(PythonEnd::Unreadable)?;
     }
-    Err(PythonEnd::NoThread)
+    if matched {
+        Ok(0)
+    } else {
+        Err(PythonEnd::NoThread)
+    }
 }
 
 /// The current thread's innermost interpreter frame, or why there is none.
 fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
     let thread_state = match spec.thread_state {
-        ThreadStateAt::List(list) => listed_thread_state(&list, limit)?,
+        ThreadStateAt::List(list) => return listed_innermost_frame(spec, &list, limit),
         ThreadStateAt::Global(addr) => pointed_thread_state(spec, addr, limit)?,
         ThreadStateAt::ThreadLocal(offset) => {
             let at = current_user_fsbase().wrapping_add_signed(offset);

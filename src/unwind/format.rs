@@ -528,7 +528,8 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
 }
 
 /// Checks the offsets of a description: pointers 8-aligned, objects' fields within
-/// 4096 bytes, the frame's within the bytes read of it.
+/// 4096 bytes (an interpreter state's thread list fields within 65528), the frame's within
+/// the bytes read of it.
 fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
     let in_object = |offset: u16, none: bool| {
         (none && offset == PYTHON_NO_OFFSET)

@@ -422,7 +422,7 @@ pub enum Invalid {
     /// A global thread state address 0, unaligned or too high.
     #[error("a SET_PYTHON whose thread state address is 0, unaligned or too high")]
     PythonThreadState,
-    /// A thread state kind other than 1 or 2.
+    /// A thread state kind other than 1 to 3.
     #[error("a SET_PYTHON of a thread state kind other than 1 to 3")]
     PythonKind,
     /// A thread list head (kind 3) 0, unaligned or too high.
@@ -437,7 +437,7 @@ pub enum Invalid {
          thread state without its thread id's"
     )]
     PythonThreadOffsets,
-    /// A code start odd or past 4096.
+    /// Thread list offsets unaligned or too far, or a thread id offset with them.
     #[error(
         "a SET_PYTHON whose thread list offsets are unaligned or too far (interpreter: \
          65528, thread state: 4088), or that gives a thread id's too"

@@ -310,11 +310,22 @@ pub fn symbols(path: &str, data: &[u8]) -> Option<Result<PythonSymbols, PythonEr
         let (eval, size) = find("_PyEval_EvalFrameDefault")?;
         // `_PyRuntime`'s initial bytes, where its section has them in the file (`.data`).
         let want = runtime_size.min(DEBUG_OFFSETS_3_13_BYTES as u64);
+        // Only sections loaded at an address (not a `.debug_*` one at 0).
         let start = file
             .sections()
+            .filter(|section| section.address() != 0)
             .find_map(|section| section.data_range(runtime, want).ok().flatten())
             .unwrap_or(&[]);
         let (layout, own_offsets) = match debug_offsets_layout(version, start) {
+            // Every 3.13 and later publishes its offsets: a file without them is not what
+            // it says, and the table's layout could be wrong for it.
+            None if version >= (3, 13) => {
+                return Err(PythonError::DebugOffsets(
+                    version.0,
+                    version.1,
+                    "no _Py_DebugOffsets cookie in _PyRuntime".to_owned(),
+                ));
+            }
             None => (*table, false),
             Some(Ok(layout)) => (layout, true),
             Some(Err(why)) => {
@@ -325,7 +336,7 @@ pub fn symbols(path: &str, data: &[u8]) -> Option<Result<PythonSymbols, PythonEr
             version,
             runtime,
             code_type,
-            eval: (eval, eval + size.max(1)),
+            eval: (eval, eval.saturating_add(size.max(1))),
             layout,
             own_offsets,
         })
