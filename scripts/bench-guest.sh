@@ -163,6 +163,89 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     for setup in $order; do stackwalk $setup; done
 done
 
+# The cost of the Python walk per frame (issue 43): python3.11 (when the guest has it)
+# touches N pages of an anonymous mmap in a Python function at the bottom of a chain of 24
+# Python calls, the workload watched with stack_depth=64 and its unwind tables loaded
+# (`memmon unwind PID`), no reader while it runs:
+#   py-native  its interpreter's description forgotten (a SET_PYTHON of version 0): native
+#              stacks only
+#   py-python  described (what `memmon unwind` gives): native stacks and Python frames, the
+#              thread found in the interpreter's thread list
+# "pywalk SETUP NS ENTRIES PYFRAMES LOST": ns per fault, the native entries and the Python
+# frames of most faults' stacks.
+cat > /tmp/pydeep.py <<'PYEOF'
+import mmap
+import os
+import sys
+import time
+
+depth, count, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+pages = mmap.mmap(-1, count * 4096)
+
+
+def bottom():
+    t0 = time.perf_counter_ns()
+    for at in range(0, count * 4096, 4096):
+        pages[at] = 1
+    return time.perf_counter_ns() - t0
+
+
+def chain(level):
+    if level == 0:
+        return bottom()
+    return chain(level - 1)
+
+
+open(go + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+print("ns=%d" % (chain(depth) // count))
+PYEOF
+# le VALUE BYTES: VALUE as BYTES little-endian bytes
+le() {
+    v=$(($1)) n=$2 out=""
+    while [ "$n" -gt 0 ]; do
+        out="$out\\$(printf '%03o' $((v & 255)))"
+        v=$((v >> 8)) n=$((n - 1))
+    done
+    printf "$out"
+}
+pywalk() {
+    setup=$1
+    unload
+    insmod /memmon/memmon.ko buflen=33554432 stack_depth=64
+    rm -f /tmp/go /tmp/go.ready
+    /progs/watchexec /usr/bin/python3.11 /tmp/pydeep.py 24 "$N" /tmp/go > /tmp/pydeep.out &
+    job=$!
+    i=0
+    until [ -e /tmp/go.ready ]; do
+        [ $((i += 1)) -le 6000 ] || { echo "error: pydeep did not start in 60 s" >&2; exit 1; }
+        sleep 0.01
+    done
+    pid=$(pidof python3.11)
+    memmon unwind "$pid" > /dev/null || echo "warning: memmon unwind failed" >&2
+    if [ $setup = py-native ]; then
+        { printf MMUW; le 1 2; le 4 2; le 64 4; le 0 4; le "$pid" 4; head -c 44 /dev/zero; } > /tmp/forget
+        cat /tmp/forget > /proc/memmon/unwind || echo "warning: the forget was refused" >&2
+    fi
+    touch /tmp/go
+    wait $job
+    /progs/drain | awk '/ fault / {
+            n = 0; p = 0
+            if (match($0, / stack=[^ ]*/)) n = split(substr($0, RSTART + 7, RLENGTH - 7), a, ",")
+            if (match($0, / pystack=[^ ]*/)) p = split(substr($0, RSTART + 9, RLENGTH - 9), b, ",")
+            c[n " " p]++ }
+        END { for (k in c) if (c[k] > best) { best = c[k]; mode = k } print mode }' > /tmp/pydeep.shape
+    echo "pywalk $setup $(sed -n 's/^ns=//p' /tmp/pydeep.out) $(cat /tmp/pydeep.shape) $(stat_of lost_reported)" >> $res
+}
+if [ -x /usr/bin/python3.11 ]; then
+    rep=0
+    while [ $((rep += 1)) -le "$REPS" ]; do
+        if [ $((rep % 2)) = 1 ]; then order="py-native py-python"; else order="py-python py-native"; fi
+        for setup in $order; do pywalk $setup; done
+    done
+fi
+
 # Reader throughput: a full buffer of READN fault events read and formatted at once.
 unload
 rep=0

@@ -19,7 +19,10 @@
 #              entries per stack of both are printed, and the cost per entry
 # The stack walk alone (no reader while the workload runs; scripts/bench-guest.sh): faults at
 # the bottom of 70 calls with stack_depth 0, and 64 walked by frame pointers or with tables;
-# the cost per entry of each walk over stack_depth 0.
+# the cost per entry of each walk over stack_depth 0. The Python walk (issue 43): python3.11
+# touching pages at the bottom of 24 Python calls, its interpreter described or not (its
+# unwind tables loaded in both); the cost per Python frame against a native entry's with
+# tables.
 # Workloads (tests/progs/bench.c): 1 thread and 2 threads x N first-touch anonymous faults
 # (ns per fault, wall time / faults), PAIRS mmap+munmap pairs (ns per pair), and reader
 # throughput (lines per second formatting a full buffer of 100000 fault events: memmon's
@@ -68,9 +71,22 @@ vm_run="$top/scripts/vm-run"
 # (scripts/tcg-text-poke-race.sh shows it without memmon), and every set-up switch patches
 # text: a guest that died of such an "Oops: int3" is booted again, from the start (figures
 # are only compared inside one boot), at most 3 times in all.
+# The python walk's workload: the host's python3.11 (Debian bookworm's), its libraries and
+# the standard library's modules it imports, as tests/vm/54-python.sh adds them.
+python_adds=()
+if [ -x /usr/bin/python3.11 ]; then
+    for file in /usr/bin/python3.11 /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/libc.so.6 \
+        /lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libz.so.1 \
+        /lib/x86_64-linux-gnu/libexpat.so.1 /usr/lib/python3.11/os.py \
+        /usr/lib/python3.11/encodings/__init__.py /usr/lib/python3.11/encodings/aliases.py \
+        /usr/lib/python3.11/encodings/utf_8.py \
+        /usr/lib/python3.11/lib-dynload/mmap.cpython-311-x86_64-linux-gnu.so; do
+        python_adds+=(--add "$(readlink -f "$file"):$file")
+    done
+fi
 attempt=1
 until "$vm_run" --timeout 3000 --log "$klog" \
-    --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" -- \
+    --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" ${python_adds[@]+"${python_adds[@]}"} -- \
     "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS sh /host/bench-guest.sh" > "$out"; do
     if [ $attempt -ge 3 ] || ! grep -q 'Oops: int3' "$klog"; then
         cat "$out"
@@ -88,6 +104,7 @@ awk '
     $1 == "frames" { fr[$2 " " $3] = $4; next }
     $1 == "bytes" { by[$2 " " $3] = $4; next }
     $1 == "stackwalk" { v["stackwalk " $2] = v["stackwalk " $2] " " $3; ent[$2] = ent[$2] " " $4; lost["stackwalk " $2] += $5; next }
+    $1 == "pywalk" { v["pywalk " $2] = v["pywalk " $2] " " $3; ent[$2] = $4; pyf[$2] = $5; lost["pywalk " $2] += $6; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
       if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
@@ -133,6 +150,15 @@ awk '
                 printf "%-16s %-13s %8d %8d %8d %8.2f %8d %10s\n", "", name, med, lo, hi, e, lost["stackwalk " name], (e > 0 ? sprintf("%d", pe[name]) : "-")
             }
             printf "%-16s per entry: %d by frame pointers, %d with tables: %.2fx (the goal: at most 2x)\n", "", pe["stacks-fp"], pe["stacks-tables"], (pe["stacks-fp"] > 0 ? pe["stacks-tables"] / pe["stacks-fp"] : 0)
+        }
+        if (("pywalk py-native") in v) {
+            printf "\n%-16s %-13s %8s %8s %8s %8s %8s %8s %10s\n", "python walk", "set-up", "median", "min", "max", "entries", "python", "lost", "per frame"
+            stats("pywalk py-native"); pnat = med
+            printf "%-16s %-13s %8d %8d %8d %8d %8d %8d %10s\n", "", "py-native", med, lo, hi, ent["py-native"], pyf["py-native"], lost["pywalk py-native"], "-"
+            stats("pywalk py-python"); ppy = med
+            perpy = pyf["py-python"] > 0 ? (ppy - pnat) / pyf["py-python"] : 0
+            printf "%-16s %-13s %8d %8d %8d %8d %8d %8d %10d\n", "", "py-python", med, lo, hi, ent["py-python"], pyf["py-python"], lost["pywalk py-python"], perpy
+            printf "%-16s per Python frame (the thread list walk included): %d, per native entry with tables: %d: %.2fx (the goal: at most 1x)\n", "", perpy, pe["stacks-tables"], (pe["stacks-tables"] > 0 ? perpy / pe["stacks-tables"] : 0)
         }
         stats("reader memmon"); m = med; mlo = lo; mhi = hi
         stats("reader ftrace"); f = med

@@ -48,6 +48,18 @@ pub(crate) fn current_ids() -> (i32, i32) {
     unsafe { ((*task).tgid, (*task).pid) }
 }
 
+/// The current task's thread id as its own pid namespace sees it (`task_pid_vnr(current)`,
+/// what `gettid()` returns to it); 0 if it has none there (it is exiting). Callable in
+/// atomic context: the pid is read under the RCU read lock, which nests anywhere.
+pub(crate) fn current_tid_in_own_ns() -> i32 {
+    let task = current_raw_inline();
+    // SAFETY: `current` is always a valid task; a null namespace means the current task's
+    // active one, and `__task_pid_nr_ns` takes the RCU read lock itself.
+    unsafe {
+        bindings::__task_pid_nr_ns(task, bindings::pid_type_PIDTYPE_PID, core::ptr::null_mut())
+    }
+}
+
 /// Checks that the `task_struct` layout the bindings describe is the kernel's, by reading the
 /// current task's ids both through the bindings and through the kernel's own accessor.
 ///

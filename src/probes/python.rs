@@ -5,16 +5,20 @@
 //! docs/unwind.md). Like the native walk it never sleeps and never faults: it takes no lock,
 //! reads user memory with page faults disabled, and takes a bounded number of steps.
 
-use crate::kernel_ext::task::{current_user_fsbase, read_user_nofault};
+use crate::kernel_ext::task::{current_tid_in_own_ns, current_user_fsbase, read_user_nofault};
 use crate::record::event::{PythonEnd, PythonFrame, PYTHON_MAX};
 use crate::unwind::format::{
-    PythonSpec, ThreadStateAt, PYTHON_ADDRESS_LIMIT, PYTHON_FRAME_MAX, PYTHON_NO_OFFSET,
+    PythonSpec, ThreadList, ThreadStateAt, PYTHON_ADDRESS_LIMIT, PYTHON_FRAME_MAX, PYTHON_NO_OFFSET,
 };
 use core::mem::MaybeUninit;
 
 /// Most frames stepped over without being recorded (3.12 and later: the eval loop's entry
 /// frames on the C stack) in one walk, beyond those recorded.
 const SKIPPED_MAX: usize = PYTHON_MAX;
+
+/// Most interpreters and thread states looked at, together, in the thread lists for the
+/// current thread's thread state (a description of kind 3).
+const THREADS_MAX: usize = 256;
 
 /// Reads the 8-byte word at user address `addr`; `None` if it is not 8-aligned user memory
 /// below `limit` that is mapped and readable.
@@ -41,18 +45,95 @@ fn byte_at(bytes: &[u8], offset: u16) -> u8 {
     bytes.get(usize::from(offset)).copied().unwrap_or(0)
 }
 
+/// Whether `addr` may be the address of a structure: 8-aligned, below `limit`.
+fn is_pointer(addr: u64, limit: u64) -> bool {
+    addr % 8 == 0 && addr < limit
+}
+
+/// The current thread's innermost interpreter frame, from its thread state in the
+/// interpreters' thread lists: the one whose native thread id (`gettid()`) is the current
+/// task's id in its pid namespace. It holds the GIL or not: a thread that released it around
+/// C code keeps its state, and its innermost frame, in the list. One id may name several
+/// states (a new thread's state carries its creator's id until the thread runs; a state
+/// unbound but not yet deleted keeps its old one): the first with a frame is the thread's,
+/// else a matching state without one gives none (0). At most [`THREADS_MAX`] interpreters
+/// and thread states are looked at (the lists change under the walk, which takes no lock: a
+/// walk that runs into a state being freed reads garbage, which the code object check ends,
+/// or ends on the bound).
+fn listed_innermost_frame(
+    spec: &PythonSpec,
+    list: &ThreadList,
+    limit: u64,
+) -> Result<u64, PythonEnd> {
+    let tid = u64::try_from(current_tid_in_own_ns()).map_err(|_| PythonEnd::NoThread)?;
+    if tid == 0 {
+        // No id in the task's own namespace; a state not bound yet has 0 too.
+        return Err(PythonEnd::NoThread);
+    }
+    let mut matched = false;
+    let mut steps = 0;
+    let mut interp = read_word(list.head, limit).ok_or(PythonEnd::Unreadable)?;
+    while interp != 0 {
+        steps += 1;
+        if steps > THREADS_MAX {
+            return Err(PythonEnd::Depth);
+        }
+        if !is_pointer(interp, limit) {
+            return Err(PythonEnd::Invalid);
+        }
+        // No overflow: `interp` is below 2^47, the offsets at most 65528.
+        let mut thread = read_word(interp + u64::from(list.interp_threads), limit)
+            .ok_or(PythonEnd::Unreadable)?;
+        while thread != 0 {
+            steps += 1;
+            if steps > THREADS_MAX {
+                return Err(PythonEnd::Depth);
+            }
+            if !is_pointer(thread, limit) {
+                return Err(PythonEnd::Invalid);
+            }
+            let id = read_word(thread + u64::from(list.thread_native_id), limit)
+                .ok_or(PythonEnd::Unreadable)?;
+            if id == tid {
+                match frame_of(spec, thread, limit) {
+                    Ok(frame) if frame != 0 => return Ok(frame),
+                    _ => matched = true,
+                }
+            }
+            thread = read_word(thread + u64::from(list.thread_next), limit)
+                .ok_or(PythonEnd::Unreadable)?;
+        }
+        interp =
+            read_word(interp + u64::from(list.interp_next), limit).ok_or(PythonEnd::Unreadable)?;
+    }
+    if matched {
+        Ok(0)
+    } else {
+        Err(PythonEnd::NoThread)
+    }
+}
+
 /// The current thread's innermost interpreter frame, or why there is none.
 fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
-    let thread_pointer = current_user_fsbase();
-    let at = match spec.thread_state {
-        ThreadStateAt::Global(addr) => addr,
-        ThreadStateAt::ThreadLocal(offset) => thread_pointer.wrapping_add_signed(offset),
+    let thread_state = match spec.thread_state {
+        ThreadStateAt::List(list) => return listed_innermost_frame(spec, &list, limit),
+        ThreadStateAt::Global(addr) => pointed_thread_state(spec, addr, limit)?,
+        ThreadStateAt::ThreadLocal(offset) => {
+            let at = current_user_fsbase().wrapping_add_signed(offset);
+            pointed_thread_state(spec, at, limit)?
+        }
     };
+    frame_of(spec, thread_state, limit)
+}
+
+/// The thread state a pointer at `at` points to (a global or a thread-local one), if it is
+/// the current thread's.
+fn pointed_thread_state(spec: &PythonSpec, at: u64, limit: u64) -> Result<u64, PythonEnd> {
     let thread_state = read_word(at, limit).ok_or(PythonEnd::Unreadable)?;
     if thread_state == 0 {
         return Err(PythonEnd::NoThread);
     }
-    if thread_state % 8 != 0 || thread_state >= limit {
+    if !is_pointer(thread_state, limit) {
         return Err(PythonEnd::Invalid);
     }
     if spec.thread_id != PYTHON_NO_OFFSET {
@@ -60,10 +141,16 @@ fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
         // (`pthread_self()`, the thread pointer) is this thread's.
         let id = read_word(thread_state + u64::from(spec.thread_id), limit)
             .ok_or(PythonEnd::Unreadable)?;
-        if id != thread_pointer {
+        if id != current_user_fsbase() {
             return Err(PythonEnd::NoThread);
         }
     }
+    Ok(thread_state)
+}
+
+/// The innermost interpreter frame of the thread state at `thread_state` (8-aligned, below
+/// `limit`).
+fn frame_of(spec: &PythonSpec, thread_state: u64, limit: u64) -> Result<u64, PythonEnd> {
     let link =
         read_word(thread_state + u64::from(spec.frame_link), limit).ok_or(PythonEnd::Unreadable)?;
     if spec.frame_link2 == PYTHON_NO_OFFSET {
@@ -83,8 +170,9 @@ fn innermost_frame(spec: &PythonSpec, limit: u64) -> Result<u64, PythonEnd> {
 /// the task's user address space. Returns how many it initialised at the start of `out` and
 /// why they end there. A frame whose code is no code object (`spec.code_type`) ends the walk
 /// (`invalid`): wrong offsets, or garbage frames, give a short walk, never a wrong read.
-/// Callable in atomic context: no lock, page faults disabled, at most [`PYTHON_MAX`] +
-/// [`SKIPPED_MAX`] frames, each two reads.
+/// Callable in atomic context: no lock, page faults disabled, at most [`THREADS_MAX`]
+/// interpreters and thread states (two reads each) to find the thread's, then at most
+/// [`PYTHON_MAX`] + [`SKIPPED_MAX`] frames, each two reads.
 pub(crate) fn walk_python(
     spec: &PythonSpec,
     user_end: u64,

@@ -50,8 +50,12 @@ const COMMAND_SET_MAPS: u16 = 2;
 const COMMAND_DROP_TABLE: u16 = 3;
 const COMMAND_SET_PYTHON: u16 = 4;
 
-/// Bytes of a `SET_PYTHON`'s body: the pid and the interpreter's description.
+/// Bytes of a `SET_PYTHON`'s body: the pid and the interpreter's description, with a
+/// global or thread-local thread state (kinds 1 and 2).
 pub(crate) const SET_PYTHON_BODY: usize = 48;
+/// Bytes of a `SET_PYTHON`'s body whose thread states are found in the interpreter's thread
+/// list (kind 3): the 48 bytes of [`SET_PYTHON_BODY`] and the list's four offsets.
+pub(crate) const SET_PYTHON_LIST_BODY: usize = 56;
 /// An offset field that says "none".
 pub(crate) const PYTHON_NO_OFFSET: u16 = 0xffff;
 /// Most bytes of an interpreter frame the walker reads at once: every field it reads
@@ -64,6 +68,9 @@ const PYTHON_OBJECT_OFFSET_MAX: u16 = 4096;
 pub(crate) const PYTHON_ADDRESS_LIMIT: u64 = 1 << 47;
 /// Farthest below the thread pointer a static TLS variable is looked for.
 const PYTHON_TLS_MAX: i64 = 1 << 20;
+/// Largest offset of a field in an interpreter state (`PyInterpreterState` is large: 3.13's
+/// thread list is 7344 bytes in).
+const PYTHON_INTERP_OFFSET_MAX: u16 = 65528;
 
 /// A table key: the object's build ID, or its device and inode (userspace chooses).
 pub(crate) type Key = [u8; KEY_BYTES];
@@ -141,6 +148,21 @@ pub(crate) enum ThreadStateAt {
     /// In a static TLS variable this far from the thread pointer (3.12 and later:
     /// `_Py_tss_tstate`), negative on x86_64.
     ThreadLocal(i64),
+    /// In the interpreters' thread lists: the thread state whose native thread id is the
+    /// faulting thread's id (whether it holds the GIL or not).
+    List(ThreadList),
+}
+
+/// Where the interpreters' thread lists are (kind 3): from the pointer at `head`
+/// (`_PyRuntime.interpreters.head`), each interpreter's `next` and first thread state
+/// (`threads.head`), each thread state's `next` and native thread id (`gettid()`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ThreadList {
+    pub(crate) head: u64,
+    pub(crate) interp_next: u16,
+    pub(crate) interp_threads: u16,
+    pub(crate) thread_next: u16,
+    pub(crate) thread_native_id: u16,
 }
 
 /// What the walker needs to read one CPython's interpreter frames (docs/unwind.md).
@@ -388,8 +410,8 @@ pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal>
             Ok(Prefix::DropTable)
         }
         COMMAND_SET_PYTHON => {
-            if body != SET_PYTHON_BODY {
-                return Err("a SET_PYTHON whose body is not 48 bytes");
+            if body != SET_PYTHON_BODY && body != SET_PYTHON_LIST_BODY {
+                return Err("a SET_PYTHON whose body is not 48 or 56 bytes");
             }
             let pid = u32_at(fields, 0);
             // CAST: i32::MAX is positive.
@@ -418,11 +440,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
 }
 
 /// The body of a `SET_PYTHON` whose prefix is valid: pid, then at 4 the version (u16, 0:
-/// forget), the thread state's kind (u16: 1 global, 2 thread-local) and at 8 its address
-/// or offset (u64), at 16 `PyCode_Type`'s address, at 24 nine u16 offsets (`thread_id`,
-/// `frame_link`, `frame_link2`, `frame_code`, `frame_previous`, `frame_instr`,
-/// `frame_owner`, `frame_is_entry`, `code_start`), at 42 `owner_cstack` (u8), a reserved
-/// byte, at 44 `frame_bytes` (u16) and 2 reserved bytes.
+/// forget), the thread state's kind (u16: 1 global, 2 thread-local, 3 thread list) and at 8
+/// its address, offset or list head (u64), at 16 `PyCode_Type`'s address, at 24 nine u16
+/// offsets (`thread_id`, `frame_link`, `frame_link2`, `frame_code`, `frame_previous`,
+/// `frame_instr`, `frame_owner`, `frame_is_entry`, `code_start`), at 42 `owner_cstack`
+/// (u8), a reserved byte, at 44 `frame_bytes` (u16) and 2 reserved bytes; with kind 3 (a
+/// 56-byte body, the others 48) at 48 the thread list's four u16 offsets (`interp_next`,
+/// `interp_threads`, `thread_next`, `thread_native_id`).
 fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
     let pid = u32_at(body, 0);
     let version = u16_at(body, 4);
@@ -435,7 +459,13 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
         if kind != 0 || at != 0 || code_type != 0 || body.iter().skip(24).any(|&b| b != 0) {
             return Err("a SET_PYTHON that forgets has fields that are not 0");
         }
+        if body.len() != SET_PYTHON_BODY {
+            return Err("a SET_PYTHON whose size is not its kind's (kind 3: 56 bytes, else 48)");
+        }
         return Ok(Command::SetPython { pid, python: None });
+    }
+    if (kind == 3) != (body.len() == SET_PYTHON_LIST_BODY) {
+        return Err("a SET_PYTHON whose size is not its kind's (kind 3: 56 bytes, else 48)");
     }
     if reserved {
         return Err("a SET_PYTHON whose reserved fields are not 0");
@@ -456,8 +486,20 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
             }
             ThreadStateAt::ThreadLocal(offset)
         }
+        3 => {
+            if at == 0 || at % 8 != 0 || at >= PYTHON_ADDRESS_LIMIT {
+                return Err("a SET_PYTHON whose thread list head is 0, unaligned or too high");
+            }
+            ThreadStateAt::List(ThreadList {
+                head: at,
+                interp_next: u16_at(body, 48),
+                interp_threads: u16_at(body, 50),
+                thread_next: u16_at(body, 52),
+                thread_native_id: u16_at(body, 54),
+            })
+        }
         1 => return Err("a SET_PYTHON whose thread state address is 0, unaligned or too high"),
-        _ => return Err("a SET_PYTHON of a thread state kind other than 1 or 2"),
+        _ => return Err("a SET_PYTHON of a thread state kind other than 1 to 3"),
     };
     if code_type == 0 || code_type % 8 != 0 || code_type >= PYTHON_ADDRESS_LIMIT {
         return Err("a SET_PYTHON whose code type address is 0, unaligned or too high");
@@ -486,7 +528,8 @@ fn parse_python(body: &[u8]) -> Result<Command<'_>, Refusal> {
 }
 
 /// Checks the offsets of a description: pointers 8-aligned, objects' fields within
-/// 4096 bytes, the frame's within the bytes read of it.
+/// 4096 bytes (an interpreter state's thread list fields within 65528), the frame's within
+/// the bytes read of it.
 fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
     let in_object = |offset: u16, none: bool| {
         (none && offset == PYTHON_NO_OFFSET)
@@ -503,6 +546,20 @@ fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
             "a SET_PYTHON whose thread state offsets are unaligned or past 4096, or a global \
              thread state without its thread id's",
         );
+    }
+    if let ThreadStateAt::List(list) = spec.thread_state {
+        let in_interp = |offset: u16| offset % 8 == 0 && offset <= PYTHON_INTERP_OFFSET_MAX;
+        if !in_interp(list.interp_next)
+            || !in_interp(list.interp_threads)
+            || !in_object(list.thread_next, false)
+            || !in_object(list.thread_native_id, false)
+            || spec.thread_id != PYTHON_NO_OFFSET
+        {
+            return Err(
+                "a SET_PYTHON whose thread list offsets are unaligned or too far (interpreter: \
+                 65528, thread state: 4088), or that gives a thread id's too",
+            );
+        }
     }
     if spec.code_start > PYTHON_OBJECT_OFFSET_MAX || spec.code_start % 2 != 0 {
         return Err("a SET_PYTHON whose code start is odd or past 4096");

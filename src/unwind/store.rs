@@ -17,7 +17,8 @@
 //! its rows are copied.
 
 use super::format::{
-    Key, PythonSpec, Ranges, Row, Rows, INDEX_ENTRY_BYTES, KEY_BYTES, SET_MAPS_WRITE_MAX,
+    Key, PythonSpec, Ranges, Row, Rows, ThreadStateAt, INDEX_ENTRY_BYTES, KEY_BYTES,
+    SET_MAPS_WRITE_MAX,
 };
 use crate::bindings;
 use crate::kernel_ext::pid::find_task_in_current_ns;
@@ -770,13 +771,32 @@ impl UnwindStore {
                             *cursor = ListingCursor::Total;
                             continue;
                         };
-                        writeln!(
+                        write!(
                             out,
                             "process {} ranges={} tables={}",
                             p.tgid,
                             p.ranges.len(),
                             p.tables
                         )?;
+                        if let Some(python) = &p.python {
+                            write!(
+                                out,
+                                " python={}.{} ",
+                                python.version >> 8,
+                                python.version & 0xff
+                            )?;
+                            match python.thread_state {
+                                ThreadStateAt::Global(at) => write!(out, "threads=global@{at:#x}")?,
+                                ThreadStateAt::ThreadLocal(offset) => {
+                                    // Below the thread pointer: negative, as the format checked.
+                                    write!(out, "threads=tls-{:#x}", offset.unsigned_abs())?
+                                }
+                                ThreadStateAt::List(list) => {
+                                    write!(out, "threads=list@{:#x}", list.head)?
+                                }
+                            }
+                        }
+                        out.write_str("\n")?;
                         *cursor = ListingCursor::Processes { after: p.tgid };
                     }
                     ListingCursor::Total => {

@@ -23,7 +23,10 @@
 # what it allocated. The script (written here) allocates in named functions: load_a 24 MiB
 # of bytes in a list, load_b a 12 MiB str, Record.__init__ 8 MiB in class instances (which
 # build_records makes: the innermost own function has the bytes), recurse
-# 4 MiB 21 frames deep, worker_x 10 MiB and worker_y 6 MiB in two threads, and tmp_c a
+# 4 MiB 21 frames deep, worker_x 10 MiB and worker_y 6 MiB in two threads, inflate_z
+# 12 MiB that zlib's inflate writes with the GIL released while another thread (spin) runs
+# Python code holding it (the thread is found in the interpreter's thread list by its native
+# id: with the GIL holder's thread state it had no Python frames), and tmp_c a
 # 16 MiB temporary dropped before the mark. The report's first table ("Your code") must name
 # each function with its bytes within 10 %, tmp_c must be reported as temporary, and the
 # script's functions must hold at least 90 % of what the process brought in since the
@@ -40,9 +43,13 @@ cat > /tmp/app.py <<'EOF'
 import os
 import threading
 import time
+import zlib
 
 MIB = 1 << 20
+ZLIB_BYTES = 12 * MIB
 held = []
+# Compressed before the script says it started: 12 MiB of one byte, a few KiB packed.
+PACKED = zlib.compress(b"z" * ZLIB_BYTES)
 
 
 def wait_for(path):
@@ -92,6 +99,24 @@ def worker_y():
     held.append(b"y" * (6 * MIB))
 
 
+inflated = threading.Event()
+
+
+def inflate_z():
+    # zlib writes the 12 MiB into the bytes object with the GIL released (one block of
+    # exactly the size: no copy after).
+    held.append(zlib.decompress(PACKED, bufsize=ZLIB_BYTES))
+    inflated.set()
+
+
+def spin():
+    # Python code holding the GIL while inflate_z's thread runs C code without it.
+    n = 0
+    while not inflated.is_set():
+        n += 1
+    return n
+
+
 def main():
     with open("/tmp/py-started", "w") as started:
         started.write(str(os.getpid()))
@@ -106,6 +131,12 @@ def main():
         thread.start()
     for thread in threads:
         thread.join()
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    inflater = threading.Thread(target=inflate_z)
+    inflater.start()
+    inflater.join()
+    spinner.join()
     open("/tmp/py-held", "w").close()
     wait_for("/tmp/py-done")
     # Without the interpreter's finalization, which frees what is held: only tmp_c's
@@ -214,6 +245,7 @@ holds Record.__init__ 8
 holds recurse 4
 holds worker_x 10
 holds worker_y 6
+holds inflate_z 12
 
 # What the process brought in after the script started: its resident bytes at "held" minus
 # those at "started".

@@ -13,7 +13,7 @@ use memmon::capture::file::write_header;
 use memmon::parse_python_frames;
 use memmon::report::python::{decode_line_table, CodeInfo};
 use memmon_unwind::loader::PythonProcess;
-use memmon_unwind::python::{layout, Layout};
+use memmon_unwind::python::Layout;
 
 /// Most characters of a name or file kept.
 const TEXT_MAX: u64 = 1024;
@@ -67,9 +67,7 @@ impl PythonCodes {
         let Some(python) = python else {
             return Ok(());
         };
-        let Some(layout) = layout(python.symbols.version) else {
-            return Ok(());
-        };
+        let layout = &python.symbols.layout;
         if self.described.get(&pid) != Some(&layout.version) {
             let (start, end) = python.symbols.eval;
             let value = serde_json::json!({
@@ -146,10 +144,11 @@ fn identity(memory: &File, layout: &Layout, code: u64) -> Option<Identity> {
     ])
 }
 
-/// Reads a `str` object (3.11's compact layout): ASCII data after a 48-byte header, other
-/// kinds after 72 bytes, 1, 2 or 4 bytes a character.
-fn read_str(memory: &File, addr: u64) -> Option<String> {
-    let header = read_bytes(memory, addr, 48)?;
+/// Reads a compact `str` object: ASCII data after `layout.str_ascii_data` bytes (3.11: 48,
+/// 3.13: 40), other kinds after `layout.str_compact_data` (72, 56), 1, 2 or 4 bytes a
+/// character; its length at 16, its state at 32.
+fn read_str(memory: &File, layout: &Layout, addr: u64) -> Option<String> {
+    let header = read_bytes(memory, addr, 40)?;
     let length = u64::from_le_bytes(header.get(16..24)?.try_into().ok()?).min(TEXT_MAX);
     let state = u32::from_le_bytes(header.get(32..36)?.try_into().ok()?);
     let kind = (state >> 2) & 7;
@@ -159,10 +158,14 @@ fn read_str(memory: &File, addr: u64) -> Option<String> {
         return None;
     }
     if ascii {
-        let data = read_bytes(memory, addr + 48, length)?;
+        let data = read_bytes(memory, addr + u64::from(layout.str_ascii_data), length)?;
         return Some(String::from_utf8_lossy(&data).into_owned());
     }
-    let data = read_bytes(memory, addr + 72, length * u64::from(kind))?;
+    let data = read_bytes(
+        memory,
+        addr + u64::from(layout.str_compact_data),
+        length * u64::from(kind),
+    )?;
     let chars: Vec<u32> = match kind {
         1 => data.iter().map(|&b| u32::from(b)).collect(),
         2 => data
@@ -194,12 +197,12 @@ fn read_bytes_object(memory: &File, addr: u64) -> Option<Vec<u8>> {
 
 fn read_code(memory: &File, layout: &Layout, code: u64, identity: &Identity) -> Option<CodeInfo> {
     let [qualname, filename, linetable, firstlineno] = *identity;
-    let name = read_str(memory, qualname)?;
-    let file = read_str(memory, filename)?;
+    let name = read_str(memory, layout, qualname)?;
+    let file = read_str(memory, layout, filename)?;
     // CAST: an int field, its low 32 bits.
     let line = firstlineno as u32;
     let table = read_bytes_object(memory, linetable).unwrap_or_default();
-    let _ = (layout, code);
+    let _ = code;
     Some(CodeInfo {
         lines: decode_line_table(&table, line),
         name,

@@ -413,22 +413,26 @@ fn mutate(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
     }
 }
 
-/// A `SET_PYTHON` of a valid 3.11 description with one field made wrong (an offset, the
-/// version, the thread state, the code type, the frame size, reserved bytes), for a pid out
-/// of range or not watched, or mutated as any write.
+/// A `SET_PYTHON` of a valid 3.11 or 3.13 description (thread states in the thread lists)
+/// with one field made wrong (an offset, the version, the thread state or its list, the
+/// code type, the frame size, the size for its kind, reserved bytes), for a pid out of range
+/// or not watched, or mutated as any write.
 fn python_case(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
+    let layout = rng.pick(&[crate::python::LAYOUT_3_11, crate::python::LAYOUT_3_13]);
     let symbols = crate::python::PythonSymbols {
-        version: (3, 11),
+        version: layout.version,
         runtime: 0x00a5_b740,
         code_type: 0x0095_9440,
         eval: (0x0050_0000, 0x0051_0000),
+        layout,
+        own_offsets: false,
     };
     let Some(valid) = crate::python::describe(&symbols, 0) else {
-        return (Vec::new(), "no 3.11 layout".into());
+        return (Vec::new(), "no layout".into());
     };
     let mut p = valid;
     let mut pid = ctx.watched_pid;
-    let what: String = match rng.below(16) {
+    let what: String = match rng.below(20) {
         0 => {
             p.version = rng.pick(&[0x0300u16, 0x030a, 0x030f, 0x0400, u16::MAX]);
             format!("version {:#x}", p.version)
@@ -501,6 +505,38 @@ fn python_case(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
             let at = rng.pick(&[HEADER_BYTES + 43, HEADER_BYTES + 46, HEADER_BYTES + 47]);
             b[at] = 1 + rng.below(255) as u8;
             return (b, "reserved byte set".into());
+        }
+        15 => {
+            if let crate::protocol::ThreadState::List(list) = &mut p.thread_state {
+                list.head = rng.pick(&[0u64, 0x00a5_b741, 1 << 47, u64::MAX - 7]);
+            }
+            "thread list head 0, unaligned or too high".into()
+        }
+        16 => {
+            if let crate::protocol::ThreadState::List(list) = &mut p.thread_state {
+                match rng.below(4) {
+                    0 => list.interp_next = rng.pick(&[1u16, 65530, 0xffff]),
+                    1 => list.interp_threads = rng.pick(&[4u16, 65535, 7345]),
+                    2 => list.thread_next = rng.pick(&[3u16, 4096, 0xfff8]),
+                    _ => list.thread_native_id = rng.pick(&[161u16, 4096, 0xffff]),
+                }
+            }
+            "thread list offset unaligned or too far".into()
+        }
+        17 => {
+            p.thread_id = rng.pick(&[0u16, 152, 4088]);
+            "a thread list with a thread id offset".into()
+        }
+        18 => {
+            // A thread list's body cut to 48 bytes, or another kind's grown to 56.
+            let mut b = encode_set_python(pid, Some(&p));
+            if rng.below(2) == 0 {
+                b.truncate(b.len() - 8);
+            } else {
+                b[HEADER_BYTES + 6] = rng.pick(&[1u8, 2]);
+            }
+            fix_length(&mut b);
+            return (b, "SET_PYTHON whose size is not its kind's".into());
         }
         _ => {
             let mut b = encode_set_python(pid, if rng.below(2) == 0 { None } else { Some(&p) });

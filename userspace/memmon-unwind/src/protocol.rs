@@ -49,8 +49,12 @@ pub enum CommandCode {
     SetPython = 4,
 }
 
-/// Bytes of a `SET_PYTHON`: header, pid and description.
+/// Bytes of a `SET_PYTHON`: header, pid and description, with a global or thread-local
+/// thread state (kinds 1 and 2), or forgetting.
 pub const SET_PYTHON_BYTES: usize = HEADER_BYTES + 48;
+/// Bytes of a `SET_PYTHON` whose thread states are found in the thread lists (kind 3): the
+/// 48 bytes of the others' body and the lists' four offsets.
+pub const SET_PYTHON_LIST_BYTES: usize = HEADER_BYTES + 56;
 /// An offset field of a `SET_PYTHON` that says "none".
 pub const NO_OFFSET: u16 = 0xffff;
 /// Most bytes of a frame the module reads.
@@ -65,6 +69,22 @@ pub enum ThreadState {
     Global(u64),
     /// A static TLS variable this far from the thread pointer (negative).
     ThreadLocal(i64),
+    /// The interpreters' thread lists: the thread state whose native thread id is the
+    /// faulting thread's.
+    List(ThreadList),
+}
+
+/// Where the interpreters' thread lists are (kind 3): `head` is the address of the pointer
+/// to the first interpreter (`_PyRuntime.interpreters.head`); then the offsets of an
+/// interpreter's `next` and `threads.head`, and of a thread state's `next` and
+/// `native_thread_id`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ThreadList {
+    pub head: u64,
+    pub interp_next: u16,
+    pub interp_threads: u16,
+    pub thread_next: u16,
+    pub thread_native_id: u16,
 }
 
 /// The description of one process's CPython that a `SET_PYTHON` gives (docs/unwind.md).
@@ -240,10 +260,19 @@ pub fn encode_set_maps(pid: u32, ranges: &[Range]) -> Vec<u8> {
 /// The `SET_PYTHON` write that describes the interpreter of process `pid` (`None`: forgets
 /// it).
 pub fn encode_set_python(pid: u32, python: Option<&PythonDescription>) -> Vec<u8> {
-    let mut out = header(CommandCode::SetPython, SET_PYTHON_BYTES);
+    let list = match python.map(|p| p.thread_state) {
+        Some(ThreadState::List(list)) => Some(list),
+        _ => None,
+    };
+    let bytes = if list.is_some() {
+        SET_PYTHON_LIST_BYTES
+    } else {
+        SET_PYTHON_BYTES
+    };
+    let mut out = header(CommandCode::SetPython, bytes);
     out.extend_from_slice(&pid.to_le_bytes());
     let Some(p) = python else {
-        out.resize(SET_PYTHON_BYTES, 0);
+        out.resize(bytes, 0);
         return out;
     };
     out.extend_from_slice(&p.version.to_le_bytes());
@@ -251,6 +280,7 @@ pub fn encode_set_python(pid: u32, python: Option<&PythonDescription>) -> Vec<u8
         ThreadState::Global(addr) => (1u16, addr),
         // CAST: the offset's bits.
         ThreadState::ThreadLocal(offset) => (2u16, offset as u64),
+        ThreadState::List(list) => (3u16, list.head),
     };
     out.extend_from_slice(&kind.to_le_bytes());
     out.extend_from_slice(&at.to_le_bytes());
@@ -272,6 +302,16 @@ pub fn encode_set_python(pid: u32, python: Option<&PythonDescription>) -> Vec<u8
     out.push(0);
     out.extend_from_slice(&p.frame_bytes.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
+    if let Some(list) = list {
+        for offset in [
+            list.interp_next,
+            list.interp_threads,
+            list.thread_next,
+            list.thread_native_id,
+        ] {
+            out.extend_from_slice(&offset.to_le_bytes());
+        }
+    }
     out
 }
 
@@ -357,8 +397,8 @@ pub enum Invalid {
     /// A `DROP_TABLE` whose body is not one key.
     #[error("a DROP_TABLE whose body is not one key")]
     DropTableSize,
-    /// A `SET_PYTHON` whose body is not 48 bytes.
-    #[error("a SET_PYTHON whose body is not 48 bytes")]
+    /// A `SET_PYTHON` whose body is neither 48 nor 56 bytes.
+    #[error("a SET_PYTHON whose body is not 48 or 56 bytes")]
     PythonSize,
     /// A `SET_PYTHON` of pid 0 or above `i32::MAX`.
     #[error("a SET_PYTHON of pid 0 or out of range")]
@@ -366,6 +406,10 @@ pub enum Invalid {
     /// A `SET_PYTHON` of version 0 (forget) with other fields set.
     #[error("a SET_PYTHON that forgets has fields that are not 0")]
     PythonForget,
+    /// A `SET_PYTHON` of kind 3 that is not 56 bytes, or of another kind (or forgetting)
+    /// that is not 48.
+    #[error("a SET_PYTHON whose size is not its kind's (kind 3: 56 bytes, else 48)")]
+    PythonKindSize,
     /// Reserved fields not 0.
     #[error("a SET_PYTHON whose reserved fields are not 0")]
     PythonReserved,
@@ -378,9 +422,12 @@ pub enum Invalid {
     /// A global thread state address 0, unaligned or too high.
     #[error("a SET_PYTHON whose thread state address is 0, unaligned or too high")]
     PythonThreadState,
-    /// A thread state kind other than 1 or 2.
-    #[error("a SET_PYTHON of a thread state kind other than 1 or 2")]
+    /// A thread state kind other than 1 to 3.
+    #[error("a SET_PYTHON of a thread state kind other than 1 to 3")]
     PythonKind,
+    /// A thread list head (kind 3) 0, unaligned or too high.
+    #[error("a SET_PYTHON whose thread list head is 0, unaligned or too high")]
+    PythonListHead,
     /// A code type address 0, unaligned or too high.
     #[error("a SET_PYTHON whose code type address is 0, unaligned or too high")]
     PythonCodeType,
@@ -390,6 +437,12 @@ pub enum Invalid {
          thread state without its thread id's"
     )]
     PythonThreadOffsets,
+    /// Thread list offsets unaligned or too far, or a thread id offset with them.
+    #[error(
+        "a SET_PYTHON whose thread list offsets are unaligned or too far (interpreter: \
+         65528, thread state: 4088), or that gives a thread id's too"
+    )]
+    PythonListOffsets,
     /// A code start odd or past 4096.
     #[error("a SET_PYTHON whose code start is odd or past 4096")]
     PythonCodeStart,
@@ -424,6 +477,9 @@ impl Invalid {
                 | Invalid::EmptyRange
                 | Invalid::RangesOrder
                 | Invalid::PythonForget
+                | Invalid::PythonKindSize
+                | Invalid::PythonListHead
+                | Invalid::PythonListOffsets
                 | Invalid::PythonReserved
                 | Invalid::PythonVersion
                 | Invalid::PythonTls
@@ -621,7 +677,8 @@ pub fn decode(bytes: &[u8]) -> Result<Command, Invalid> {
 }
 
 fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
-    if body.len() != SET_PYTHON_BYTES - HEADER_BYTES {
+    let list_body = body.len() == SET_PYTHON_LIST_BYTES - HEADER_BYTES;
+    if body.len() != SET_PYTHON_BYTES - HEADER_BYTES && !list_body {
         return Err(Invalid::PythonSize);
     }
     let pid = u32_at(body, 0);
@@ -637,7 +694,13 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
         if kind != 0 || at != 0 || code_type != 0 || body.iter().skip(24).any(|&b| b != 0) {
             return Err(Invalid::PythonForget);
         }
+        if list_body {
+            return Err(Invalid::PythonKindSize);
+        }
         return Ok(Command::SetPython { pid, python: None });
+    }
+    if (kind == 3) != list_body {
+        return Err(Invalid::PythonKindSize);
     }
     if body[43] != 0 || u16_at(body, 46) != 0 {
         return Err(Invalid::PythonReserved);
@@ -655,6 +718,18 @@ fn decode_set_python(body: &[u8]) -> Result<Command, Invalid> {
                 return Err(Invalid::PythonTls);
             }
             ThreadState::ThreadLocal(offset)
+        }
+        3 => {
+            if at == 0 || !at.is_multiple_of(8) || at >= PYTHON_ADDRESS_LIMIT {
+                return Err(Invalid::PythonListHead);
+            }
+            ThreadState::List(ThreadList {
+                head: at,
+                interp_next: u16_at(body, 48),
+                interp_threads: u16_at(body, 50),
+                thread_next: u16_at(body, 52),
+                thread_native_id: u16_at(body, 54),
+            })
         }
         1 => return Err(Invalid::PythonThreadState),
         _ => return Err(Invalid::PythonKind),
@@ -696,6 +771,17 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
         || !in_object(p.frame_link2, true)
     {
         return Err(Invalid::PythonThreadOffsets);
+    }
+    if let ThreadState::List(list) = p.thread_state {
+        let in_interp = |offset: u16| offset.is_multiple_of(8) && offset <= 65528;
+        if !in_interp(list.interp_next)
+            || !in_interp(list.interp_threads)
+            || !in_object(list.thread_next, false)
+            || !in_object(list.thread_native_id, false)
+            || p.thread_id != NO_OFFSET
+        {
+            return Err(Invalid::PythonListOffsets);
+        }
     }
     if p.code_start > 4096 || !p.code_start.is_multiple_of(2) {
         return Err(Invalid::PythonCodeStart);

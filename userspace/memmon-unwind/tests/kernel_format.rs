@@ -129,38 +129,99 @@ fn the_module_index_shape_is_the_crates() {
     }
 }
 
-/// The module takes the description this crate makes of a 3.11 interpreter, and a forget.
+/// The module takes the descriptions this crate makes of 3.11 and 3.13 interpreters (their
+/// thread states found in the thread lists), the older kinds, and a forget.
 #[test]
 fn the_module_takes_a_python_description() {
-    use memmon_unwind::protocol::encode_set_python;
-    use memmon_unwind::python::{describe, PythonSymbols};
-    let symbols = PythonSymbols {
-        version: (3, 11),
-        runtime: 0x00a5_b740,
-        code_type: 0x0095_9440,
-        eval: (0x0050_0000, 0x0051_0000),
-    };
-    let description = describe(&symbols, 0x1000).expect("3.11 has a layout");
-    match format::parse(&encode_set_python(1234, Some(&description))) {
-        Ok(format::Command::SetPython {
-            pid: 1234,
-            python: Some(spec),
-        }) => {
-            assert_eq!(
-                spec.thread_state,
-                format::ThreadStateAt::Global(0x00a5_b740 + 0x1000 + 576)
-            );
-            assert_eq!(spec.code_type, 0x0095_a440);
-            assert_eq!(
-                (spec.frame_code, spec.frame_previous, spec.frame_instr),
-                (32, 48, 56)
-            );
-            assert_eq!((spec.frame_is_entry, spec.owner_cstack), (68, 0xff));
+    use memmon_unwind::protocol::{encode_set_python, ThreadState};
+    use memmon_unwind::python::{describe, PythonSymbols, LAYOUT_3_11, LAYOUT_3_13};
+    for (layout, list, frame) in [
+        (LAYOUT_3_11, (40, 0, 16, 8, 160), (32, 48, 56, 68, 0xff)),
+        (
+            LAYOUT_3_13,
+            (632, 7264, 7344, 8, 160),
+            (0, 8, 56, 0xffff, 3),
+        ),
+    ] {
+        let symbols = PythonSymbols {
+            version: layout.version,
+            runtime: 0x00a5_b740,
+            code_type: 0x0095_9440,
+            eval: (0x0050_0000, 0x0051_0000),
+            layout,
+            own_offsets: false,
+        };
+        let description = describe(&symbols, 0x1000).expect("a layout");
+        match format::parse(&encode_set_python(1234, Some(&description))) {
+            Ok(format::Command::SetPython {
+                pid: 1234,
+                python: Some(spec),
+            }) => {
+                assert_eq!(
+                    spec.thread_state,
+                    format::ThreadStateAt::List(format::ThreadList {
+                        head: 0x00a5_b740 + 0x1000 + list.0,
+                        interp_next: list.1,
+                        interp_threads: list.2,
+                        thread_next: list.3,
+                        thread_native_id: list.4,
+                    })
+                );
+                assert_eq!(spec.code_type, 0x0095_a440);
+                assert_eq!(
+                    (spec.frame_code, spec.frame_previous, spec.frame_instr),
+                    (frame.0, frame.1, frame.2)
+                );
+                assert_eq!((spec.frame_is_entry, spec.owner_cstack), (frame.3, frame.4));
+            }
+            other => panic!(
+                "the module refuses the {:?} description: {:?}",
+                layout.version,
+                other.err()
+            ),
         }
-        _ => panic!("the module refuses the 3.11 description"),
+        // The older kinds (a global thread state with its thread id, a thread-local one)
+        // are still taken.
+        let mut global = description;
+        global.thread_state = ThreadState::Global(0x00a5_b740 + 576);
+        global.thread_id = 152;
+        assert!(format::parse(&encode_set_python(1234, Some(&global))).is_ok());
+        let mut tls = description;
+        tls.thread_state = ThreadState::ThreadLocal(-16);
+        tls.thread_id = memmon_unwind::protocol::NO_OFFSET;
+        assert!(format::parse(&encode_set_python(1234, Some(&tls))).is_ok());
     }
     assert!(matches!(
         format::parse(&encode_set_python(1234, None)),
         Ok(format::Command::SetPython { python: None, .. })
     ));
+}
+
+/// The module refuses every one of the Python fuzz cases the crate refuses for the format
+/// (vm-38's 10 000 descriptions), and takes the format of the others.
+#[test]
+fn the_module_parser_agrees_on_the_python_fuzz_cases() {
+    use memmon_unwind::fuzz::generate_python;
+    let context = FuzzContext::new(100, 200);
+    let mut format_errors = 0;
+    for (i, case) in generate_python(9, 10_000, &context).iter().enumerate() {
+        let parsed = format::parse(&case.bytes);
+        match &case.reject {
+            Reject::Invalid(_) => {
+                format_errors += 1;
+                assert!(
+                    parsed.is_err(),
+                    "case {i} ({}): the module accepts it",
+                    case.mutation
+                );
+            }
+            _ => assert!(
+                parsed.is_ok(),
+                "case {i} ({}): the module refuses its format: {:?}",
+                case.mutation,
+                parsed.err()
+            ),
+        }
+    }
+    assert!(format_errors > 8_000, "only {format_errors} format cases");
 }

@@ -556,6 +556,15 @@ fn human_form_reads_like_memmon() {
         human("1.000000000 29305/29305 fsync fd=1 ret=0"),
         "29305: fsync(1) -> 0"
     );
+    // Python frames, innermost first, and why they end early.
+    assert_eq!(
+        human("1.000000000 29305/29306 fault type=anon access=W addr=0x7f3c00000000 ip=0x4a5b6c stack=0x4a5b6c,0x4a0000 pystack=0x7f3c1a2b4c30+18,0x7f3c1a2b5e10+42* pystack_end=depth"),
+        "29305/29306: anon page @0x7f3c00000000 (W) python 0x7f3c1a2b4c30+18 < 0x7f3c1a2b5e10+42* (python frames end: depth)"
+    );
+    assert_eq!(
+        human("1.000000000 29305/29305 fault type=anon access=W addr=0x7f3c00000000 ip=0x4a5b6c stack=0x4a5b6c pystack_end=no_thread"),
+        "29305: anon page @0x7f3c00000000 (W) (python frames end: no_thread)"
+    );
     assert_eq!(
         human("1.000000000 29305/29305 exit code=768"),
         "29305: exit: exited 3"

@@ -5,12 +5,17 @@
 //! 29305: mmap(0x0, 139264, rw-, PRIVATE|ANONYMOUS, fd -1) -> 0x7f5a2c1e4000
 //! 29305: munmap(0x7f5a2c1e4000, 139264) -> 0
 //! 29305: fsync(1) -> 0
+//! 29305: anon page @0x7f3c1a000000 (W) python 0x7f3c1a2b4c30+18 < 0x7f3c1a2b5e10+42*
 //! ```
+//!
+//! An event with Python frames (`pystack=`) ends with them, innermost first, `<` between a
+//! frame and its caller, `*` after the outermost frame of one run of the eval loop, and why
+//! they end early when they do (`(python frames end: no_thread)`).
 
 use std::fmt;
 
 use crate::stream::escaped::EscapedStr;
-use crate::stream::event::{Access, Event, EventKind, FaultType, RssAt};
+use crate::stream::event::{Access, Event, EventKind, FaultType, PythonEnd, PythonStack, RssAt};
 use crate::stream::writer::{Arg, FaultNote, KindWriter, Ret, Shown};
 
 /// Wraps an event so that `Display` gives the human-readable form (no newline).
@@ -74,8 +79,29 @@ impl fmt::Display for Human<'_, '_> {
         if let Some(dur) = event.dur {
             write!(f, " in {dur} ns")?;
         }
+        if let Some(python) = &event.python {
+            write_python(f, python)?;
+        }
         Ok(())
     }
+}
+
+/// ` python CODE+OFFSET < CODE+OFFSET* ...`, innermost first, then why the frames end when
+/// they end early.
+fn write_python(f: &mut fmt::Formatter<'_>, python: &PythonStack) -> fmt::Result {
+    let PythonStack(frames, end) = python;
+    if !frames.is_empty() {
+        f.write_str(" python")?;
+        for (index, frame) in frames.iter().enumerate() {
+            let separator = if index > 0 { " <" } else { "" };
+            let star = if frame.entry { "*" } else { "" };
+            write!(f, "{separator} {:#x}+{}{star}", frame.code, frame.offset)?;
+        }
+    }
+    if *end != PythonEnd::Complete {
+        write!(f, " (python frames end: {})", end.name())?;
+    }
+    Ok(())
 }
 
 /// Writes what happened (the part after `PID: `).
