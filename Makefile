@@ -101,9 +101,9 @@ userspace:
 
 # memmon fleet's query engines are a long build: not in `userspace` (nor make run). Built
 # for this machine (not crt-static), then linked beside memmon, which runs it.
-FLEET_BIN := $(TOP)/userspace/target/release/memmon-fleet
+FLEET_BIN := $(TOP)/userspace/target/fleet/memmon-fleet
 fleet:
-	@cd $(TOP)/userspace && cargo build --quiet --release -p memmon-fleet
+	@cd $(TOP)/userspace && cargo build --quiet --profile fleet -p memmon-fleet
 	@mkdir -p $(dir $(USERSPACE_BIN)) && ln -sf $(FLEET_BIN) $(dir $(USERSPACE_BIN))memmon-fleet
 
 bench-fleet: fleet

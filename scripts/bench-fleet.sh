@@ -16,9 +16,9 @@ dir=${BENCH_FLEET_DIR:-$top/build/bench-fleet}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10000 30000 100000)
 cd "$top/userspace"
-cargo build --quiet --release -p memmon-fleet --bins --examples
-bin=$top/userspace/target/release/memmon-fleet
-gen=$top/userspace/target/release/examples/fleet-dataset
+cargo build --quiet --profile fleet -p memmon-fleet --bins --examples
+bin=$top/userspace/target/fleet/memmon-fleet
+gen=$top/userspace/target/fleet/examples/fleet-dataset
 mkdir -p "$dir"
 job=(--by model,version,group --top 50000 --diff group=baseline:test)
 

@@ -271,7 +271,11 @@ enum Command {
     Fleet {
         /// memmon-fleet's arguments: DIR --by LABEL[,LABEL...] [--top N]
         /// [--diff LABEL=A:B] [--engine local|ballista://HOST:PORT] -o OUT.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
         args: Vec<std::ffi::OsString>,
     },
     /// Print the module's counters.

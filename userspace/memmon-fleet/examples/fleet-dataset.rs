@@ -32,8 +32,14 @@ fn main() -> Result<(), String> {
         return Err("usage: fleet-dataset OUT_DIR SNAPSHOTS [STACKS_PER_SNAPSHOT] [POOL]".into());
     };
     let count: u64 = count.parse().map_err(|e| format!("{count}: {e}"))?;
-    let per_snapshot: usize = rest.first().map_or(Ok(200), |v| v.parse()).map_err(|e| format!("{e}"))?;
-    let pool_size: usize = rest.get(1).map_or(Ok(2000), |v| v.parse()).map_err(|e| format!("{e}"))?;
+    let per_snapshot: usize = rest
+        .first()
+        .map_or(Ok(200), |v| v.parse())
+        .map_err(|e| format!("{e}"))?;
+    let pool_size: usize = rest
+        .get(1)
+        .map_or(Ok(2000), |v| v.parse())
+        .map_err(|e| format!("{e}"))?;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memmon/tests/fixtures");
     let mut real: Vec<StackSample> = Vec::new();
     for name in ["base.cap", "grown.cap"] {
@@ -82,9 +88,18 @@ fn main() -> Result<(), String> {
             }
             let anon: u64 = samples.iter().map(|s| s.resident).sum();
             let labels = BTreeMap::from([
-                ("model".to_owned(), models[random.below(4) as usize].to_owned()),
-                ("version".to_owned(), versions[random.below(3) as usize].to_owned()),
-                ("group".to_owned(), groups[random.below(2) as usize].to_owned()),
+                (
+                    "model".to_owned(),
+                    models[random.below(4) as usize].to_owned(),
+                ),
+                (
+                    "version".to_owned(),
+                    versions[random.below(3) as usize].to_owned(),
+                ),
+                (
+                    "group".to_owned(),
+                    groups[random.below(2) as usize].to_owned(),
+                ),
                 ("host".to_owned(), format!("h{}", random.below(100_000))),
             ]);
             writer

@@ -10,7 +10,9 @@ use ballista_scheduler::scheduler_process::start_server;
 
 /// Runs a scheduler listening on `host:port` until killed.
 pub async fn scheduler(host: &str, port: u16) -> Result<(), String> {
-    let mut config = SchedulerConfig::default().with_hostname(host).with_port(port);
+    let mut config = SchedulerConfig::default()
+        .with_hostname(host)
+        .with_port(port);
     config.bind_host = host.to_owned();
     let address = format!("{host}:{port}")
         .parse()

@@ -75,14 +75,22 @@ impl Engine {
 fn session_config() -> SessionConfig {
     // Strings as the files have them (Utf8), so that both engines give the same types.
     let mut config = SessionConfig::new();
-    config.options_mut().execution.parquet.schema_force_view_types = false;
+    config
+        .options_mut()
+        .execution
+        .parquet
+        .schema_force_view_types = false;
     config
 }
 
 fn ballista_config() -> SessionConfig {
     use ballista::prelude::SessionConfigExt;
     let mut config = SessionConfig::new_with_ballista();
-    config.options_mut().execution.parquet.schema_force_view_types = false;
+    config
+        .options_mut()
+        .execution
+        .parquet
+        .schema_force_view_types = false;
     config
 }
 
@@ -99,8 +107,8 @@ fn register(
                 .map_err(|e| format!("{}: {e}", path.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-        .with_file_extension(".parquet");
+    let options =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
     let schema = schema::of(table).unwrap_or_else(schema::snapshots);
     let config = ListingTableConfig::new_with_multi_paths(urls)
         .with_listing_options(options)

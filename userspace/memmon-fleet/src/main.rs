@@ -27,7 +27,12 @@ struct Cli {
     dataset: Option<PathBuf>,
     /// The labels that make clusters (comma-separated); a snapshot without one has
     /// `none` for it.
-    #[arg(long, value_name = "LABEL[,LABEL...]", value_delimiter = ',', required = true)]
+    #[arg(
+        long,
+        value_name = "LABEL[,LABEL...]",
+        value_delimiter = ',',
+        required = true
+    )]
     by: Vec<String>,
     /// Look up binaries as SYSROOT/path (as `memmon report`).
     #[arg(long, value_name = "DIR")]
@@ -154,7 +159,11 @@ async fn start(cli: Cli) -> Result<(), String> {
         symbols: SymbolOptions {
             sysroot: cli.sysroot,
             debug_dirs: cli.debug_dirs,
-            debuginfod: if cli.debuginfod { DebuginfodOptions::from_env(None) } else { None },
+            debuginfod: if cli.debuginfod {
+                DebuginfodOptions::from_env(None)
+            } else {
+                None
+            },
         },
         rows: cli.rows,
         output,

@@ -134,7 +134,13 @@ fn integers(column: &ArrayRef) -> Result<Vec<i64>, String> {
     let column = cast(column, &DataType::Int64).map_err(|e| e.to_string())?;
     let column = column.as_primitive::<Int64Type>();
     Ok((0..column.len())
-        .map(|i| if column.is_null(i) { 0 } else { column.value(i) })
+        .map(|i| {
+            if column.is_null(i) {
+                0
+            } else {
+                column.value(i)
+            }
+        })
         .collect())
 }
 

@@ -39,7 +39,9 @@ fn sysroot() -> PathBuf {
         flate2::read::GzDecoder::new(std::fs::File::open(fixture(&format!("{name}.gz"))).unwrap())
             .read_to_end(&mut bytes)
             .unwrap();
-        let partial = root.join("host").join(format!("{name}.{}", std::process::id()));
+        let partial = root
+            .join("host")
+            .join(format!("{name}.{}", std::process::id()));
         std::fs::write(&partial, bytes).unwrap();
         std::fs::rename(&partial, root.join("host").join(name)).unwrap();
     }
@@ -116,8 +118,16 @@ fn fleet() -> Vec<SnapshotData> {
     let base = std::fs::read_to_string(fixture("base.cap")).unwrap();
     let grown = std::fs::read_to_string(fixture("grown.cap")).unwrap();
     let sources = [
-        ("1.0", main_snapshot(&base), main_snapshot(&relocate(&base, 0x5_0000_0000))),
-        ("2.0", main_snapshot(&grown), main_snapshot(&relocate(&grown, 0x1_2340_0000))),
+        (
+            "1.0",
+            main_snapshot(&base),
+            main_snapshot(&relocate(&base, 0x5_0000_0000)),
+        ),
+        (
+            "2.0",
+            main_snapshot(&grown),
+            main_snapshot(&relocate(&grown, 0x1_2340_0000)),
+        ),
     ];
     let mut out = Vec::new();
     let mut id = 1000;
@@ -172,7 +182,9 @@ struct Expected {
 fn expected(snapshots: &[SnapshotData], top: Option<usize>) -> BTreeMap<Vec<String>, Expected> {
     let mut members: BTreeMap<Vec<String>, Vec<&SnapshotData>> = BTreeMap::new();
     for s in snapshots {
-        let key = ["model", "version", "group"].map(|k| s.labels[k].clone()).to_vec();
+        let key = ["model", "version", "group"]
+            .map(|k| s.labels[k].clone())
+            .to_vec();
         members.entry(key).or_default().push(s);
     }
     members
@@ -244,6 +256,15 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+fn assert_same_files(a: &Path, b: &Path) {
+    let (a, b) = (files(a), files(b));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, bytes) in &a {
+        assert!(*bytes == b[name], "{name} differs");
+    }
+    assert_eq!(a.len(), 45);
+}
+
 fn csv_of(expected: &BTreeMap<Vec<String>, Expected>) -> Vec<Vec<String>> {
     expected
         .iter()
@@ -311,7 +332,11 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
     }
     for table in ["snapshots", "samples", "stacks"] {
         // The samples file where the snapshots file should be: a wrong schema.
-        let wrong = if table == "snapshots" { "samples" } else { table };
+        let wrong = if table == "snapshots" {
+            "samples"
+        } else {
+            table
+        };
         std::fs::copy(
             dataset.join(wrong).join(&part),
             dataset.join(table).join("part-wrong.parquet"),
@@ -346,8 +371,12 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
             .map(|(&id, v)| (id, v[0] as u64))
             .filter(|(_, v)| *v > 0)
             .collect();
-        let wanted: BTreeMap<i64, u64> =
-            e.stacks.iter().filter(|(_, v)| **v > 0).map(|(k, v)| (*k, *v)).collect();
+        let wanted: BTreeMap<i64, u64> = e
+            .stacks
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| (*k, *v))
+            .collect();
         assert_eq!(stacks, wanted, "{key:?}");
         // The folded means: each stack's mean, rounded to pages, summed.
         let name = key.join("-");
@@ -356,7 +385,11 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
             .values()
             .map(|&sum| (mean(sum as i64, e.snapshots) + 2048) / 4096 * 4096)
             .sum();
-        assert_eq!(folded_total(&out.join(format!("{name}.folded"))), folded, "{name}");
+        assert_eq!(
+            folded_total(&out.join(format!("{name}.folded"))),
+            folded,
+            "{name}"
+        );
         for ext in ["txt", "html", "pb.gz"] {
             assert!(out.join(format!("{name}.{ext}")).is_file(), "{name}.{ext}");
         }
@@ -367,21 +400,32 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
     let partial = e.stacks.iter().find(|(id, _)| {
         snapshots
             .iter()
-            .filter(|s| s.labels["model"] == "s1" && s.labels["version"] == "1.0" && s.labels["group"] == "baseline")
+            .filter(|s| {
+                s.labels["model"] == "s1"
+                    && s.labels["version"] == "1.0"
+                    && s.labels["group"] == "baseline"
+            })
             .any(|s| !s.samples.iter().any(|x| stack_id(&x.frames) == **id))
     });
-    assert!(partial.is_some(), "the fleet has a stack absent from some snapshots");
+    assert!(
+        partial.is_some(),
+        "the fleet has a stack absent from some snapshots"
+    );
     // Symbolised: the program's functions by name.
     let folded = std::fs::read_to_string(out.join("s1-1.0-baseline.folded")).unwrap();
     assert!(folded.contains("main"), "{folded}");
     // The diffs: one per (model, version).
-    let diff = std::fs::read_to_string(out.join("diff-s1-1.0-baseline-vs-s1-1.0-test.txt")).unwrap();
+    let diff =
+        std::fs::read_to_string(out.join("diff-s1-1.0-baseline-vs-s1-1.0-test.txt")).unwrap();
     assert!(!diff.is_empty());
 
     // Top 2 by RSS of each cluster.
     let top_out = tmp("fleet-local-top");
     block_on(run(&options(&dataset, &top_out, local(), Some(2)))).unwrap();
-    assert_eq!(csv_rows(&top_out.join("clusters.csv")), csv_of(&expected(&snapshots, Some(2))));
+    assert_eq!(
+        csv_rows(&top_out.join("clusters.csv")),
+        csv_of(&expected(&snapshots, Some(2)))
+    );
 }
 
 struct Cluster {
@@ -412,8 +456,12 @@ fn start_cluster(base_port: u16, log: &Path) -> Cluster {
         Command::new(binary)
             .args(args)
             .env("RUST_LOG", "warn")
-            .stdout(Stdio::from(std::fs::File::create(log.join(format!("{name}.out"))).unwrap()))
-            .stderr(Stdio::from(std::fs::File::create(log.join(format!("{name}.err"))).unwrap()))
+            .stdout(Stdio::from(
+                std::fs::File::create(log.join(format!("{name}.out"))).unwrap(),
+            ))
+            .stderr(Stdio::from(
+                std::fs::File::create(log.join(format!("{name}.err"))).unwrap(),
+            ))
             .spawn()
             .unwrap()
     };
@@ -462,24 +510,42 @@ fn ballista_with_two_executors_gives_identical_files_and_survives_losing_one() {
     let mut cluster = start_cluster(50_950, &logs);
     let engine = Engine::Ballista(format!("127.0.0.1:{}", cluster.port));
     let remote_out = tmp("fleet-ballista-remote");
-    let summary = block_on(run(&options(&dataset, &remote_out, engine.clone(), Some(3))))
-        .unwrap_or_else(|e| panic!("{e}; logs in {}", logs.display()));
+    let summary = block_on(run(&options(
+        &dataset,
+        &remote_out,
+        engine.clone(),
+        Some(3),
+    )))
+    .unwrap_or_else(|e| panic!("{e}; logs in {}", logs.display()));
     assert_eq!(summary.clusters, 8);
-    assert_eq!(files(&local_out), files(&remote_out));
+    assert_same_files(&local_out, &remote_out);
     // A second run; one executor killed in its middle: the same files or one clear error.
     let again = tmp("fleet-ballista-again");
     let victim = cluster.processes.remove(2);
     let killer = std::thread::spawn(move || {
         let mut victim = victim;
         std::thread::sleep(Duration::from_millis(300));
-        let _ = victim.kill();
-        let _ = victim.wait();
+        // Still running when killed: the run had started and not finished.
+        let alive = victim.try_wait().unwrap().is_none();
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+        alive
     });
+    let started = Instant::now();
     let result = block_on(run(&options(&dataset, &again, engine, Some(3))));
-    killer.join().unwrap();
+    let took = started.elapsed();
+    assert!(killer.join().unwrap(), "the executor had died before");
+    assert!(
+        took > Duration::from_millis(300),
+        "the run ended before the kill ({took:?})"
+    );
     match result {
-        Ok(_) => assert_eq!(files(&local_out), files(&again)),
+        Ok(_) => {
+            eprintln!("an executor killed 300 ms into a {took:?} run: identical files");
+            assert_same_files(&local_out, &again);
+        }
         Err(error) => {
+            eprintln!("an executor killed 300 ms into a {took:?} run: {error}");
             assert!(error.starts_with("query failed:"), "{error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }

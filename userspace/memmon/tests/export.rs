@@ -119,7 +119,9 @@ fn bad_inputs_are_named_with_why() {
     let truncated = dir.join("truncated.cap");
     std::fs::write(&truncated, &text[..text.len() / 2 + 7]).unwrap();
     let error = read_input(&truncated, &BTreeMap::new(), None).unwrap_err();
-    assert!(error.to_string().starts_with(&format!("{}: ", truncated.display())));
+    assert!(error
+        .to_string()
+        .starts_with(&format!("{}: ", truncated.display())));
     assert!(error.reason.contains("do not parse"), "{error}");
     // Without its build ID header and without the binary: unknown build ID.
     let no_build_id: String = text
@@ -152,7 +154,10 @@ fn the_tables_hold_every_snapshot_sample_and_frame() {
     }
     writer.finish().unwrap();
     let rows = |table: &str| -> i64 {
-        let entries: Vec<_> = std::fs::read_dir(dir.join(table)).unwrap().flatten().collect();
+        let entries: Vec<_> = std::fs::read_dir(dir.join(table))
+            .unwrap()
+            .flatten()
+            .collect();
         assert_eq!(entries.len(), 1);
         let file = std::fs::File::open(entries[0].path()).unwrap();
         let reader = SerializedFileReader::new(file).unwrap();

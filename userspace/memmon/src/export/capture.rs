@@ -92,17 +92,21 @@ fn frames(
                 })?;
                 Ok(StackFrame::Code {
                     build_id,
-                    file_offset: if ret { offset.saturating_sub(1) } else { offset },
+                    file_offset: if ret {
+                        offset.saturating_sub(1)
+                    } else {
+                        offset
+                    },
                     object: path.to_owned(),
                 })
             }
             Frame::Address { .. } => Ok(StackFrame::Label("[code outside files]".to_owned())),
-            Frame::Python { code, line } => Ok(StackFrame::Label(
-                sites.python_code(code).map_or_else(
+            Frame::Python { code, line } => {
+                Ok(StackFrame::Label(sites.python_code(code).map_or_else(
                     || "[Python code]".to_owned(),
                     |info| format!("{} (Python, line {line})", info.name),
-                ),
-            )),
+                )))
+            }
             Frame::Label(label) => Ok(StackFrame::Label(label.to_owned())),
         })
         .collect()
@@ -164,7 +168,10 @@ pub fn snapshots(
         for site in sites {
             let resident = picture.site_resident.get(&site).copied().unwrap_or(0) * PAGE;
             let mapped = picture.site_mapped.get(&site).copied().unwrap_or(0);
-            let faults = analysis.stats.get(site).map_or([0; 5], |stats| stats.faults);
+            let faults = analysis
+                .stats
+                .get(site)
+                .map_or([0; 5], |stats| stats.faults);
             samples.push(StackSample {
                 frames: frames(&analysis.sites, site, &mut build_ids)?,
                 resident,

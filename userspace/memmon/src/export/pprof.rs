@@ -69,7 +69,9 @@ pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
             let build_id = text(mapping.build_id)?;
             let object = text(mapping.filename)?;
             if build_id.is_empty() {
-                return Err(format!("unknown build ID of {object} (its mapping has none)"));
+                return Err(format!(
+                    "unknown build ID of {object} (its mapping has none)"
+                ));
             }
             StackFrame::Code {
                 build_id: build_id.to_ascii_lowercase(),
