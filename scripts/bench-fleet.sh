@@ -19,8 +19,12 @@ cd "$top/userspace"
 cargo build --quiet --profile fleet -p memmon-fleet --bins --examples
 bin=$top/userspace/target/fleet/memmon-fleet
 gen=$top/userspace/target/fleet/examples/fleet-dataset
-mkdir -p "$dir"
-job=(--by model,version,group --top 50000 --diff group=baseline:test)
+mkdir -p "$dir/sysroot/host"
+# The fixtures' binaries, for the symbolisation (each unique build ID + offset once).
+for name in alloc_sites alloc_sites5; do
+    gzip -dc "$top/userspace/memmon/tests/fixtures/$name.gz" > "$dir/sysroot/host/$name"
+done
+job=(--by model,version,group --top 50000 --diff group=baseline:test --sysroot "$dir/sysroot")
 
 # measure NAME COMMAND...: runs it under /usr/bin/time, prints "seconds max_rss_kib"
 measure() {

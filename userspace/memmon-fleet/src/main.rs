@@ -18,7 +18,11 @@ use memmon_fleet::run::{run, DiffSpec, RunOptions};
 /// cluster: CLUSTER.folded, CLUSTER.txt, CLUSTER.html, CLUSTER.pb.gz, clusters.csv, and
 /// with --diff the diffs.
 #[derive(Debug, Parser)]
-#[command(name = "memmon fleet", args_conflicts_with_subcommands = true)]
+#[command(
+    name = "memmon fleet",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Cli {
     #[command(subcommand)]
     service: Option<Service>,

@@ -108,7 +108,7 @@ pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
             let key = text(label.key)?;
             if key == "class" {
                 class = Some(text(label.str)?);
-            } else if labels.is_empty() || !labels.contains_key(key) {
+            } else if !labels.contains_key(key) {
                 labels.insert(key.to_owned(), text(label.str)?.to_owned());
             }
         }
