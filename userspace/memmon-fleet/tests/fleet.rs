@@ -273,7 +273,7 @@ fn csv_of(expected: &BTreeMap<Vec<String>, Expected>) -> Vec<Vec<String>> {
             row.push(e.snapshots.to_string());
             for sum in [e.resident, e.anon, e.file] {
                 let thousandths = mean(sum as i64 * 1000, e.snapshots);
-                let text = if thousandths % 1000 == 0 {
+                let text = if thousandths.is_multiple_of(1000) {
                     (thousandths / 1000).to_string()
                 } else {
                     format!("{}.{:03}", thousandths / 1000, thousandths % 1000)
