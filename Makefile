@@ -11,6 +11,10 @@
 #   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
+#   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
+#                 beside the memmon binary
+#   make bench-fleet  memmon fleet on 10 000, 30 000 and 100 000 snapshots, embedded and on a
+#                 loopback Ballista cluster (scripts/bench-fleet.sh; docs/performance.md)
 #   make install  the module for the running kernel (or KRELEASE=, KDIR=) under
 #                 /lib/modules/KRELEASE/extra with depmod, the CLI in /usr/local/bin, the
 #                 systemd unit memmon-agent.service (scripts/install.sh; DESTDIR=, PREFIX=)
@@ -43,6 +47,7 @@ PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
 .PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall \
+	fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
 all: kernel module userspace progs
@@ -93,6 +98,16 @@ userspace:
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu -p memmon-unwind \
 			--features fuzz --example unwind-fuzz && mkdir -p $(BUILD)/progs && \
 		cp target/x86_64-unknown-linux-gnu/release/examples/unwind-fuzz $(BUILD)/progs/; fi
+
+# memmon fleet's query engines are a long build: not in `userspace` (nor make run). Built
+# for this machine (not crt-static), then linked beside memmon, which runs it.
+FLEET_BIN := $(TOP)/userspace/target/fleet/memmon-fleet
+fleet:
+	@cd $(TOP)/userspace && cargo build --quiet --profile fleet -p memmon-fleet
+	@mkdir -p $(dir $(USERSPACE_BIN)) && ln -sf $(FLEET_BIN) $(dir $(USERSPACE_BIN))memmon-fleet
+
+bench-fleet: fleet
+	@$(TOP)/scripts/bench-fleet.sh
 
 # --- test programs (static C, run in the guest) -------------------------------------------
 UNWIND_PROGS_STAMP := $(BUILD)/progs/.unwind-built

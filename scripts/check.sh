@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # memmon's test suite (run by `make check` after deps and the build):
 #   - userspace: cargo test, clippy and rustfmt of the workspace
+#   - fleet: memmon-fleet (not a default member) built, tested (embedded and a loopback
+#     Ballista cluster) and linted
 #   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free; the
 #     parameters in .modinfo
 #   - patches: checkpatch.pl
@@ -78,6 +80,10 @@ run_item() {
 }
 
 userspace_tests() { cd "$top/userspace" && cargo test --quiet 2>&1; }
+fleet_tests() {
+    cd "$top/userspace" && cargo test --quiet -p memmon-fleet 2>&1 &&
+        cargo clippy --quiet -p memmon-fleet --all-targets -- -D warnings
+}
 userspace_lint() {
     cd "$top/userspace" && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings
 }
@@ -211,6 +217,7 @@ if [ -z "$vm_only" ]; then
     if [ -f "$top/userspace/Cargo.toml" ]; then
         run_item userspace-cargo-test userspace_tests
         run_item userspace-fmt-clippy userspace_lint
+        run_item fleet fleet_tests
     fi
     run_item module-rustfmt module_rustfmt
     run_item module-clippy module_clippy

@@ -7,9 +7,12 @@
 //! the site samples and the site types zero in them. Default sample type: resident.
 //!
 //! Locations are build ID + file offset, not addresses: every object is one mapping whose
-//! `build_id` and `filename` name it, placed at `(mapping id) << 40`, so that a location's
-//! address minus its mapping's start is the file offset (as `memmon report --format
-//! pprof` does). Profiles of different machines merge by build ID and offset; `go tool
+//! `build_id` and `filename` name it, placed at `(mapping id) << 40` with `file_offset` 0,
+//! so that a location's address minus its mapping's start plus its `file_offset` is the
+//! file offset (pprof's rule; as `memmon report --format pprof` does). The offset is the
+//! instruction's: a return address is moved one byte back, into its call, so that every
+//! frame is symbolised at its own line and `memmon export` reads the same (build ID,
+//! offset) as from a capture. Profiles of different machines merge by build ID and offset; `go tool
 //! pprof` symbolises them from the binaries. Every sample carries the labels `host`,
 //! `cgroup`, `unit`, `reason` and the config's; the comments list them and the build IDs.
 
@@ -138,7 +141,11 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
             }
             let id = locations.len() as u64 + 1;
             let location = match *frame {
-                Frame::Code { object, offset, .. } => {
+                Frame::Code {
+                    object,
+                    offset,
+                    ret,
+                } => {
                     let mapping = *mapping_ids.entry(object).or_insert_with(|| {
                         let id = mappings.len() as u64 + 1;
                         mappings.push(Mapping {
@@ -158,7 +165,10 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
                     Location {
                         id,
                         mapping_id: mapping,
-                        address: (mapping << OBJECT_SHIFT).wrapping_add(offset),
+                        // A return address at the byte before it, inside its call (what
+                        // symbolisers look up, and `memmon export` stores).
+                        address: (mapping << OBJECT_SHIFT)
+                            .wrapping_add(offset.saturating_sub(u64::from(ret))),
                         line: Vec::new(),
                         is_folded: false,
                     }

@@ -130,11 +130,13 @@ fn snapshot_decodes_with_exact_values() {
         sites,
         [
             (
-                vec!["0x100".into(), "0x200".into()],
+                // The caller's return address 0x200, one byte back: inside its call.
+                vec!["0x100".into(), "0x1ff".into()],
                 vec![3 * PAGE, 0, 3, 0, 0, 0, 0, 0]
             ),
             (vec!["0x300".into()], vec![2 * PAGE, 0, 2, 0, 0, 0, 0, 0]),
-            (vec!["0x50".into()], vec![0, 65536, 0, 0, 0, 0, 0, 0]),
+            // The mmap call's return address 0x50, one byte back: inside its syscall.
+            (vec!["0x4f".into()], vec![0, 65536, 0, 0, 0, 0, 0, 0]),
             // The regions of the start snapshot: the app's page and the 1 MiB mapping.
             (
                 vec!["[mapped before watching]".into()],
@@ -434,9 +436,16 @@ fn snapshot_sites_match_the_report_of_a_record() {
             .frames(site)
             .iter()
             .map(|frame| match *frame {
-                Frame::Code { object, offset, .. } => {
-                    format!("{}+{offset:#x}", analysis.sites.object_path(object))
-                }
+                // A snapshot places a return address inside its call, one byte back.
+                Frame::Code {
+                    object,
+                    offset,
+                    ret,
+                } => format!(
+                    "{}+{:#x}",
+                    analysis.sites.object_path(object),
+                    offset - u64::from(ret)
+                ),
                 Frame::Label(label) => label.to_owned(),
                 Frame::Address { addr, .. } => format!("{addr:#x}"),
                 other => format!("{other:?}"),
@@ -514,4 +523,66 @@ fn snapshot_sites_match_the_report_of_a_record() {
         "resident bytes"
     );
     assert_eq!(agent, report);
+}
+
+/// `memmon export` reads a spooled snapshot: its labels, time, classes, and each stack as
+/// (build ID, file offset) frames with the exact values; the stack ids are those of the
+/// same frames from a capture.
+#[test]
+fn export_reads_a_snapshot_as_build_id_and_offset() {
+    use memmon::export::{pprof, stack_id, StackFrame};
+    let mut model = model_of(CAPTURE, 64);
+    model.sample(1.0, 5);
+    let labels = BTreeMap::from([
+        ("host".to_owned(), "box1".to_owned()),
+        ("model".to_owned(), "s1".to_owned()),
+    ]);
+    let profile = build(
+        model.replay(),
+        &SnapshotInfo {
+            labels: &labels,
+            time_nanos: 42,
+        },
+    );
+    let bytes = encode(&profile).unwrap();
+    let snapshot = pprof::snapshot(&bytes, "a.pb.gz").unwrap();
+    assert_eq!(snapshot.labels, labels);
+    assert_eq!(snapshot.time_unix_ns, 42);
+    assert_eq!(snapshot.anon, 5 * 4096);
+    assert_eq!(snapshot.class_bytes["anon_mmap"], 5 * 4096);
+    let code = |offset: u64| StackFrame::Code {
+        build_id: "abc123".to_owned(),
+        file_offset: offset,
+        object: "/usr/bin/app".to_owned(),
+    };
+    let mut stacks: Vec<(Vec<StackFrame>, u64, u64, [u64; 5])> = snapshot
+        .samples
+        .iter()
+        .map(|s| (s.frames.clone(), s.resident, s.mapped, s.faults))
+        .collect();
+    stacks.sort();
+    assert_eq!(
+        stacks,
+        [
+            (vec![code(0x4f)], 0, 65536, [0; 5]),
+            (vec![code(0x100), code(0x1ff)], 3 * 4096, 0, [3, 0, 0, 0, 0]),
+            (vec![code(0x300)], 2 * 4096, 0, [2, 0, 0, 0, 0]),
+            (
+                vec![StackFrame::Label("[mapped before watching]".to_owned())],
+                0,
+                4096 + (1 << 20),
+                [0; 5]
+            ),
+        ]
+    );
+    // The id ignores the path: the same build on another machine, elsewhere, matches.
+    let elsewhere = StackFrame::Code {
+        build_id: "abc123".to_owned(),
+        file_offset: 0x300,
+        object: "/opt/app/bin/app".to_owned(),
+    };
+    assert_eq!(stack_id(&[code(0x300)]), stack_id(&[elsewhere]));
+    // Truncated: skipped with a reason.
+    let error = pprof::snapshot(&bytes[..bytes.len() / 2], "a.pb.gz").unwrap_err();
+    assert!(error.contains("truncated"), "{error}");
 }

@@ -19,7 +19,7 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use memmon::{ModuleParams, ProcInterface, KIND_NAMES};
 
-use crate::commands::{control, follow, report, tail, top};
+use crate::commands::{control, fleet, follow, report, tail, top};
 use crate::output::Printer;
 
 /// Watch processes' mm system calls and page faults through the memmon kernel module.
@@ -253,6 +253,31 @@ enum Command {
         after_help = "Example:\n  memmon agent --config /etc/memmon/agent.toml\n  memmon agent --cgroup 'system.slice/*.service' --interval 300 --label group=canary"
     )]
     Agent(AgentArgs),
+    /// Add captures and agent snapshots to a parquet dataset for `memmon fleet`
+    /// (docs/fleet.md): tables of snapshots (labels, time, resident by class), samples
+    /// (resident, mapped, faults per stack) and stacks (build ID + file offset per frame).
+    ///
+    /// A capture gives one snapshot per process, at its peak; an agent snapshot, one. An
+    /// input that is bad (truncated, not a capture nor a snapshot, a frame without a build
+    /// ID) is skipped with a line naming it; the exit status is then 2.
+    #[command(
+        after_help = "Example:\n  memmon export --format parquet --label model=s1 --label group=beta -o fleet/ app.cap\n  memmon export -o fleet/ /var/spool/memmon/*.pb.gz"
+    )]
+    Export(fleet::ExportArgs),
+    /// Aggregate a dataset of `memmon export` on DataFusion (or a Ballista cluster): per
+    /// cluster of labels, the mean per stack, top N by RSS, diffs; the report's outputs
+    /// (runs the memmon-fleet binary: `make fleet`; `memmon fleet --help` there).
+    #[command(disable_help_flag = true)]
+    Fleet {
+        /// memmon-fleet's arguments: DIR --by LABEL[,LABEL...] [--top N]
+        /// [--diff LABEL=A:B] [--engine local|ballista://HOST:PORT] -o OUT.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -468,6 +493,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Export(args) => fleet::export(args),
+        Command::Fleet { args } => fleet::fleet(&args),
         Command::Stats => control::stats(&proc),
         Command::Mark { text } => control::mark(&proc, &text),
     }

@@ -901,3 +901,62 @@ fn record_says_what_the_probes_missed() {
         }
     }
 }
+
+/// `memmon export`: a real capture's processes into the dataset's three tables; a truncated
+/// copy and a missing file skipped, each named on a line, counted, exit status 2.
+#[test]
+fn export_writes_the_tables_and_names_each_bad_input() {
+    let dir = temp_dir("export");
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../memmon/tests/fixtures/base.cap");
+    let text = fs::read_to_string(&capture).unwrap();
+    let truncated = dir.join("truncated.cap");
+    fs::write(&truncated, &text[..text.len() / 3]).unwrap();
+    let missing = dir.join("missing.cap");
+    let out = dir.join("dataset");
+    let (code, _, stderr) = run(memmon()
+        .args(["export", "--format", "parquet", "--label", "model=s1", "-o"])
+        .arg(&out)
+        .arg(&capture)
+        .arg(&truncated)
+        .arg(&missing));
+    assert_eq!(code, 2, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(lines[0].starts_with(&format!("memmon: skipped {}: ", truncated.display())));
+    assert!(lines[0].contains("do not parse"), "{stderr}");
+    assert!(lines[1].starts_with(&format!(
+        "memmon: skipped {}: cannot read",
+        missing.display()
+    )));
+    assert!(
+        lines[2].starts_with("memmon: exported ") && lines[2].ends_with("(2 skipped)"),
+        "{stderr}"
+    );
+    for table in ["snapshots", "samples", "stacks"] {
+        assert_eq!(fs::read_dir(out.join(table)).unwrap().count(), 1, "{table}");
+    }
+    // Nothing exported at all: an error.
+    let (code, _, stderr) = run(memmon().args(["export", "-o"]).arg(&out).arg(&missing));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.ends_with("memmon: error: no snapshot exported (1 inputs skipped)\n"),
+        "{stderr}"
+    );
+}
+
+/// `memmon fleet` without the memmon-fleet binary beside memmon or in PATH: one line that
+/// says how to build it.
+#[test]
+fn fleet_without_its_binary_says_how_to_build_it() {
+    let dir = temp_dir("fleet-missing");
+    let copy = dir.join("memmon");
+    fs::copy(env!("CARGO_BIN_EXE_memmon"), &copy).unwrap();
+    let (code, stdout, stderr) = run(Command::new(&copy)
+        .args(["fleet", "data", "--by", "model", "-o", "out"])
+        .env("PATH", &dir));
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("memmon: error: memmon fleet needs the memmon-fleet binary"));
+    assert!(stderr.contains("make fleet"), "{stderr}");
+}

@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod export;
 pub mod report;
 pub mod stream;
 pub mod top;

@@ -8,6 +8,7 @@
 //! ([`model::moment`]: the peak, the end, marks, a time); [`symbolize::symbols`] names the
 //! sites; the views and output formats build on the [`Analysis`], at one moment.
 
+pub mod aggregate;
 pub mod model;
 pub mod output;
 pub mod python;

@@ -122,6 +122,9 @@ pub fn render_svg_width(
     options.name_type = "Site:".to_owned();
     options.image_width = width;
     options.func_frameattrs = whose_classes(view);
+    // Colours by a hash of the names, not at random: the same view draws the same bytes
+    // (memmon fleet's engines give identical files).
+    options.deterministic = true;
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)
         .map_err(|error| format!("cannot draw the flame graph: {error}"))?;

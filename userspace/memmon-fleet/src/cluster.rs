@@ -1,0 +1,62 @@
+//! A Ballista scheduler and executor started from this crate (`memmon-fleet scheduler`,
+//! `memmon-fleet executor`), with Ballista's defaults but the addresses.
+
+use std::sync::Arc;
+
+use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
+use ballista_scheduler::cluster::BallistaCluster;
+use ballista_scheduler::config::SchedulerConfig;
+use ballista_scheduler::scheduler_process::start_server;
+
+/// Runs a scheduler listening on `host:port` until killed.
+pub async fn scheduler(host: &str, port: u16) -> Result<(), String> {
+    let mut config = SchedulerConfig::default()
+        .with_hostname(host)
+        .with_port(port);
+    config.bind_host = host.to_owned();
+    let address = format!("{host}:{port}")
+        .parse()
+        .map_err(|e| format!("{host}:{port}: {e}"))?;
+    let cluster = BallistaCluster::new_from_config(&config)
+        .await
+        .map_err(|e| format!("cannot start the scheduler: {e}"))?;
+    start_server(cluster, address, Arc::new(config))
+        .await
+        .map_err(|e| format!("scheduler: {e}"))
+}
+
+/// Where an executor listens and which scheduler it serves.
+#[derive(Debug, Clone)]
+pub struct ExecutorAddress {
+    /// Its host (bound and advertised).
+    pub host: String,
+    /// Its Arrow Flight port (the gRPC port is the next one).
+    pub port: u16,
+    /// The scheduler's host.
+    pub scheduler_host: String,
+    /// The scheduler's port.
+    pub scheduler_port: u16,
+    /// Tasks run at once.
+    pub slots: usize,
+    /// Its work directory (shuffle files).
+    pub work_dir: Option<String>,
+}
+
+/// Runs an executor until killed.
+pub async fn executor(address: &ExecutorAddress) -> Result<(), String> {
+    let config = ExecutorProcessConfig {
+        bind_host: address.host.clone(),
+        external_host: Some(address.host.clone()),
+        port: address.port,
+        grpc_port: address.port + 1,
+        scheduler_host: address.scheduler_host.clone(),
+        scheduler_port: address.scheduler_port,
+        vcores: address.slots,
+        work_dir: address.work_dir.clone(),
+        executor_heartbeat_interval_seconds: 2,
+        ..ExecutorProcessConfig::default()
+    };
+    start_executor_process(Arc::new(config))
+        .await
+        .map_err(|e| format!("executor: {e}"))
+}

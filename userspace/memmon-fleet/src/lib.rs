@@ -1,0 +1,20 @@
+//! `memmon fleet`: the snapshots of a fleet (a dataset of `memmon export`) aggregated as
+//! SQL on DataFusion, embedded (default) or on a Ballista cluster, then symbolised once per
+//! (build ID, offset) and written as the report's outputs per cluster (docs/fleet.md).
+//!
+//! - [`dataset`]: the dataset's parquet parts, bad ones skipped with a line each;
+//! - [`engine`]: the engines (DataFusion with a capped memory pool that spills, or
+//!   Ballista);
+//! - [`query`]: the aggregation's SQL;
+//! - [`run`]: symbolisation and outputs;
+//! - [`cluster`]: a Ballista scheduler and executor in one binary each, for tests and
+//!   small deployments.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cluster;
+pub mod dataset;
+pub mod engine;
+pub mod query;
+pub mod run;

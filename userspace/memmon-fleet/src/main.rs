@@ -1,0 +1,187 @@
+//! `memmon-fleet` (run as `memmon fleet`): aggregates a dataset of `memmon export`
+//! (docs/fleet.md); `memmon-fleet scheduler` and `memmon-fleet executor` start a Ballista
+//! cluster's processes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use memmon::report::symbolize::debuginfod::DebuginfodOptions;
+use memmon::report::symbolize::symbols::SymbolOptions;
+use memmon_fleet::cluster::{self, ExecutorAddress};
+use memmon_fleet::engine::{Engine, DEFAULT_MEMORY_LIMIT};
+use memmon_fleet::query::Question;
+use memmon_fleet::run::{run, DiffSpec, RunOptions};
+
+/// Aggregate a fleet's snapshots (a dataset of `memmon export`) per cluster of labels, on
+/// DataFusion (embedded) or a Ballista cluster, and write the report's outputs per
+/// cluster: CLUSTER.folded, CLUSTER.txt, CLUSTER.html, CLUSTER.pb.gz, clusters.csv, and
+/// with --diff the diffs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memmon fleet",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    service: Option<Service>,
+    /// The dataset directory (`memmon export -o DIR`).
+    #[arg(value_name = "DIR", required = true)]
+    dataset: Option<PathBuf>,
+    /// The labels that make clusters (comma-separated); a snapshot without one has
+    /// `none` for it.
+    #[arg(
+        long,
+        value_name = "LABEL[,LABEL...]",
+        value_delimiter = ',',
+        required = true
+    )]
+    by: Vec<String>,
+    /// Look up binaries as SYSROOT/path (as `memmon report`).
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+    /// More directories of split debug files.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// Fetch debug files from debuginfod servers (DEBUGINFOD_URLS).
+    #[arg(long)]
+    debuginfod: bool,
+    /// Only the N snapshots of each cluster with the highest RSS.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    top: Option<u64>,
+    /// Compare each cluster with LABEL=BASE with the one with LABEL=NEW.
+    #[arg(long, value_name = "LABEL=BASE:NEW")]
+    diff: Option<String>,
+    /// Where the queries run: local (DataFusion here) or ballista://HOST:PORT.
+    #[arg(long, value_name = "ENGINE", default_value = "local")]
+    engine: String,
+    /// The embedded engine's memory pool in MiB (its operators spill to disk past it).
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_LIMIT >> 20)]
+    memory_limit: usize,
+    /// Rows per table of the text and HTML outputs.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    rows: usize,
+    /// The output directory.
+    #[arg(short = 'o', long, value_name = "OUT", required = true)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Service {
+    /// Run a Ballista scheduler.
+    Scheduler {
+        /// Listen here.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// And on this port.
+        #[arg(long, default_value_t = 50050)]
+        port: u16,
+    },
+    /// Run a Ballista executor.
+    Executor {
+        /// Listen here.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Its Flight port (the gRPC one is the next).
+        #[arg(long, default_value_t = 50051)]
+        port: u16,
+        /// The scheduler's host.
+        #[arg(long, default_value = "127.0.0.1")]
+        scheduler_host: String,
+        /// The scheduler's port.
+        #[arg(long, default_value_t = 50050)]
+        scheduler_port: u16,
+        /// Tasks at once (default: the cores).
+        #[arg(long)]
+        slots: Option<usize>,
+        /// Work directory (shuffle files).
+        #[arg(long)]
+        work_dir: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(16 << 20)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("memmon: error: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(start(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("memmon: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn start(cli: Cli) -> Result<(), String> {
+    match cli.service {
+        Some(Service::Scheduler { host, port }) => return cluster::scheduler(&host, port).await,
+        Some(Service::Executor {
+            host,
+            port,
+            scheduler_host,
+            scheduler_port,
+            slots,
+            work_dir,
+        }) => {
+            let slots = slots.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            });
+            return cluster::executor(&ExecutorAddress {
+                host,
+                port,
+                scheduler_host,
+                scheduler_port,
+                slots,
+                work_dir,
+            })
+            .await;
+        }
+        None => {}
+    }
+    let (Some(dataset), Some(output)) = (cli.dataset, cli.output) else {
+        return Err("give DIR and -o OUT".to_owned());
+    };
+    let options = RunOptions {
+        dataset,
+        question: Question {
+            by: cli.by,
+            top: cli.top,
+        },
+        diff: cli.diff.as_deref().map(DiffSpec::parse).transpose()?,
+        engine: Engine::parse(&cli.engine, cli.memory_limit << 20)?,
+        symbols: SymbolOptions {
+            sysroot: cli.sysroot,
+            debug_dirs: cli.debug_dirs,
+            debuginfod: if cli.debuginfod {
+                DebuginfodOptions::from_env(None)
+            } else {
+                None
+            },
+        },
+        rows: cli.rows,
+        output,
+    };
+    let summary = run(&options).await?;
+    eprintln!(
+        "memmon fleet: {} clusters of {} snapshots ({} parts skipped), {} stacks symbolised, \
+         {} diffs, in {}",
+        summary.clusters,
+        summary.snapshots,
+        summary.skipped,
+        summary.stacks,
+        summary.diffs,
+        options.output.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! The pipeline's aggregation as SQL: clusters by labels, the top N snapshots by RSS
+//! within each, per cluster the sum per stack over its snapshots (the mean is the sum
+//! over the cluster's count: a stack absent from a snapshot counts 0 there), and the
+//! frames of the stacks. Every query ends in a grouped aggregate, so the engine streams
+//! the snapshots and samples and spills its hash tables past its memory pool.
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+use memmon::export::StackFrame;
+
+/// The coarse classes of `class_bytes`, summed per cluster.
+pub const CLASSES: [&str; 7] = [
+    "heap",
+    "anon_mmap",
+    "stack",
+    "file",
+    "shmem",
+    "special",
+    "unknown",
+];
+
+/// What is asked.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The labels that make clusters.
+    pub by: Vec<String>,
+    /// Only the N snapshots with the highest RSS of each cluster (ties: by id).
+    pub top: Option<u64>,
+}
+
+/// One cluster's sums over its snapshots.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterSums {
+    /// Snapshots.
+    pub snapshots: u64,
+    /// Resident, anon, file, shmem bytes.
+    pub resident: i64,
+    /// Anonymous bytes.
+    pub anon: i64,
+    /// File bytes.
+    pub file: i64,
+    /// Shared-memory bytes.
+    pub shmem: i64,
+    /// By coarse class ([`CLASSES`] order).
+    pub classes: [i64; 7],
+    /// Per stack: resident, mapped, the five fault counts.
+    pub stacks: BTreeMap<i64, [i64; 7]>,
+}
+
+/// The answers: clusters by their labels' values, and the frames of their stacks.
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// By the values of the `by` labels.
+    pub clusters: BTreeMap<Vec<String>, ClusterSums>,
+    /// The frames of each stack, innermost first.
+    pub stacks: BTreeMap<i64, Vec<StackFrame>>,
+}
+
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The snapshots of each cluster chosen (`chosen`: snapshot_id, c0..cN, the sums'
+/// columns).
+fn chosen_sql(question: &Question) -> String {
+    let labels: Vec<String> = question
+        .by
+        .iter()
+        .enumerate()
+        .map(|(i, key)| format!("COALESCE(labels[{}], 'none') AS c{i}", quote(key)))
+        .collect();
+    let classes: Vec<String> = CLASSES
+        .iter()
+        .enumerate()
+        .map(|(i, class)| format!("COALESCE(class_bytes[{}], 0) AS k{i}", quote(class)))
+        .collect();
+    let keys = cluster_columns(question);
+    let snaps = format!(
+        "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, {}, {} \
+         FROM snapshots",
+        classes.join(", "),
+        labels.join(", ")
+    );
+    match question.top {
+        Some(n) => format!(
+            "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
+             {keys} ORDER BY resident_bytes DESC, snapshot_id) AS rank FROM snaps) \
+             SELECT * FROM ranked WHERE rank <= {n}"
+        ),
+        None => snaps,
+    }
+}
+
+fn cluster_columns(question: &Question) -> String {
+    (0..question.by.len())
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn batches(
+    context: &SessionContext,
+    sql: &str,
+    mut each: impl FnMut(&RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    let frame = context
+        .sql(sql)
+        .await
+        .map_err(|e| format!("query failed: {e}"))?;
+    let mut stream = frame
+        .execute_stream()
+        .await
+        .map_err(|e| format!("query failed: {e}"))?;
+    while let Some(batch) = stream.next().await {
+        each(&batch.map_err(|e| format!("query failed: {e}"))?)?;
+    }
+    Ok(())
+}
+
+fn strings(column: &ArrayRef) -> Result<Vec<Option<String>>, String> {
+    let column = cast(column, &DataType::Utf8).map_err(|e| e.to_string())?;
+    let column = column.as_string::<i32>();
+    Ok((0..column.len())
+        .map(|i| (!column.is_null(i)).then(|| column.value(i).to_owned()))
+        .collect())
+}
+
+fn integers(column: &ArrayRef) -> Result<Vec<i64>, String> {
+    let column = cast(column, &DataType::Int64).map_err(|e| e.to_string())?;
+    let column = column.as_primitive::<Int64Type>();
+    Ok((0..column.len())
+        .map(|i| {
+            if column.is_null(i) {
+                0
+            } else {
+                column.value(i)
+            }
+        })
+        .collect())
+}
+
+/// Runs the queries.
+pub async fn answer(context: &SessionContext, question: &Question) -> Result<Answers, String> {
+    let chosen = chosen_sql(question);
+    let keys = cluster_columns(question);
+    let width = question.by.len();
+    let class_sums: Vec<String> = (0..CLASSES.len()).map(|i| format!("SUM(k{i})")).collect();
+    let clusters_sql = format!(
+        "WITH chosen AS ({chosen}) SELECT {keys}, COUNT(*), SUM(resident_bytes), \
+         SUM(anon_bytes), SUM(file_bytes), SUM(shmem_bytes), {} FROM chosen GROUP BY {keys}",
+        class_sums.join(", ")
+    );
+    let mut answers = Answers::default();
+    batches(context, &clusters_sql, |batch| {
+        let columns = batch.columns();
+        let labels: Vec<Vec<Option<String>>> = columns[..width]
+            .iter()
+            .map(strings)
+            .collect::<Result<_, _>>()?;
+        let numbers: Vec<Vec<i64>> = columns[width..]
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        for row in 0..batch.num_rows() {
+            let key: Vec<String> = labels
+                .iter()
+                .map(|column| column[row].clone().unwrap_or_default())
+                .collect();
+            let sums = answers.clusters.entry(key).or_default();
+            sums.snapshots = u64::try_from(numbers[0][row]).unwrap_or(0);
+            sums.resident = numbers[1][row];
+            sums.anon = numbers[2][row];
+            sums.file = numbers[3][row];
+            sums.shmem = numbers[4][row];
+            for (i, class) in sums.classes.iter_mut().enumerate() {
+                *class = numbers[5 + i][row];
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    let prefixed: Vec<String> = (0..width).map(|i| format!("c.c{i}")).collect();
+    let stacks_sql = format!(
+        "WITH chosen AS ({chosen}) SELECT {}, s.stack_id, SUM(s.resident_bytes), \
+         SUM(s.mapped_bytes), SUM(s.faults_anon), SUM(s.faults_file), SUM(s.faults_swap), \
+         SUM(s.faults_wp), SUM(s.faults_other) FROM samples s JOIN chosen c \
+         ON s.snapshot_id = c.snapshot_id GROUP BY {}, s.stack_id",
+        prefixed.join(", "),
+        prefixed.join(", ")
+    );
+    batches(context, &stacks_sql, |batch| {
+        let columns = batch.columns();
+        let labels: Vec<Vec<Option<String>>> = columns[..width]
+            .iter()
+            .map(strings)
+            .collect::<Result<_, _>>()?;
+        let numbers: Vec<Vec<i64>> = columns[width..]
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        for row in 0..batch.num_rows() {
+            let key: Vec<String> = labels
+                .iter()
+                .map(|column| column[row].clone().unwrap_or_default())
+                .collect();
+            let Some(sums) = answers.clusters.get_mut(&key) else {
+                continue;
+            };
+            let mut values = [0i64; 7];
+            for (i, value) in values.iter_mut().enumerate() {
+                *value = numbers[1 + i][row];
+            }
+            sums.stacks.insert(numbers[0][row], values);
+        }
+        Ok(())
+    })
+    .await?;
+    // One row per frame of each stack (the same build ID may have been at different paths
+    // on different machines: the first path in order names it).
+    let frames_sql = "SELECT stack_id, frame, MIN(build_id), MIN(file_offset), MIN(object), \
+                      MIN(label) FROM stacks GROUP BY stack_id, frame";
+    let mut frames: BTreeMap<(i64, i64), StackFrame> = BTreeMap::new();
+    batches(context, frames_sql, |batch| {
+        let columns = batch.columns();
+        let stack = integers(&columns[0])?;
+        let frame = integers(&columns[1])?;
+        let build_id = strings(&columns[2])?;
+        let offset = integers(&columns[3])?;
+        let object = strings(&columns[4])?;
+        let label = strings(&columns[5])?;
+        for row in 0..batch.num_rows() {
+            let value = match &label[row] {
+                Some(name) => StackFrame::Label(name.clone()),
+                None => StackFrame::Code {
+                    build_id: build_id[row].clone().unwrap_or_default(),
+                    file_offset: offset[row] as u64,
+                    object: object[row].clone().unwrap_or_default(),
+                },
+            };
+            frames.insert((stack[row], frame[row]), value);
+        }
+        Ok(())
+    })
+    .await?;
+    for ((stack, _), frame) in frames {
+        answers.stacks.entry(stack).or_default().push(frame);
+    }
+    Ok(answers)
+}

@@ -1,0 +1,328 @@
+//! A run: the answers symbolised once and written as the report's outputs per cluster,
+//! the diffs asked, and the overview `clusters.csv`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use memmon::report::aggregate::{self, Aggregate, StackTable, StackValues};
+use memmon::report::output::folded::{render_folded, Weight};
+use memmon::report::output::text::{self, memory::TextOptions};
+use memmon::report::symbolize::short_name::Naming;
+use memmon::report::symbolize::symbols::SymbolOptions;
+use memmon::report::view::diff;
+use memmon::report::view::own_code::OwnCode;
+use memmon::report::Prepared;
+
+use crate::dataset::Dataset;
+use crate::engine::Engine;
+use crate::query::{answer, ClusterSums, Question, CLASSES};
+
+/// `--diff LABEL=A:B`: each cluster with LABEL=A (the base) against the one with LABEL=B
+/// and the same other labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffSpec {
+    /// The label.
+    pub label: String,
+    /// The base value.
+    pub base: String,
+    /// The new value.
+    pub new: String,
+}
+
+impl DiffSpec {
+    /// Parses `LABEL=A:B`.
+    pub fn parse(text: &str) -> Result<DiffSpec, String> {
+        let (label, values) = text
+            .split_once('=')
+            .ok_or_else(|| format!("--diff {text:?}: give LABEL=BASE:NEW"))?;
+        let (base, new) = values
+            .split_once(':')
+            .ok_or_else(|| format!("--diff {text:?}: give LABEL=BASE:NEW"))?;
+        Ok(DiffSpec {
+            label: label.to_owned(),
+            base: base.to_owned(),
+            new: new.to_owned(),
+        })
+    }
+}
+
+/// Everything a run is asked.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The dataset.
+    pub dataset: PathBuf,
+    /// The clusters' labels and the top N.
+    pub question: Question,
+    /// The diffs.
+    pub diff: Option<DiffSpec>,
+    /// The engine.
+    pub engine: Engine,
+    /// Symbol sources.
+    pub symbols: SymbolOptions,
+    /// Rows per table of the text and HTML outputs.
+    pub rows: usize,
+    /// The output directory.
+    pub output: PathBuf,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Clusters written.
+    pub clusters: usize,
+    /// Snapshots in the good parts of the dataset.
+    pub snapshots: u64,
+    /// Parts skipped (one line each was printed).
+    pub skipped: usize,
+    /// Unique stacks symbolised.
+    pub stacks: usize,
+    /// Diffs written.
+    pub diffs: usize,
+}
+
+/// A cluster's file name: its labels' values joined by `-`, characters other than
+/// letters, digits, `.`, `_` and `+` made `_`.
+pub fn cluster_name(values: &[String]) -> String {
+    values
+        .iter()
+        .map(|value| {
+            value
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._+".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// `sum / count` rounded to the nearest integer (halves up), exactly.
+pub fn mean(sum: i64, count: u64) -> u64 {
+    if count == 0 || sum <= 0 {
+        return 0;
+    }
+    let (sum, count) = (sum as u128, u128::from(count));
+    u64::try_from((2 * sum + count) / (2 * count)).unwrap_or(u64::MAX)
+}
+
+/// `sum / count` as a decimal with up to 3 places, exact where it has fewer.
+fn mean_text(sum: i64, count: u64) -> String {
+    if count == 0 {
+        return "0".to_owned();
+    }
+    let thousandths = mean(sum.saturating_mul(1000), count);
+    let (whole, part) = (thousandths / 1000, thousandths % 1000);
+    if part == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{:03}", part)
+            .trim_end_matches('0')
+            .to_owned()
+    }
+}
+
+fn aggregate_of(sums: &ClusterSums, label: String) -> Aggregate {
+    let n = sums.snapshots;
+    Aggregate {
+        label,
+        snapshots: n,
+        stacks: sums
+            .stacks
+            .iter()
+            .map(|(&stack, values)| {
+                (
+                    stack,
+                    StackValues {
+                        resident: mean(values[0], n),
+                        mapped: mean(values[1], n),
+                        faults: [2, 3, 4, 5, 6].map(|i| mean(values[i], n)),
+                    },
+                )
+            })
+            .collect(),
+        class_bytes: CLASSES
+            .iter()
+            .zip(sums.classes)
+            .filter(|(_, sum)| *sum > 0)
+            .map(|(class, sum)| ((*class).to_owned(), mean(sum, n)))
+            .collect(),
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Runs the job: queries on the engine, then symbolisation and outputs here.
+pub async fn run(options: &RunOptions) -> Result<Summary, String> {
+    let dataset = Dataset::open(&options.dataset)?;
+    for line in &dataset.skipped {
+        eprintln!("memmon fleet: {line}");
+    }
+    let context = options.engine.session(&dataset).await?;
+    let answers = answer(&context, &options.question).await?;
+    if let Some(spec) = &options.diff {
+        if !options.question.by.contains(&spec.label) {
+            return Err(format!(
+                "--diff {}: the label is not one of --by ({})",
+                spec.label,
+                options.question.by.join(",")
+            ));
+        }
+    }
+    std::fs::create_dir_all(&options.output)
+        .map_err(|e| format!("cannot create {}: {e}", options.output.display()))?;
+    // Only the stacks the clusters hold, symbolised once for all.
+    let mut table = StackTable::new();
+    for sums in answers.clusters.values() {
+        for stack in sums.stacks.keys() {
+            if let Some(frames) = answers.stacks.get(stack) {
+                table.add(*stack, frames);
+            }
+        }
+    }
+    let symbols = table.symbolize(&options.symbols);
+    let naming = Naming::Short;
+    let own_code = OwnCode::default();
+    let mut prepared: BTreeMap<Vec<String>, Prepared> = BTreeMap::new();
+    let mut csv = String::new();
+    for key in &options.question.by {
+        let _ = write!(csv, "{},", csv_field(key));
+    }
+    csv.push_str(
+        "snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
+         top_own_sites\n",
+    );
+    for (values, sums) in &answers.clusters {
+        let name = cluster_name(values);
+        let label = format!(
+            "the mean of {} snapshots of {}",
+            sums.snapshots,
+            options
+                .question
+                .by
+                .iter()
+                .zip(values)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let aggregate = aggregate_of(sums, label);
+        let cluster = table
+            .prepare(&symbols, &aggregate, &own_code, naming)
+            .map_err(|e| format!("cluster {name}: {e}"))?;
+        let view = &cluster.view;
+        write(
+            &options.output.join(format!("{name}.folded")),
+            render_folded(view, Weight::Resident).as_bytes(),
+        )?;
+        write(
+            &options.output.join(format!("{name}.txt")),
+            text::memory::render(
+                view,
+                TextOptions {
+                    top: options.rows,
+                    timeline: false,
+                },
+            )
+            .as_bytes(),
+        )?;
+        write(
+            &options.output.join(format!("{name}.html")),
+            memmon::report::output::html::render(
+                &cluster,
+                options.rows,
+                memmon::report::view::access::DEFAULT_COLD,
+                naming,
+            )
+            .as_bytes(),
+        )?;
+        write(
+            &options.output.join(format!("{name}.pb.gz")),
+            &aggregate::pprof(&[(&cluster, 1)], &options.symbols).map_err(|e| e.0)?,
+        )?;
+        let top_sites: Vec<String> = view
+            .your_code
+            .functions
+            .iter()
+            .take(3)
+            .map(|f| format!("{} {}", f.function, f.resident))
+            .collect();
+        for value in values {
+            let _ = write!(csv, "{},", csv_field(value));
+        }
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{}",
+            sums.snapshots,
+            mean_text(sums.resident, sums.snapshots),
+            mean_text(sums.anon, sums.snapshots),
+            mean_text(sums.file, sums.snapshots),
+            mean_text(sums.shmem, sums.snapshots),
+            csv_field(&top_sites.join("; "))
+        );
+        prepared.insert(values.clone(), cluster);
+    }
+    write(&options.output.join("clusters.csv"), csv.as_bytes())?;
+    let mut diffs = 0;
+    if let Some(spec) = &options.diff {
+        let index = options
+            .question
+            .by
+            .iter()
+            .position(|k| *k == spec.label)
+            .unwrap_or(0);
+        for (values, base) in &prepared {
+            if values[index] != spec.base {
+                continue;
+            }
+            let mut other = values.clone();
+            other[index] = spec.new.clone();
+            let Some(new) = prepared.get(&other) else {
+                eprintln!(
+                    "memmon fleet: no cluster {} to compare {} with",
+                    cluster_name(&other),
+                    cluster_name(values)
+                );
+                continue;
+            };
+            let difference = diff::diff(&base.view, &new.view);
+            let stem = format!("diff-{}-vs-{}", cluster_name(values), cluster_name(&other));
+            write(
+                &options.output.join(format!("{stem}.txt")),
+                text::diff::render(&difference, options.rows).as_bytes(),
+            )?;
+            write(
+                &options.output.join(format!("{stem}.html")),
+                memmon::report::output::html::render_diff(base, new, &difference, options.rows)
+                    .as_bytes(),
+            )?;
+            write(
+                &options.output.join(format!("{stem}.pb.gz")),
+                &aggregate::pprof(&[(new, 1), (base, -1)], &options.symbols).map_err(|e| e.0)?,
+            )?;
+            diffs += 1;
+        }
+    }
+    Ok(Summary {
+        clusters: prepared.len(),
+        snapshots: dataset.snapshots,
+        skipped: dataset.skipped.len(),
+        stacks: table.len(),
+        diffs,
+    })
+}

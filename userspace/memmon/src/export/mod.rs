@@ -1,0 +1,193 @@
+//! `memmon export --format parquet`: captures and agent snapshots as three columnar tables
+//! (schema: [`schema`], docs/fleet.md), for `memmon fleet` and any other query engine.
+//!
+//! - **snapshots**: one row per snapshot (a process of a capture at its peak, or one agent
+//!   snapshot): its id, labels, time and resident bytes by kind and by class;
+//! - **samples**: one row per (snapshot, stack): resident bytes, mapped bytes, faults by type;
+//! - **stacks**: one row per frame of each stack: the object's build ID and the file offset
+//!   of the instruction (a return address minus one), so that the same code has the same
+//!   stack id on every machine, wherever ASLR loaded it.
+//!
+//! [`capture::snapshots`] and [`pprof::snapshot`] read the inputs into [`SnapshotData`];
+//! [`write::DatasetWriter`] appends them to a dataset directory as parquet files.
+
+pub mod capture;
+pub mod pprof;
+pub mod schema;
+pub mod write;
+
+use std::collections::BTreeMap;
+
+/// One frame of a stack, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackFrame {
+    /// Code in a file: its object's build ID (lowercase hex), the file offset of the
+    /// instruction (for a return address, the byte before it: inside the call), and the
+    /// object's path on the machine it ran on (to find the binary; not part of the
+    /// identity).
+    Code {
+        /// Build ID, lowercase hex.
+        build_id: String,
+        /// File offset of the instruction.
+        file_offset: u64,
+        /// The object's path where it ran.
+        object: String,
+    },
+    /// A pseudo-frame (`[kernel, for the process]`, code outside files, a Python
+    /// function): its name.
+    Label(String),
+}
+
+/// One stack's values in one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackSample {
+    /// The frames, innermost first.
+    pub frames: Vec<StackFrame>,
+    /// Resident bytes.
+    pub resident: u64,
+    /// Mapped bytes (by the site of the mapping call).
+    pub mapped: u64,
+    /// Faults by type: anon (first touch), file, swap-in, write-protect (copy-on-write),
+    /// other ([`FAULT_COLUMNS`] order).
+    pub faults: [u64; 5],
+}
+
+/// The samples table's fault columns, in [`StackSample::faults`] order (the agent's
+/// sample types).
+pub const FAULT_COLUMNS: [&str; 5] = [
+    "faults_anon",
+    "faults_file",
+    "faults_swap",
+    "faults_wp",
+    "faults_other",
+];
+
+/// One snapshot: a process of a capture at its peak, or one agent snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotData {
+    /// Its id: a hash of the source's bytes and the process (see [`snapshot_id`]).
+    pub id: i64,
+    /// Where it came from (`FILE` or `FILE#PID`).
+    pub source: String,
+    /// Labels (`model=`, `version=`, `group=`, the agent's `host`, `cgroup`...).
+    pub labels: BTreeMap<String, String>,
+    /// Wall-clock time, nanoseconds since the epoch (0: unknown).
+    pub time_unix_ns: i64,
+    /// Resident bytes by kind: anonymous, file, shared memory.
+    pub anon: u64,
+    /// File-backed resident bytes.
+    pub file: u64,
+    /// Shared-memory resident bytes.
+    pub shmem: u64,
+    /// Resident bytes by coarse class (`heap`, `anon_mmap`, `stack`, `file`, `shmem`,
+    /// `special`, `unknown`).
+    pub class_bytes: BTreeMap<String, u64>,
+    /// Its stacks.
+    pub samples: Vec<StackSample>,
+}
+
+impl SnapshotData {
+    /// Resident bytes (anon + file + shmem).
+    pub fn resident(&self) -> u64 {
+        self.anon
+            .saturating_add(self.file)
+            .saturating_add(self.shmem)
+    }
+}
+
+/// FNV-1a, 64 bits: stable across machines and versions (the ids are stored).
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    /// Adds bytes.
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The hash, as the tables store it (an i64 of the same bits).
+    pub fn finish(self) -> i64 {
+        self.0 as i64
+    }
+}
+
+/// The id of a stack: a hash of its frames' build IDs and offsets (code) or names
+/// (pseudo-frames); the objects' paths are left out, so the same code matches across
+/// machines.
+pub fn stack_id(frames: &[StackFrame]) -> i64 {
+    let mut hash = Fnv::default();
+    for frame in frames {
+        match frame {
+            StackFrame::Code {
+                build_id,
+                file_offset,
+                ..
+            } => {
+                hash.write(b"C");
+                hash.write(build_id.as_bytes());
+                hash.write(&file_offset.to_le_bytes());
+            }
+            StackFrame::Label(name) => {
+                hash.write(b"L");
+                hash.write(name.as_bytes());
+                hash.write(&[0]);
+            }
+        }
+    }
+    hash.finish()
+}
+
+/// The id of a snapshot: a hash of its source's bytes and the process in it (0 for an
+/// agent snapshot): exporting the same file twice gives the same ids.
+pub fn snapshot_id(bytes: &[u8], capture: usize, pid: u32) -> i64 {
+    let mut hash = Fnv::default();
+    hash.write(bytes);
+    hash.write(&(capture as u64).to_le_bytes());
+    hash.write(&pid.to_le_bytes());
+    hash.finish()
+}
+
+/// Why one input was skipped: one line naming it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct BadInput {
+    /// The input.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Reads a capture or an agent snapshot (told apart by the gzip magic of the latter):
+/// its snapshots, with `labels` added (over the snapshot's own).
+pub fn read_input(
+    path: &std::path::Path,
+    labels: &BTreeMap<String, String>,
+    sysroot: Option<&std::path::Path>,
+) -> Result<Vec<SnapshotData>, BadInput> {
+    let name = path.display().to_string();
+    let bad = |reason: String| BadInput {
+        path: name.clone(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let mut snapshots = if bytes.starts_with(&[0x1f, 0x8b]) {
+        vec![pprof::snapshot(&bytes, &name).map_err(bad)?]
+    } else {
+        capture::snapshots(&bytes, &name, sysroot).map_err(bad)?
+    };
+    for snapshot in &mut snapshots {
+        for (key, value) in labels {
+            snapshot.labels.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(snapshots)
+}
