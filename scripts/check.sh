@@ -116,6 +116,9 @@ patches_checkpatch() {
 
 # vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat
 vm_scenario() {
+    # Files from Debian's packages (build/stock/root, vm-55's python3.13) come from the
+    # stock preparation running in the background: wait for it first.
+    if grep -q '^# vm-add: build/stock/' "$1"; then wait_stock_prepare || true; fi
     local script=$1 name klog accel append
     name=$(basename "$script" .sh)
     klog="$results/vm-$name.kernel.log"
@@ -203,9 +206,18 @@ if [ -z "$vm_only" ] && [[ -z "$filter" || "stock-quick" == *"$filter"* ]]; then
     (cd "$top" && nice -n 10 make --no-print-directory module-stock) > "$results/stock-prepare.log" 2>&1 &
     stock_prepare=$!
 fi
+# wait_stock_prepare: waits for that preparation (once; its status kept for later calls)
+stock_prepared=
+wait_stock_prepare() {
+    if [ -z "$stock_prepared" ]; then
+        stock_prepared=1
+        [ -n "$stock_prepare" ] && wait "$stock_prepare" && stock_prepared=0
+    fi
+    return "$stock_prepared"
+}
 # stock_quick: that part, once the preparation is done
 stock_quick() {
-    if ! wait "$stock_prepare"; then
+    if ! wait_stock_prepare; then
         echo "make module-stock failed:"
         tail -n 30 "$results/stock-prepare.log"
         return 1
