@@ -13,6 +13,8 @@
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
 #                 beside the memmon binary
+#   make check-fleet  memmon-fleet's tests with Ballista (a loopback cluster of a scheduler
+#                 and two executors, one killed mid-run) and its clippy
 #   make bench-fleet  memmon fleet on 10 000, 30 000 and 100 000 snapshots, embedded and on a
 #                 loopback Ballista cluster (scripts/bench-fleet.sh; docs/performance.md)
 #   make install  the module for the running kernel (or KRELEASE=, KDIR=) under
@@ -47,7 +49,7 @@ PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
 .PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall \
-	fleet bench-fleet \
+	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
 all: kernel module userspace progs
@@ -105,6 +107,11 @@ FLEET_BIN := $(TOP)/userspace/target/fleet/memmon-fleet
 fleet:
 	@cd $(TOP)/userspace && cargo build --quiet --profile fleet -p memmon-fleet
 	@mkdir -p $(dir $(USERSPACE_BIN)) && ln -sf $(FLEET_BIN) $(dir $(USERSPACE_BIN))memmon-fleet
+
+check-fleet: deps
+	@cd $(TOP)/userspace && cargo test --quiet -p memmon-fleet && \
+		cargo clippy --quiet -p memmon-fleet --all-targets -- -D warnings && \
+		cargo clippy --quiet -p memmon-fleet --no-default-features --all-targets -- -D warnings
 
 bench-fleet: fleet
 	@$(TOP)/scripts/bench-fleet.sh

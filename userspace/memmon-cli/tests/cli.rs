@@ -944,6 +944,9 @@ fn export_writes_the_tables_and_names_each_bad_input() {
     );
 }
 
+/// ETXTBSY, "Text file busy", on Linux.
+const ETXTBSY: i32 = 26;
+
 /// `memmon fleet` without the memmon-fleet binary beside memmon or in PATH: one line that
 /// says how to build it.
 #[test]
@@ -951,9 +954,29 @@ fn fleet_without_its_binary_says_how_to_build_it() {
     let dir = temp_dir("fleet-missing");
     let copy = dir.join("memmon");
     fs::copy(env!("CARGO_BIN_EXE_memmon"), &copy).unwrap();
-    let (code, stdout, stderr) = run(Command::new(&copy)
-        .args(["fleet", "data", "--by", "model", "-o", "out"])
-        .env("PATH", &dir));
+    // A copy just written may still be open for writing in a child that another test
+    // forked meanwhile: exec then fails with ETXTBSY until that child execs. Try again.
+    let output = (0..100)
+        .find_map(|_| {
+            match Command::new(&copy)
+                .args(["fleet", "data", "--by", "model", "-o", "out"])
+                .env("PATH", &dir)
+                .stdin(Stdio::null())
+                .output()
+            {
+                Err(e) if e.raw_os_error() == Some(ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    None
+                }
+                result => Some(result.unwrap()),
+            }
+        })
+        .expect("the copy stays busy");
+    let (code, stdout, stderr) = (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    );
     assert_eq!(code, 1);
     assert_eq!(stdout, "");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

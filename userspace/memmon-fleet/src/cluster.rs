@@ -1,19 +1,30 @@
 //! A Ballista scheduler and executor started from this crate (`memmon-fleet scheduler`,
-//! `memmon-fleet executor`), with Ballista's defaults but the addresses.
+//! `memmon-fleet executor`), with Ballista's defaults but the addresses, the executor timeout
+//! and pull scheduling.
 
 use std::sync::Arc;
 
+use ballista_core::config::TaskSchedulingPolicy;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
 
-/// Runs a scheduler listening on `host:port` until killed.
-pub async fn scheduler(host: &str, port: u16) -> Result<(), String> {
+/// Runs a scheduler listening on `host:port` until killed. An executor silent for
+/// `executor_timeout` seconds (its heartbeats are every 2 s) is taken for dead and its tasks
+/// are run again elsewhere; Ballista's default is 180 s.
+pub async fn scheduler(host: &str, port: u16, executor_timeout: u64) -> Result<(), String> {
     let mut config = SchedulerConfig::default()
         .with_hostname(host)
         .with_port(port);
     config.bind_host = host.to_owned();
+    config.executor_timeout_seconds = executor_timeout;
+    // Looked for at a fifth of the timeout (Ballista: every 15 s against 180 s).
+    config.expire_dead_executor_interval_seconds = (executor_timeout / 5).clamp(1, 15);
+    config.no_executors_grace_period_seconds = executor_timeout;
+    // Executors ask for tasks (Ballista's default pushes them): a dead executor's tasks are
+    // run again more often (docs/fleet.md).
+    config.scheduling_policy = TaskSchedulingPolicy::PullStaged;
     let address = format!("{host}:{port}")
         .parse()
         .map_err(|e| format!("{host}:{port}: {e}"))?;
@@ -54,6 +65,7 @@ pub async fn executor(address: &ExecutorAddress) -> Result<(), String> {
         vcores: address.slots,
         work_dir: address.work_dir.clone(),
         executor_heartbeat_interval_seconds: 2,
+        task_scheduling_policy: TaskSchedulingPolicy::PullStaged,
         ..ExecutorProcessConfig::default()
     };
     start_executor_process(Arc::new(config))

@@ -2,6 +2,7 @@
 //! (`ballista://HOST:PORT`, its scheduler), running the same SQL.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -23,21 +24,33 @@ pub enum Engine {
         /// The memory pool's size.
         memory_limit: usize,
     },
-    /// A Ballista scheduler at `host:port`.
-    Ballista(String),
+    /// A Ballista scheduler.
+    Ballista {
+        /// Its `host:port`.
+        address: String,
+        /// How long each query may take: Ballista 55 does not always end a job whose
+        /// executor died mid-way (docs/fleet.md), and a run must not wait forever.
+        timeout: Duration,
+    },
 }
+
+/// A Ballista query's time limit by default: an hour.
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The memory pool of the embedded engine by default: 512 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 512 << 20;
 
 impl Engine {
     /// Parses `local` or `ballista://HOST:PORT`.
-    pub fn parse(text: &str, memory_limit: usize) -> Result<Engine, String> {
+    pub fn parse(text: &str, memory_limit: usize, timeout: Duration) -> Result<Engine, String> {
         if text == "local" {
             return Ok(Engine::Local { memory_limit });
         }
         match text.strip_prefix("ballista://") {
-            Some(address) if address.contains(':') => Ok(Engine::Ballista(address.to_owned())),
+            Some(address) if address.contains(':') => Ok(Engine::Ballista {
+                address: address.to_owned(),
+                timeout,
+            }),
             _ => Err(format!(
                 "--engine {text:?}: give local or ballista://HOST:PORT"
             )),
@@ -54,7 +67,10 @@ impl Engine {
                     .map_err(|e| format!("cannot start DataFusion: {e}"))?;
                 SessionContext::new_with_config_rt(session_config(), runtime)
             }
-            Engine::Ballista(address) => {
+            #[cfg(not(feature = "ballista"))]
+            Engine::Ballista { .. } => return Err(WITHOUT_BALLISTA.to_owned()),
+            #[cfg(feature = "ballista")]
+            Engine::Ballista { address, .. } => {
                 use ballista::prelude::SessionContextExt;
                 let state = datafusion::execution::SessionStateBuilder::new()
                     .with_config(ballista_config())
@@ -70,6 +86,14 @@ impl Engine {
         }
         Ok(context)
     }
+
+    /// How long a query may take (the embedded engine: no limit).
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            Engine::Local { .. } => None,
+            Engine::Ballista { timeout, .. } => Some(*timeout),
+        }
+    }
 }
 
 fn session_config() -> SessionConfig {
@@ -83,6 +107,11 @@ fn session_config() -> SessionConfig {
     config
 }
 
+/// What a binary built without the `ballista` feature says when asked for Ballista.
+pub const WITHOUT_BALLISTA: &str = "this memmon-fleet was built without Ballista (cargo's \
+    --no-default-features): build it with `make fleet`";
+
+#[cfg(feature = "ballista")]
 fn ballista_config() -> SessionConfig {
     use ballista::prelude::SessionConfigExt;
     let mut config = SessionConfig::new_with_ballista();

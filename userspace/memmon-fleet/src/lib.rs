@@ -7,12 +7,13 @@
 //!   Ballista);
 //! - [`query`]: the aggregation's SQL;
 //! - [`run`]: symbolisation and outputs;
-//! - [`cluster`]: a Ballista scheduler and executor in one binary each, for tests and
-//!   small deployments.
+//! - `cluster`: a Ballista scheduler and executor in one binary each, for tests and
+//!   small deployments (with the `ballista` feature, on by default).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "ballista")]
 pub mod cluster;
 pub mod dataset;
 pub mod engine;

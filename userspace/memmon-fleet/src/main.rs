@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use memmon::report::symbolize::debuginfod::DebuginfodOptions;
 use memmon::report::symbolize::symbols::SymbolOptions;
+#[cfg(feature = "ballista")]
 use memmon_fleet::cluster::{self, ExecutorAddress};
-use memmon_fleet::engine::{Engine, DEFAULT_MEMORY_LIMIT};
+use memmon_fleet::engine::{Engine, DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT};
 use memmon_fleet::query::Question;
 use memmon_fleet::run::{run, DiffSpec, RunOptions};
 
@@ -56,6 +57,10 @@ struct Cli {
     /// Where the queries run: local (DataFusion here) or ballista://HOST:PORT.
     #[arg(long, value_name = "ENGINE", default_value = "local")]
     engine: String,
+    /// On Ballista, fail a query that has not ended in this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_QUERY_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    query_timeout: u64,
     /// The embedded engine's memory pool in MiB (its operators spill to disk past it).
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MEMORY_LIMIT >> 20)]
     memory_limit: usize,
@@ -77,6 +82,11 @@ enum Service {
         /// And on this port.
         #[arg(long, default_value_t = 50050)]
         port: u16,
+        /// Seconds without a heartbeat after which an executor is taken for dead and its
+        /// tasks run elsewhere.
+        #[arg(long, value_name = "SECONDS", default_value_t = 180,
+              value_parser = clap::value_parser!(u64).range(5..))]
+        executor_timeout: u64,
     },
     /// Run a Ballista executor.
     Executor {
@@ -124,30 +134,8 @@ fn main() -> ExitCode {
 }
 
 async fn start(cli: Cli) -> Result<(), String> {
-    match cli.service {
-        Some(Service::Scheduler { host, port }) => return cluster::scheduler(&host, port).await,
-        Some(Service::Executor {
-            host,
-            port,
-            scheduler_host,
-            scheduler_port,
-            slots,
-            work_dir,
-        }) => {
-            let slots = slots.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-            });
-            return cluster::executor(&ExecutorAddress {
-                host,
-                port,
-                scheduler_host,
-                scheduler_port,
-                slots,
-                work_dir,
-            })
-            .await;
-        }
-        None => {}
+    if let Some(service) = cli.service {
+        return serve(service).await;
     }
     let (Some(dataset), Some(output)) = (cli.dataset, cli.output) else {
         return Err("give DIR and -o OUT".to_owned());
@@ -159,7 +147,11 @@ async fn start(cli: Cli) -> Result<(), String> {
             top: cli.top,
         },
         diff: cli.diff.as_deref().map(DiffSpec::parse).transpose()?,
-        engine: Engine::parse(&cli.engine, cli.memory_limit << 20)?,
+        engine: Engine::parse(
+            &cli.engine,
+            cli.memory_limit << 20,
+            std::time::Duration::from_secs(cli.query_timeout),
+        )?,
         symbols: SymbolOptions {
             sysroot: cli.sysroot,
             debug_dirs: cli.debug_dirs,
@@ -184,4 +176,44 @@ async fn start(cli: Cli) -> Result<(), String> {
         options.output.display()
     );
     Ok(())
+}
+
+/// `memmon-fleet scheduler` and `memmon-fleet executor`: run until killed.
+#[cfg(feature = "ballista")]
+async fn serve(service: Service) -> Result<(), String> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match service {
+        Service::Scheduler {
+            host,
+            port,
+            executor_timeout,
+        } => cluster::scheduler(&host, port, executor_timeout).await,
+        Service::Executor {
+            host,
+            port,
+            scheduler_host,
+            scheduler_port,
+            slots,
+            work_dir,
+        } => {
+            let slots = slots.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            });
+            cluster::executor(&ExecutorAddress {
+                host,
+                port,
+                scheduler_host,
+                scheduler_port,
+                slots,
+                work_dir,
+            })
+            .await
+        }
+    }
+}
+
+/// Without Ballista's crates, the services are not there.
+#[cfg(not(feature = "ballista"))]
+async fn serve(_: Service) -> Result<(), String> {
+    Err(memmon_fleet::engine::WITHOUT_BALLISTA.to_owned())
 }

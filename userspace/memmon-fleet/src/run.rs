@@ -174,7 +174,18 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         eprintln!("memmon fleet: {line}");
     }
     let context = options.engine.session(&dataset).await?;
-    let answers = answer(&context, &options.question).await?;
+    let answers = match options.engine.timeout() {
+        None => answer(&context, &options.question).await?,
+        Some(limit) => tokio::time::timeout(limit, answer(&context, &options.question))
+            .await
+            .map_err(|_| {
+                format!(
+                    "query failed: no answer from the Ballista cluster in {} s (an executor \
+                     lost mid-job? --query-timeout)",
+                    limit.as_secs()
+                )
+            })??,
+    };
     if let Some(spec) = &options.diff {
         if !options.question.by.contains(&spec.label) {
             return Err(format!(

@@ -7,8 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memmon::export::{capture, stack_id, write::DatasetWriter, SnapshotData};
 use memmon::report::symbolize::symbols::SymbolOptions;
@@ -243,6 +242,7 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
 }
 
 /// The files of a directory, by name.
+#[cfg(feature = "ballista")]
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -256,6 +256,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+#[cfg(feature = "ballista")]
 fn assert_same_files(a: &Path, b: &Path) {
     let (a, b) = (files(a), files(b));
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
@@ -428,126 +429,210 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
     );
 }
 
-struct Cluster {
-    processes: Vec<Child>,
-    port: u16,
+/// Without Ballista's crates (make check's build), asking for Ballista is one clear error.
+#[cfg(not(feature = "ballista"))]
+#[test]
+fn without_ballista_the_distributed_engine_is_one_error() {
+    let dataset = tmp("fleet-dataset-no-ballista");
+    write_dataset(&dataset, &fleet());
+    let engine = Engine::Ballista {
+        address: "127.0.0.1:50050".to_owned(),
+        timeout: Duration::from_secs(60),
+    };
+    let error = block_on(run(&options(
+        &dataset,
+        &tmp("fleet-no-ballista"),
+        engine,
+        None,
+    )))
+    .map(|_| ())
+    .unwrap_err();
+    assert_eq!(error, memmon_fleet::engine::WITHOUT_BALLISTA);
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for child in &mut self.processes {
-            let _ = child.kill();
-            let _ = child.wait();
+/// A loopback Ballista cluster: a scheduler and two executors of this crate's binary.
+#[cfg(feature = "ballista")]
+mod ballista {
+    use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
+
+    use super::*;
+
+    struct Cluster {
+        processes: Vec<Child>,
+        port: u16,
+        logs: PathBuf,
+    }
+
+    impl Drop for Cluster {
+        fn drop(&mut self) {
+            for child in &mut self.processes {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
-}
 
-fn wait_for_port(port: u16, limit: Duration) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < limit, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(100));
+    impl Cluster {
+        /// Waits until something listens on `port`, failing at once if one of the cluster's
+        /// processes has exited (a port taken, a crash: its log says).
+        fn wait_for_port(&mut self, port: u16) {
+            let start = Instant::now();
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                for child in &mut self.processes {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        panic!(
+                            "a cluster process ended ({status}); logs in {}",
+                            self.logs.display()
+                        );
+                    }
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "nothing listens on {port}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
     }
-}
 
-fn start_cluster(base_port: u16, log: &Path) -> Cluster {
-    let binary = env!("CARGO_BIN_EXE_memmon-fleet");
-    let spawn = |args: &[String], name: &str| {
-        Command::new(binary)
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::from(
-                std::fs::File::create(log.join(format!("{name}.out"))).unwrap(),
-            ))
-            .stderr(Stdio::from(
-                std::fs::File::create(log.join(format!("{name}.err"))).unwrap(),
-            ))
-            .spawn()
-            .unwrap()
-    };
-    let mut cluster = Cluster {
-        processes: Vec::new(),
-        port: base_port,
-    };
-    cluster.processes.push(spawn(
-        &["scheduler".into(), "--port".into(), base_port.to_string()],
-        "scheduler",
-    ));
-    wait_for_port(base_port, Duration::from_secs(60));
-    for i in 0..2u16 {
-        let port = base_port + 1 + 2 * i;
-        let work = log.join(format!("executor{i}"));
-        std::fs::create_dir_all(&work).unwrap();
+    /// Five consecutive free ports (the scheduler's, then each executor's Flight and gRPC
+    /// ports), from a place that depends on this process, so that a cluster left behind by an
+    /// earlier run is never taken for this one.
+    fn free_ports() -> u16 {
+        let first = 20_000 + (std::process::id() % 2_000) as u16 * 20;
+        (0..1_000u16)
+            .map(|step| first.wrapping_add(step * 5) % 40_000 + 20_000)
+            .find(|&base| {
+                (base..base + 5)
+                    .all(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+            })
+            .expect("no five free ports")
+    }
+
+    fn start_cluster(logs: &Path) -> Cluster {
+        let binary = env!("CARGO_BIN_EXE_memmon-fleet");
+        let spawn = |args: &[String], name: &str| {
+            Command::new(binary)
+                .args(args)
+                .env("RUST_LOG", "info")
+                .stdout(Stdio::from(
+                    std::fs::File::create(logs.join(format!("{name}.out"))).unwrap(),
+                ))
+                .stderr(Stdio::from(
+                    std::fs::File::create(logs.join(format!("{name}.err"))).unwrap(),
+                ))
+                .spawn()
+                .unwrap()
+        };
+        let base_port = free_ports();
+        let mut cluster = Cluster {
+            processes: Vec::new(),
+            port: base_port,
+            logs: logs.to_owned(),
+        };
         cluster.processes.push(spawn(
             &[
-                "executor".into(),
+                "scheduler".into(),
                 "--port".into(),
-                port.to_string(),
-                "--scheduler-port".into(),
                 base_port.to_string(),
-                "--slots".into(),
-                "2".into(),
-                "--work-dir".into(),
-                work.to_string_lossy().into_owned(),
+                // The executor killed below is taken for dead 10 s after its last
+                // heartbeat, its tasks run again on the other.
+                "--executor-timeout".into(),
+                "10".into(),
             ],
-            &format!("executor{i}"),
+            "scheduler",
         ));
-        wait_for_port(port, Duration::from_secs(60));
-    }
-    // The executors register with their first heartbeat.
-    std::thread::sleep(Duration::from_secs(3));
-    cluster
-}
-
-#[test]
-fn ballista_with_two_executors_gives_identical_files_and_survives_losing_one() {
-    let snapshots = fleet();
-    let dataset = tmp("fleet-dataset-ballista");
-    write_dataset(&dataset, &snapshots);
-    let local_out = tmp("fleet-ballista-local");
-    block_on(run(&options(&dataset, &local_out, local(), Some(3)))).unwrap();
-    let logs = tmp("fleet-ballista-logs");
-    let mut cluster = start_cluster(50_950, &logs);
-    let engine = Engine::Ballista(format!("127.0.0.1:{}", cluster.port));
-    let remote_out = tmp("fleet-ballista-remote");
-    let summary = block_on(run(&options(
-        &dataset,
-        &remote_out,
-        engine.clone(),
-        Some(3),
-    )))
-    .unwrap_or_else(|e| panic!("{e}; logs in {}", logs.display()));
-    assert_eq!(summary.clusters, 8);
-    assert_same_files(&local_out, &remote_out);
-    // A second run; one executor killed in its middle: the same files or one clear error.
-    let again = tmp("fleet-ballista-again");
-    let victim = cluster.processes.remove(2);
-    let killer = std::thread::spawn(move || {
-        let mut victim = victim;
-        std::thread::sleep(Duration::from_millis(300));
-        // Still running when killed: the run had started and not finished.
-        let alive = victim.try_wait().unwrap().is_none();
-        victim.kill().unwrap();
-        victim.wait().unwrap();
-        alive
-    });
-    let started = Instant::now();
-    let result = block_on(run(&options(&dataset, &again, engine, Some(3))));
-    let took = started.elapsed();
-    assert!(killer.join().unwrap(), "the executor had died before");
-    assert!(
-        took > Duration::from_millis(300),
-        "the run ended before the kill ({took:?})"
-    );
-    match result {
-        Ok(_) => {
-            eprintln!("an executor killed 300 ms into a {took:?} run: identical files");
-            assert_same_files(&local_out, &again);
+        cluster.wait_for_port(base_port);
+        for i in 0..2u16 {
+            let port = base_port + 1 + 2 * i;
+            let work = logs.join(format!("executor{i}"));
+            std::fs::create_dir_all(&work).unwrap();
+            cluster.processes.push(spawn(
+                &[
+                    "executor".into(),
+                    "--port".into(),
+                    port.to_string(),
+                    "--scheduler-port".into(),
+                    base_port.to_string(),
+                    "--slots".into(),
+                    "2".into(),
+                    "--work-dir".into(),
+                    work.to_string_lossy().into_owned(),
+                ],
+                &format!("executor{i}"),
+            ));
+            cluster.wait_for_port(port);
         }
-        Err(error) => {
-            eprintln!("an executor killed 300 ms into a {took:?} run: {error}");
-            assert!(error.starts_with("query failed:"), "{error}");
-            assert!(!error.contains('\n'), "one line: {error}");
+        // The executors register with their first heartbeat.
+        std::thread::sleep(Duration::from_secs(3));
+        cluster
+    }
+
+    /// A run on the cluster, bounded: a cluster that stops answering fails the test rather
+    /// than hanging it.
+    fn run_bounded(
+        options: &RunOptions,
+        logs: &Path,
+    ) -> Result<memmon_fleet::run::Summary, String> {
+        block_on(async {
+            tokio::time::timeout(Duration::from_secs(300), run(options))
+                .await
+                .unwrap_or_else(|_| panic!("no answer in 300 s; logs in {}", logs.display()))
+        })
+    }
+
+    #[test]
+    fn ballista_with_two_executors_gives_identical_files_and_survives_losing_one() {
+        let snapshots = fleet();
+        let dataset = tmp("fleet-dataset-ballista");
+        write_dataset(&dataset, &snapshots);
+        let local_out = tmp("fleet-ballista-local");
+        block_on(run(&options(&dataset, &local_out, local(), Some(3)))).unwrap();
+        let logs = tmp("fleet-ballista-logs");
+        let mut cluster = start_cluster(&logs);
+        let engine = Engine::Ballista {
+            address: format!("127.0.0.1:{}", cluster.port),
+            timeout: Duration::from_secs(60),
+        };
+        let remote_out = tmp("fleet-ballista-remote");
+        let summary = run_bounded(
+            &options(&dataset, &remote_out, engine.clone(), Some(3)),
+            &logs,
+        )
+        .unwrap_or_else(|e| panic!("{e}; logs in {}", logs.display()));
+        assert_eq!(summary.clusters, 8);
+        assert_same_files(&local_out, &remote_out);
+        // A second run; one executor killed in its middle: the same files or one clear error.
+        let again = tmp("fleet-ballista-again");
+        let victim = cluster.processes.remove(2);
+        let killer = std::thread::spawn(move || {
+            let mut victim = victim;
+            std::thread::sleep(Duration::from_millis(300));
+            // Still running when killed: the run had started and not finished.
+            let alive = victim.try_wait().unwrap().is_none();
+            victim.kill().unwrap();
+            victim.wait().unwrap();
+            alive
+        });
+        let started = Instant::now();
+        let result = run_bounded(&options(&dataset, &again, engine, Some(3)), &logs);
+        let took = started.elapsed();
+        assert!(killer.join().unwrap(), "the executor had died before");
+        assert!(
+            took > Duration::from_millis(300),
+            "the run ended before the kill ({took:?})"
+        );
+        match result {
+            Ok(_) => {
+                eprintln!("an executor killed 300 ms into a {took:?} run: identical files");
+                assert_same_files(&local_out, &again);
+            }
+            Err(error) => {
+                eprintln!("an executor killed 300 ms into a {took:?} run: {error}");
+                assert!(error.starts_with("query failed:"), "{error}");
+                assert!(!error.contains('\n'), "one line: {error}");
+            }
         }
     }
 }

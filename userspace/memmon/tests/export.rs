@@ -177,3 +177,32 @@ fn the_tables_hold_every_snapshot_sample_and_frame() {
     assert_eq!(rows("samples"), samples.len() as i64);
     assert_eq!(rows("stacks"), stacks.values().sum::<usize>() as i64);
 }
+
+#[test]
+fn an_input_exported_again_is_not_added_twice() {
+    let dir = tmp("export-twice");
+    let snapshots = read_input(&fixture("base.cap"), &BTreeMap::new(), None).unwrap();
+    let grown = read_input(&fixture("grown.cap"), &BTreeMap::new(), None).unwrap();
+    let mut first = DatasetWriter::create(&dir).unwrap();
+    for snapshot in &snapshots {
+        assert!(first.add(snapshot).unwrap());
+    }
+    // Twice in one export: once.
+    assert!(!first.add(&snapshots[0]).unwrap());
+    assert_eq!(
+        (first.written, first.duplicates),
+        (snapshots.len() as u64, 1)
+    );
+    first.finish().unwrap();
+    // Again in a second export, beside a new input: only the new one.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let mut second = DatasetWriter::create(&dir).unwrap();
+    for snapshot in snapshots.iter().chain(&grown) {
+        second.add(snapshot).unwrap();
+    }
+    assert_eq!(
+        (second.written, second.duplicates),
+        (grown.len() as u64, snapshots.len() as u64)
+    );
+    second.finish().unwrap();
+}

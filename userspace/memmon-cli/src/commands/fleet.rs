@@ -52,16 +52,22 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             }
         }
     }
-    let written = writer.written;
+    let (written, duplicates) = (writer.written, writer.duplicates);
     writer
         .finish()
         .with_context(|| format!("cannot write into {}", args.output.display()))?;
+    if duplicates > 0 {
+        eprintln!(
+            "memmon: {duplicates} snapshots already in {}, not added again",
+            args.output.display()
+        );
+    }
     eprintln!(
         "memmon: exported {written} snapshots from {} inputs into {} ({skipped} skipped)",
         args.inputs.len() as u64 - skipped,
         args.output.display()
     );
-    if written == 0 {
+    if written == 0 && duplicates == 0 {
         bail!("no snapshot exported ({skipped} inputs skipped)");
     }
     Ok(if skipped > 0 {

@@ -29,8 +29,13 @@ pub struct DatasetWriter {
     stacks: TableWriter<StackRows>,
     /// Stacks written by this writer (each once per file).
     stacks_seen: HashSet<i64>,
+    /// The ids of the snapshots in the dataset: those of its files when created, and those
+    /// written since.
+    snapshots_seen: HashSet<i64>,
     /// Snapshots written.
     pub written: u64,
+    /// Snapshots not written because the dataset had them (the same input exported twice).
+    pub duplicates: u64,
 }
 
 impl DatasetWriter {
@@ -51,12 +56,19 @@ impl DatasetWriter {
             samples: TableWriter::create(&path("samples")?, schema::samples())?,
             stacks: TableWriter::create(&path("stacks")?, schema::stacks())?,
             stacks_seen: HashSet::new(),
+            snapshots_seen: snapshot_ids(&dir.join("snapshots"), &name),
             written: 0,
+            duplicates: 0,
         })
     }
 
-    /// Adds one snapshot.
-    pub fn add(&mut self, snapshot: &SnapshotData) -> std::io::Result<()> {
+    /// Adds one snapshot, unless the dataset has it (a snapshot's id hashes its source's
+    /// bytes, so an input exported again is not counted twice): then returns false.
+    pub fn add(&mut self, snapshot: &SnapshotData) -> std::io::Result<bool> {
+        if !self.snapshots_seen.insert(snapshot.id) {
+            self.duplicates += 1;
+            return Ok(false);
+        }
         self.snapshots.rows.push(snapshot);
         // Stacks met more than once in a snapshot (sites that differ only in what the
         // tables do not keep) are one sample.
@@ -80,7 +92,7 @@ impl DatasetWriter {
         self.samples.flush_if_full()?;
         self.stacks.flush_if_full()?;
         self.written += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// Writes what is buffered and closes the files.
@@ -89,6 +101,51 @@ impl DatasetWriter {
         self.samples.finish()?;
         self.stacks.finish()
     }
+}
+
+/// The snapshot ids of the parquet files in `table_dir` but `own` (this writer's new file);
+/// a file that cannot be read adds none (`memmon fleet` skips it too).
+fn snapshot_ids(table_dir: &Path, own: &str) -> HashSet<i64> {
+    let mut ids = HashSet::new();
+    let Ok(entries) = std::fs::read_dir(table_dir) else {
+        return ids;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|name| name == own)
+            || path
+                .extension()
+                .is_none_or(|extension| extension != "parquet")
+        {
+            continue;
+        }
+        let _ = read_ids(&path, &mut ids);
+    }
+    ids
+}
+
+/// Adds the `snapshot_id` column of a snapshots file to `ids`.
+fn read_ids(path: &Path, ids: &mut HashSet<i64>) -> Result<(), Box<dyn std::error::Error>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?;
+    let column = builder
+        .schema()
+        .index_of("snapshot_id")
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [column]);
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let column = batch
+            .column(0)
+            .as_primitive_opt::<Int64Type>()
+            .ok_or("snapshot_id is not int64")?;
+        ids.extend(column.iter().flatten());
+    }
+    Ok(())
 }
 
 trait Rows {
