@@ -20,6 +20,17 @@ const SKIPPED_MAX: usize = PYTHON_MAX;
 /// current thread's thread state (a description of kind 3).
 const THREADS_MAX: usize = 256;
 
+/// Bytes of bytecode past a code object's first instruction within which a frame's
+/// instruction pointer must lie (16 MiB: any real code object's).
+const INSTRUCTIONS_MAX: u64 = 1 << 24;
+
+/// Whether `instr`, a frame's instruction pointer, lies in the bytecode of the code object
+/// whose first instruction is at `first`: at most [`INSTRUCTIONS_MAX`] bytes past it, or one
+/// code unit before it (3.11 and 3.12's `prev_instr` before the frame's first instruction).
+fn is_in_code(instr: u64, first: u64) -> bool {
+    instr.wrapping_sub(first.wrapping_sub(2)) < INSTRUCTIONS_MAX + 2
+}
+
 /// Reads the 8-byte word at user address `addr`; `None` if it is not 8-aligned user memory
 /// below `limit` that is mapped and readable.
 fn read_word(addr: u64, limit: u64) -> Option<u64> {
@@ -168,11 +179,13 @@ fn frame_of(spec: &PythonSpec, thread_state: u64, limit: u64) -> Result<u64, Pyt
 /// Writes into `out` the current thread's Python frames, innermost first, at most
 /// `out.len()` of them (and at most [`PYTHON_MAX`]), each a [`PythonFrame`] packed; `user_end` is the end of
 /// the task's user address space. Returns how many it initialised at the start of `out` and
-/// why they end there. A frame whose code is no code object (`spec.code_type`) ends the walk
-/// (`invalid`): wrong offsets, or garbage frames, give a short walk, never a wrong read.
+/// why they end there. A first frame whose code is no code object (`spec.code_type`), or a
+/// frame whose instruction pointer is not in its code's bytecode, ends the walk (`invalid`):
+/// wrong offsets, or garbage frames, give a short walk, never a read outside user space.
 /// Callable in atomic context: no lock, page faults disabled, at most [`THREADS_MAX`]
 /// interpreters and thread states (two reads each) to find the thread's, then at most
-/// [`PYTHON_MAX`] + [`SKIPPED_MAX`] frames, each two reads.
+/// [`PYTHON_MAX`] + [`SKIPPED_MAX`] frames, each one read, and one read of the first code
+/// object's type.
 pub(crate) fn walk_python(
     spec: &PythonSpec,
     user_end: u64,
@@ -224,13 +237,26 @@ pub(crate) fn walk_python(
             frame = previous;
             continue;
         }
+        // The frame's code: the first recorded must be of type `PyCode_Type` (a read of
+        // its type), which wrong offsets fail; every frame's instruction pointer must lie
+        // in its code's bytecode, which garbage frames fail (no read: a frame read is the
+        // walk's only one past the first).
         let code = word_at(bytes, spec.frame_code);
-        match read_word(code.wrapping_add(8), limit) {
-            Some(code_type) if code_type == spec.code_type && code != 0 => {}
-            _ => return (count, PythonEnd::Invalid),
+        if code == 0 || !is_pointer(code, limit) {
+            return (count, PythonEnd::Invalid);
+        }
+        if count == 0 {
+            match read_word(code + 8, limit) {
+                Some(code_type) if code_type == spec.code_type => {}
+                _ => return (count, PythonEnd::Invalid),
+            }
         }
         let first = code.wrapping_add(u64::from(spec.code_start));
-        let units = word_at(bytes, spec.frame_instr).wrapping_sub(first) / 2;
+        let instr = word_at(bytes, spec.frame_instr);
+        if !is_in_code(instr, first) {
+            return (count, PythonEnd::Invalid);
+        }
+        let units = instr.wrapping_sub(first) / 2;
         let offset = u16::try_from(units)
             .ok()
             .filter(|&units| units < PythonFrame::OFFSET_UNKNOWN)

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use memmon::capture::cgroup::process_cgroup;
 use memmon::capture::live::LiveEvents;
+use memmon::capture::python_codes::PythonCodes;
 use memmon::capture::unwind::UnwindTables;
 use memmon::{parse_line, EventKind, ModuleParams, ProcInterface};
 
@@ -112,6 +113,8 @@ struct Agent {
     tables: UnwindTables,
     /// Processes whose build IDs to read once the events read are handled.
     new_code: BTreeSet<u32>,
+    /// The Python code objects the stacks name, read from the processes' memory.
+    python_codes: PythonCodes,
     /// The module's probe_missed at the last look.
     probe_missed: Option<u64>,
     /// Since when the module has been away (None: it is there); `ever_attached`: it was
@@ -158,6 +161,7 @@ impl Agent {
             events: None,
             tables: UnwindTables::off(),
             new_code: BTreeSet::new(),
+            python_codes: PythonCodes::default(),
             probe_missed: None,
             gap_since: Some(now),
             ever_attached: false,
@@ -207,6 +211,7 @@ impl Agent {
                         self.module_gone();
                     }
                     self.tables.flush();
+                    self.python_codes.new_batch();
                     for pid in std::mem::take(&mut self.new_code) {
                         if let Some(model) =
                             self.pids.get(&pid).and_then(|c| self.models.get_mut(c))
@@ -556,14 +561,30 @@ impl Agent {
             _ => {}
         }
         if let Some(model) = self.models.get_mut(&name) {
+            if event.python.is_some() {
+                // The interpreter and the code objects the Python frames name, read now
+                // while the process lives (its model names the frames by them).
+                let python = self.tables.python(event.pid);
+                let _ =
+                    self.python_codes
+                        .before_line(event.pid, line, python, &mut |key, value| {
+                            model.header(key, value);
+                            Ok(())
+                        });
+            }
             model.event(&event);
             if let EventKind::Exec { .. } = event.kind {
                 model.exec(event.pid);
             }
         }
-        if let EventKind::Exit { .. } = event.kind {
-            self.pids.remove(&event.pid);
-            self.new_code.remove(&event.pid);
+        match event.kind {
+            EventKind::Exit { .. } => {
+                self.pids.remove(&event.pid);
+                self.new_code.remove(&event.pid);
+                self.python_codes.forget(event.pid);
+            }
+            EventKind::Exec { .. } => self.python_codes.forget(event.pid),
+            _ => {}
         }
     }
 

@@ -140,6 +140,12 @@ impl CgroupModel {
         })
     }
 
+    /// A header of the stream (`# python`, `# pycode`: the agent reads Python code objects
+    /// as record does).
+    pub fn header(&mut self, key: &str, value: &str) {
+        self.top.replay_mut().header(key, value);
+    }
+
     /// Applies a record of a capture (tests and replays of saved streams: the live agent
     /// takes snapshots itself, [`CgroupModel::adopt`]).
     pub fn record(&mut self, record: &memmon::Record<'_>) {
@@ -147,7 +153,7 @@ impl CgroupModel {
             memmon::Record::Event(event) => self.event(event),
             // A capture's snapshots are at their place in the stream already.
             memmon::Record::Snapshot(_) => self.top.record(record),
-            memmon::Record::Header { key, value } => self.top.replay_mut().header(key, value),
+            memmon::Record::Header { key, value } => self.header(key, value),
         }
     }
 

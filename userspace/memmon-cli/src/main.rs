@@ -7,7 +7,6 @@ mod jit;
 mod live;
 mod output;
 mod params;
-mod python_codes;
 mod sysinfo;
 mod unwind;
 

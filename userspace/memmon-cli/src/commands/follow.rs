@@ -15,6 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
+use memmon::capture::file::write_header;
+use memmon::capture::python_codes::PythonCodes;
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::report::output::summary::summary;
 use memmon::{
@@ -106,7 +108,7 @@ struct Monitor {
     /// The unwind tables of the followed processes.
     tables: UnwindTables,
     /// The Python code objects named in the capture.
-    python_codes: crate::python_codes::PythonCodes,
+    python_codes: PythonCodes,
     /// `record --cgroup`: every process in the stream is followed from its first event.
     follow_any: bool,
     /// Processes whose cgroup is in the capture (`# cgroup PID PATH`).
@@ -157,12 +159,8 @@ impl Monitor {
             if self.cgroup_noted.insert(pid) {
                 if let Some(path) = memmon::capture::cgroup::process_cgroup(pid) {
                     let value = format!("{pid} {path}");
-                    memmon::capture::file::write_header(
-                        out,
-                        memmon::capture::cgroup::CGROUP_HEADER,
-                        &value,
-                    )
-                    .context("cannot write the capture file")?;
+                    write_header(out, memmon::capture::cgroup::CGROUP_HEADER, &value)
+                        .context("cannot write the capture file")?;
                 }
             }
         }
@@ -254,7 +252,7 @@ impl Monitor {
                 event.pid,
                 line,
                 self.tables.python(event.pid),
-                out.as_mut(),
+                &mut |key, value| write_header(out, key, value),
             )?;
         }
         if !self.output_gone && !self.sink.event(line, event)? {
@@ -285,7 +283,7 @@ impl Monitor {
                             pid,
                             line,
                             self.tables.python(pid),
-                            out.as_mut(),
+                            &mut |key, value| write_header(out, key, value),
                         )?;
                         write_line(out.as_mut(), line)?;
                     }

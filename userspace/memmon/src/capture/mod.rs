@@ -1,8 +1,10 @@
-//! Getting events: the capture file (reading streams, writing headers and snapshots) and
-//! the control of the module (every /proc and /sys path memmon uses).
+//! Getting events: the capture file (reading streams, writing headers and snapshots), the
+//! control of the module (every /proc and /sys path memmon uses), and what the events need
+//! from the processes while they live (unwind tables, Python code objects).
 
 pub mod cgroup;
 pub mod control;
 pub mod file;
 pub mod live;
+pub mod python_codes;
 pub mod unwind;

@@ -1,19 +1,20 @@
 //! The names of the Python code objects that stacks name (`pystack=`), read from the
-//! process's memory while it lives and written into the capture, so that the report is
-//! offline: `# python PID {...}` once per interpreter described, `# pycode PID 0xADDR {...}`
-//! once per code object (again when the address holds another one), before the first event
-//! that names it (docs/events.md).
+//! process's memory while it lives, as headers: `# python PID {...}` once per interpreter
+//! described, `# pycode PID 0xADDR {...}` once per code object (again when the address holds
+//! another one), before the first event that names it (docs/events.md). `memmon record`
+//! writes them into the capture, so that the report is offline; `memmon agent` gives them to
+//! its models.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 
-use memmon::capture::file::write_header;
-use memmon::parse_python_frames;
-use memmon::report::python::{decode_line_table, CodeInfo};
 use memmon_unwind::loader::PythonProcess;
 use memmon_unwind::python::Layout;
+
+use crate::parse_python_frames;
+use crate::report::python::{decode_line_table, CodeInfo};
 
 /// Most characters of a name or file kept.
 const TEXT_MAX: u64 = 1024;
@@ -51,15 +52,15 @@ impl PythonCodes {
         self.memory.remove(&pid);
     }
 
-    /// Writes to `out` the headers that the event `line` of process `pid` needs: its
-    /// interpreter's, and those of the code objects its `pystack=` names that were not
-    /// named yet, or that changed.
+    /// Gives `header` (its key and value) the headers that the event `line` of process
+    /// `pid` needs: its interpreter's, and those of the code objects its `pystack=` names
+    /// that were not named yet, or that changed.
     pub fn before_line(
         &mut self,
         pid: u32,
         line: &str,
         python: Option<&PythonProcess>,
-        out: &mut dyn Write,
+        header: &mut dyn FnMut(&str, &str) -> io::Result<()>,
     ) -> io::Result<()> {
         let Some(text) = pystack(line) else {
             return Ok(());
@@ -74,7 +75,7 @@ impl PythonCodes {
                 "version": format!("{}.{}", layout.version.0, layout.version.1),
                 "eval": [[start.wrapping_add(python.bias), end.wrapping_add(python.bias)]],
             });
-            write_header(&mut &mut *out, "python", &format!("{pid} {value}"))?;
+            header("python", &format!("{pid} {value}"))?;
             self.described.insert(pid, layout.version);
         }
         let Some(frames) = parse_python_frames(text) else {
@@ -104,11 +105,7 @@ impl PythonCodes {
                 continue;
             };
             let json = serde_json::to_string(&info).unwrap_or_default();
-            write_header(
-                &mut &mut *out,
-                "pycode",
-                &format!("{pid} {:#x} {json}", frame.code),
-            )?;
+            header("pycode", &format!("{pid} {:#x} {json}", frame.code))?;
             self.known.insert(key, identity);
         }
         Ok(())
