@@ -394,6 +394,24 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
         for ext in ["txt", "html", "pb.gz"] {
             assert!(out.join(format!("{name}.{ext}")).is_file(), "{name}.{ext}");
         }
+        // The text's first lines say what the cluster is.
+        let text = std::fs::read_to_string(out.join(format!("{name}.txt"))).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some(&*format!(
+                "memmon fleet: {} snapshots; sites from call stacks",
+                e.snapshots
+            ))
+        );
+        let moment = lines.next().unwrap();
+        assert!(
+            moment.starts_with(&format!(
+                "at the mean of {} snapshots of model={} version={} group={}: resident ",
+                e.snapshots, key[0], key[1], key[2]
+            )),
+            "{moment}"
+        );
     }
     // A stack in only some of a cluster's snapshots: its mean counts 0 for the others.
     let key: Vec<String> = ["s1", "1.0", "baseline"].map(String::from).to_vec();

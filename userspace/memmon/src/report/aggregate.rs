@@ -201,6 +201,7 @@ impl StackTable {
             },
         )
         .map_err(|e| ReportError(e.to_string()))?;
+        view.aggregate_of = Some(format!("{} snapshots", aggregate.snapshots));
         view.shown.moment = "mean".to_owned();
         view.shown.moment_label = aggregate.label.clone();
         view.shown.end.label = aggregate.label.clone();

@@ -406,6 +406,10 @@ pub struct View {
     /// The moment shown, the peak and the end.
     #[serde(flatten)]
     pub shown: Shown,
+    /// What the view is of when it is not of a capture's events (`memmon fleet`: `the mean
+    /// of 3 snapshots`): the text's first line names it instead of events and processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate_of: Option<String>,
     /// Events replayed.
     pub events: u64,
     /// Events lost by the reader.
@@ -596,6 +600,7 @@ pub fn build(
     mapped_by_class.sort_by(|a, b| b.mapped.cmp(&a.mapped).then(a.label.cmp(&b.label)));
     let timeline = timeline_rows(analysis, symbols, options.spike, options.naming);
     Ok(View {
+        aggregate_of: None,
         shown: Shown {
             moment: moment_key(&options.at),
             moment_label: moment_label(&options.at, shown.when, analysis.pids.len()),

@@ -269,16 +269,19 @@ fn summary_line(view: &View) -> String {
         .iter()
         .map(|other| format!("; {}", escape(other)))
         .collect();
+    let source = match &view.aggregate_of {
+        Some(aggregate) => format!("memmon fleet: {aggregate}"),
+        None => format!("{} events, {processes}", view.events),
+    };
     format!(
-        "<p id=\"moment\">At <b>{}</b>: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}{others}. {} events, {}; sites from {}.</p>",
+        "<p id=\"moment\">At <b>{}</b>: resident <b>{}</b> (anon {}, file {}, shmem {}), mapped {}{others}. {}; sites from {}.</p>",
         escape(&view.shown.moment_label),
         escape(&size(t.resident())),
         escape(&size(t.anon)),
         escape(&size(t.file)),
         escape(&size(t.shmem)),
         escape(&size(view.mapped)),
-        view.events,
-        escape(&processes),
+        escape(&source),
         if view.stacks { "call stacks" } else { "fault addresses" }
     )
 }

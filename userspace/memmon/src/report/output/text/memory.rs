@@ -50,12 +50,18 @@ fn write_all(out: &mut String, view: &View, options: TextOptions) -> Result {
 /// end when they are not it), the notes and warnings.
 fn write_header(out: &mut String, view: &View) -> Result {
     let pids: Vec<String> = view.pids.iter().map(u32::to_string).collect();
+    let source = match &view.aggregate_of {
+        Some(aggregate) => format!("memmon fleet: {aggregate}"),
+        None => format!(
+            "memmon report: {} events, process{} {}",
+            view.events,
+            if pids.len() == 1 { "" } else { "es" },
+            pids.join(", ")
+        ),
+    };
     writeln!(
         out,
-        "memmon report: {} events, process{} {}; sites from {}{}",
-        view.events,
-        if pids.len() == 1 { "" } else { "es" },
-        pids.join(", "),
+        "{source}; sites from {}{}",
         if view.stacks {
             "call stacks"
         } else {
@@ -89,7 +95,7 @@ fn write_header(out: &mut String, view: &View) -> Result {
 /// end: 46 MiB (--at end)`.
 fn write_moment(out: &mut String, view: &View) -> Result {
     let totals = view.totals;
-    let label = if view.shown.at_end() {
+    let label = if view.shown.at_end() && view.aggregate_of.is_none() {
         format!(
             "{} (each process's last state before it released its memory)",
             view.shown.moment_label
