@@ -182,7 +182,7 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 != "bytes" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 != "pywalk" && $1 != "bytes" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
     [ "$n" -eq 21 ] || { echo "want 21 results (7 set-ups x 3 workloads)"; return 1; }
     # The stream's bytes per event of the two record set-ups, for each workload.
@@ -195,6 +195,13 @@ bench_quick() {
     echo "stack walk entries: $walk"
     [ "$walk" = "stacks-fp 64.00;stacks-tables 64.00;stacks-off 0.00;" ] ||
         { echo "want stacks-fp 64.00, stacks-tables 64.00, stacks-off 0.00 entries per stack"; return 1; }
+    # The Python walk: python3.11's frames walked only when described: 27 (chain(24)'s 25,
+    # bottom and <module>), beside 13 native entries.
+    local py
+    py=$(awk '$1 == "pywalk" { printf "%s %s %s;", $2, $4, $5 }' "$top/build/vm/bench.out.results")
+    echo "python walk entries and frames: $py"
+    [ "$py" = "py-native 13 0;py-python 13 27;" ] ||
+        { echo "want py-native 13 entries 0 Python frames, py-python 13 and 27"; return 1; }
     grep -q '^reader memmon [1-9]' "$top/build/vm/bench.out.results" || return 1
     grep -q '^sampling on [1-9]' "$top/build/vm/bench.out.results" || { echo "no sampling figure"; return 1; }
     grep -q '^sampling-arm [1-9]' "$top/build/vm/bench.out.results"

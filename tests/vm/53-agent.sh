@@ -99,10 +99,15 @@ anon_of() {
 }
 # anon_exact NAME SERIES PAGES: the series is exactly the kernel's anonymous bytes of holder
 # NAME (its PAGES pages and the .bss pages it touched)
+# metric_is SERIES VALUE: the series has that value now (read at each call)
+metric_is() {
+    [ "$(metric "$1")" = "$2" ]
+}
 anon_exact() {
     want=$(anon_of $1)
     [ "$want" -ge $(($3 * 4096)) ] || fail "holder $1: $want anonymous bytes, fewer than $3 pages"
-    wait_long "$2 = $want" test "$(metric "$2")" = "$want"
+    metric_is "$2" "$want" || echo "$2 is $(metric "$2") now, waiting for $want"
+    wait_long "$2 = $want (it is $(metric "$2") at the start)" metric_is "$2" "$want"
     echo "ok: $2 = $want, the kernel's anonymous Rss of holder $1 ($3 pages held)"
 }
 anon_exact a "$A" 4096

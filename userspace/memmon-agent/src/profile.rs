@@ -99,12 +99,15 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
     let mut mappings: Vec<Mapping> = Vec::new();
     let mut mapping_ids: HashMap<ObjectId, u64> = HashMap::new();
     let mut functions: Vec<Function> = Vec::new();
-    let mut function_ids: HashMap<String, u64> = HashMap::new();
+    let mut function_ids: HashMap<(String, String), u64> = HashMap::new();
     let mut locations: Vec<Location> = Vec::new();
     let mut location_ids: HashMap<Frame, u64> = HashMap::new();
     let mut samples = Vec::new();
-    let mut function = |strings: &mut Strings, name: &str| -> u64 {
-        if let Some(&id) = function_ids.get(name) {
+    // A function by name, and for Python code by file and first line too ("" and 0 for
+    // the others).
+    let mut function = |strings: &mut Strings, name: &str, file: &str, start_line: u32| -> u64 {
+        let key = (name.to_owned(), file.to_owned());
+        if let Some(&id) = function_ids.get(&key) {
             return id;
         }
         let id = functions.len() as u64 + 1;
@@ -112,10 +115,14 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
             id,
             name: strings.get(name),
             system_name: strings.get(name),
-            filename: 0,
-            start_line: 0,
+            filename: if file.is_empty() {
+                0
+            } else {
+                strings.get(file)
+            },
+            start_line: i64::from(start_line),
         });
-        function_ids.insert(name.to_owned(), id);
+        function_ids.insert(key, id);
         id
     };
     let mut sites: Vec<u32> = picture
@@ -180,18 +187,21 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
                     line: Vec::new(),
                     is_folded: false,
                 },
-                // Named where the model knows the code object (the agent does not read
-                // them yet: "[Python code]"), with its line.
+                // Named, with its file and first line, where the model knows the code
+                // object (the agent reads each from the process: else "[Python code]"),
+                // with the frame's line.
                 Frame::Python { code, line } => {
-                    let name = table
+                    let (name, file, first) = table
                         .python_code(code)
-                        .map_or("[Python code]", |info| info.name.as_str());
+                        .map_or(("[Python code]", "", 0), |info| {
+                            (info.name.as_str(), info.file.as_str(), info.line)
+                        });
                     Location {
                         id,
                         mapping_id: 0,
                         address: 0,
                         line: vec![Line {
-                            function_id: function(&mut strings, name),
+                            function_id: function(&mut strings, name, file, first),
                             line: i64::from(line),
                             column: 0,
                         }],
@@ -203,7 +213,7 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
                     mapping_id: 0,
                     address: 0,
                     line: vec![Line {
-                        function_id: function(&mut strings, label),
+                        function_id: function(&mut strings, label, "", 0),
                         line: 0,
                         column: 0,
                     }],
@@ -243,7 +253,7 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
             mapping_id: 0,
             address: 0,
             line: vec![Line {
-                function_id: function(&mut strings, &format!("[class] {label}")),
+                function_id: function(&mut strings, &format!("[class] {label}"), "", 0),
                 line: 0,
                 column: 0,
             }],
