@@ -69,8 +69,8 @@ fn is_pointer(addr: u64, limit: u64) -> bool {
 /// unbound but not yet deleted keeps its old one): the first with a frame is the thread's,
 /// else a matching state without one gives none (0). At most [`THREADS_MAX`] interpreters
 /// and thread states are looked at (the lists change under the walk, which takes no lock: a
-/// walk that runs into a state being freed reads garbage, which the code object check ends,
-/// or ends on the bound).
+/// walk that runs into a state being freed reads garbage, which the first frame's type check
+/// or the instruction pointer check ends, or ends on the bound).
 fn listed_innermost_frame(
     spec: &PythonSpec,
     list: &ThreadList,

@@ -171,7 +171,8 @@ pub(crate) struct PythonSpec {
     /// `major << 8 | minor`, 3.11 to 3.14.
     pub(crate) version: u16,
     pub(crate) thread_state: ThreadStateAt,
-    /// Run-time address of `PyCode_Type`: a frame's code object must be of this type.
+    /// Run-time address of `PyCode_Type`: the first recorded frame's code object must be of
+    /// this type.
     pub(crate) code_type: u64,
     /// Offset in the thread state of the id of its thread (`pthread_self()`, the thread
     /// pointer), or [`PYTHON_NO_OFFSET`].

@@ -8,7 +8,7 @@
 #     holder's anonymous mappings (smaps): its N pages (4096) and the pages of its .bss past
 #     its file that it touched; job-b's (a cgroup made after the agent started) is at least
 #     its 2048 pages and at most the kernel's Rss: a known defect, its 2 .bss pages may be
-#     counted in another class (3 times in 3 runs on 2026-12-06, not at d3212fb); anon
+#     counted in another class (2 of 4 runs whose value was seen on 2026-12-06); anon
 #     faults at least N;
 #     other/ has no series;
 #   - a snapshot per job and interval in the spool (gzip files named TIME-CGROUP-REASON);

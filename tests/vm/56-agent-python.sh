@@ -97,11 +97,12 @@ sh -c "echo \$\$ > $cg/work/py/cgroup.procs && exec python3.11 /tmp/app.py" &
 py=$!
 wait_long "the script holding" test -s /tmp/py-held
 
-# site_bytes FUNCTION: the largest memmon_site_resident_bytes series of work/py whose site
-# names FUNCTION
+# site_bytes FUNCTION: the memmon_site_resident_bytes series of work/py whose site names
+# FUNCTION, summed (one function may be two sites: its first pages faulted before the
+# agent loaded the interpreter's unwind tables have a shorter native part)
 site_bytes() {
     grep '^memmon_site_resident_bytes{' $m | grep 'cgroup="/work/py"' | grep -F "$1" |
-        awk '{ if ($NF > max) max = $NF } END { print max + 0 }'
+        awk '{ sum += $NF } END { print sum + 0 }'
 }
 # near FUNCTION MIB: its site holds MIB MiB within 10 %
 near() {

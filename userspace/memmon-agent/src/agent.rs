@@ -409,6 +409,8 @@ impl Agent {
             }
             self.pids.clear();
             self.strangers.clear();
+            // The new models have none of the Python headers given to the old ones.
+            self.python_codes = PythonCodes::default();
         } else {
             eprintln!(
                 "memmon agent: reading {}",
@@ -477,7 +479,14 @@ impl Agent {
         let _ = self.proc.unwatch_cgroup(&path);
         self.models.remove(name);
         self.last_near.remove(name);
-        self.pids.retain(|_, cgroup| cgroup != name);
+        let python_codes = &mut self.python_codes;
+        self.pids.retain(|&pid, cgroup| {
+            let keep = cgroup != name;
+            if !keep {
+                python_codes.forget(pid);
+            }
+            keep
+        });
     }
 
     /// The watched cgroup of `pid`, learnt from its `cgroup` line or /proc/PID/cgroup.
@@ -510,7 +519,10 @@ impl Agent {
         if self.pids.get(&pid).map(String::as_str) == Some(name) {
             return;
         }
-        self.pids.insert(pid, name.to_owned());
+        // Its Python headers go to its new model (given again at its next Python event).
+        if self.pids.insert(pid, name.to_owned()).is_some() {
+            self.python_codes.forget(pid);
+        }
         if let Some(model) = self.models.get_mut(name) {
             model.adopt(pid);
         }
@@ -537,6 +549,7 @@ impl Agent {
                     Some(name) => self.join(event.pid, name),
                     None => {
                         self.pids.remove(&event.pid);
+                        self.python_codes.forget(event.pid);
                     }
                 }
                 return;

@@ -49,6 +49,7 @@ impl PythonCodes {
     pub fn forget(&mut self, pid: u32) {
         self.described.remove(&pid);
         self.known.retain(|(p, _), _| *p != pid);
+        self.checked.retain(|(p, _)| *p != pid);
         self.memory.remove(&pid);
     }
 
