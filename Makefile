@@ -155,6 +155,7 @@ bench: deps all
 	@$(TOP)/scripts/bench.sh
 	@$(TOP)/scripts/bench.sh --icount
 	@cd $(TOP)/userspace && cargo bench --quiet -p memmon-agent --bench agent_cpu
+	@cd $(TOP)/userspace && cargo bench --quiet -p memmon --bench html_page
 
 # --- debug and no-ftrace kernels (make check-debug) -----------------------------------------
 # build/linux-VARIANT: the same source and patches as build/linux, configured as tinyconfig +

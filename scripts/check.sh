@@ -75,6 +75,8 @@ run_item() {
         failed=$((failed + 1))
         failures+=("$name")
         printf 'FAIL %-40s %3ds  (log: %s)\n' "$name" $((SECONDS - start)) "${log#$top/}"
+        # A Rust test's panic message is far above the tail, behind its backtrace.
+        grep -m 3 -A 3 ' panicked at ' "$log" | sed 's/^/     ! /'
         tail -n 15 "$log" | sed 's/^/     | /'
     fi
 }

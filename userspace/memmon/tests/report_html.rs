@@ -1,17 +1,20 @@
 //! `memmon report --format html` loaded in headless Chromium (Debian package
 //! `chromium`): the page from a fixture capture has its chart, flame graphs and tables
 //! with the fixture's names and byte counts and logged no script error; the page of a
-//! 1 M-event capture is under 5 MB and its DOM loads in under 3 s. These tests fail, with
-//! a message saying so, when Chromium is missing.
+//! 1 M-event capture is under 5 MB and its script runs without error (how fast its DOM
+//! loads is measured by `make bench`: benches/html_page.rs). These tests fail, with a
+//! message saying so, when Chromium is missing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
 
 use memmon::report::{report, Format, ReportOptions};
 
+#[path = "../benches/support/chromium.rs"]
+mod chromium;
 #[path = "../benches/support/generate.rs"]
 mod generate;
+
+use chromium::{attribute, dump_dom, headless};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,41 +46,6 @@ fn sysroot() -> PathBuf {
     .clone()
 }
 
-fn chromium() -> &'static str {
-    for name in ["chromium", "chromium-browser"] {
-        if Command::new(name).arg("--version").output().is_ok() {
-            return name;
-        }
-    }
-    panic!("Chromium is not installed: install it (Debian package chromium) to run this test");
-}
-
-/// Headless Chromium on `page`, with the options `extra` (what to do, the window size).
-fn headless(page: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(chromium())
-        .args(["--headless", "--no-sandbox", "--disable-gpu"])
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap()
-}
-
-/// The DOM after load, as headless Chromium dumps it.
-fn dump_dom(page: &Path) -> String {
-    let output = headless(page, &["--virtual-time-budget=5000", "--dump-dom"]);
-    assert!(
-        output.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn attribute<'d>(dom: &'d str, name: &str) -> Option<&'d str> {
-    let start = dom.find(&format!("{name}=\""))? + name.len() + 2;
-    dom[start..].split('"').next()
-}
-
 #[test]
 fn html_page_in_headless_chromium() {
     let page = tmp("report.html");
@@ -92,7 +60,7 @@ fn html_page_in_headless_chromium() {
     )
     .unwrap();
     std::fs::write(&page, &bytes).unwrap();
-    let dom = dump_dom(&page);
+    let dom = dump_dom(&page, &[]);
     assert_eq!(
         attribute(&dom, "data-ready"),
         Some("true"),
@@ -183,17 +151,7 @@ fn first_screen_answers_at_1400_by_1000() {
 });</script></body>"#;
     let measured = tmp("first-screen.html");
     std::fs::write(&measured, page.replacen("</body>", measure, 1)).unwrap();
-    let output = headless(
-        &measured,
-        &[
-            "--hide-scrollbars",
-            "--window-size=1400,1000",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ],
-    );
-    assert!(output.status.success(), "chromium failed");
-    let dom = String::from_utf8_lossy(&output.stdout);
+    let dom = dump_dom(&measured, &["--hide-scrollbars", "--window-size=1400,1000"]);
     let number = |name: &str| -> i64 {
         attribute(&dom, name)
             .and_then(|v| v.parse().ok())
@@ -250,19 +208,14 @@ fn html_page_of_a_million_events() {
     .unwrap();
     assert!(bytes.len() < 5_000_000, "{} bytes", bytes.len());
     std::fs::write(&page, &bytes).unwrap();
-    let started = Instant::now();
-    let dom = dump_dom(&page);
-    let wall = started.elapsed();
+    let dom = dump_dom(&page, &[]);
     assert_eq!(attribute(&dom, "data-script-errors"), Some(""));
+    // How fast it loads is make bench's (benches/html_page.rs), not a test's.
     let loaded: u64 = attribute(&dom, "data-dom-loaded-ms")
         .and_then(|ms| ms.parse().ok())
         .expect("the page recorded when its DOM loaded");
-    assert!(
-        loaded < 3000,
-        "DOM loaded after {loaded} ms (chromium ran {wall:?})"
-    );
     eprintln!(
-        "1 M events: page {} bytes, DOM loaded at {loaded} ms, chromium {wall:?}",
+        "1 M events: page {} bytes, DOM loaded at {loaded} ms",
         bytes.len()
     );
 }
@@ -281,7 +234,7 @@ fn html_diff_page() {
     )
     .unwrap();
     std::fs::write(&page, &bytes).unwrap();
-    let dom = dump_dom(&page);
+    let dom = dump_dom(&page, &[]);
     assert_eq!(attribute(&dom, "data-script-errors"), Some(""));
     assert!(dom.contains("id=\"flame-diff\""));
     let sites = &dom[dom.find("id=\"diff-sites\"").expect("the site changes")..];
