@@ -23,6 +23,7 @@
 #include <linux/sched/signal.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
+#include <linux/uaccess.h>
 #include <linux/utsname.h>
 
 #include <asm/fsgsbase.h>
@@ -77,6 +78,43 @@ unsigned long memmon_current_task_size(void)
 unsigned long memmon_current_user_fsbase(void)
 {
 	return x86_fsbase_read_cpu();
+}
+
+/*
+ * Reads @count words of the current task's user memory, the one at @addr +
+ * @offsets[i] into @words[i], with page faults disabled: as
+ * copy_from_user_nofault() does, but each word with one user load inside one
+ * user access section instead of a copy of the whole range. Every offset must
+ * be at most @size - 8; an access outside [@addr, @addr + @size) is refused.
+ * Returns false, and @words undefined, where a word is not mapped and readable
+ * user memory. Callable in atomic context, not in NMI context (where the loaded
+ * mm may not be current's: copy_from_user_nofault() checks that with
+ * nmi_uaccess_okay(), which modules cannot call).
+ */
+bool memmon_read_user_words(unsigned long addr, unsigned long size,
+			    const u16 *offsets, u64 *words, unsigned int count)
+{
+	const u8 __user *base = (const u8 __user *)addr;
+	unsigned int i;
+
+	if (in_nmi() || size < sizeof(u64) || !__access_ok(base, size))
+		return false;
+	for (i = 0; i < count; i++) {
+		if (offsets[i] > size - sizeof(u64))
+			return false;
+	}
+	pagefault_disable();
+	scoped_user_read_access_size(base, size, fault) {
+		for (i = 0; i < count; i++)
+			unsafe_get_user(words[i],
+					(const u64 __user *)(base + offsets[i]),
+					fault);
+	}
+	pagefault_enable();
+	return true;
+fault:
+	pagefault_enable();
+	return false;
 }
 
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_ARGS

@@ -19,6 +19,8 @@ struct folio;
 unsigned long memmon_folio_nr_pages(const struct folio *folio);
 unsigned long memmon_current_task_size(void);
 unsigned long memmon_current_user_fsbase(void);
+bool memmon_read_user_words(unsigned long addr, unsigned long size,
+			    const u16 *offsets, u64 *words, unsigned int count);
 
 struct ftrace_regs;
 struct pt_regs;

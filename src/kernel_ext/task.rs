@@ -143,6 +143,36 @@ pub(crate) fn read_user_nofault(addr: u64, out: &mut [u8]) -> bool {
     ret == 0
 }
 
+/// Reads words of the current task's user memory, with page faults disabled: for each `i`, the
+/// 8 bytes at `addr + offsets[i]` into `words[i]`, as [`read_user_nofault`] does but with one
+/// user load per word instead of a copy of the whole range. Every offset must be at most
+/// `size - 8` (the words lie in `size` bytes at `addr`). `false`, and `words` undefined, where
+/// a word is not mapped and readable user memory, or an offset is out of range; it reads at
+/// most as many words as both slices have. Callable in atomic context, not in NMI context.
+pub(crate) fn read_user_words_nofault(
+    addr: u64,
+    size: u64,
+    offsets: &[u16],
+    words: &mut [u64],
+) -> bool {
+    let Ok(count) = u32::try_from(offsets.len().min(words.len())) else {
+        return false;
+    };
+    // SAFETY: `offsets` is valid for `count` reads and `words` for `count` writes; the helper
+    // checks that every offset lies in `size` bytes and the range is user memory, and reads it
+    // with page faults disabled, failing instead of faulting.
+    unsafe {
+        bindings::memmon_read_user_words(
+            // CAST: user addresses and sizes fit in unsigned long on 64-bit.
+            addr as c_ulong,
+            size as c_ulong,
+            offsets.as_ptr(),
+            words.as_mut_ptr(),
+            count,
+        )
+    }
+}
+
 /// The task `ptr` points to, borrowed for `'a`.
 ///
 /// # Safety

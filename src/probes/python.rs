@@ -5,10 +5,12 @@
 //! docs/unwind.md). Like the native walk it never sleeps and never faults: it takes no lock,
 //! reads user memory with page faults disabled, and takes a bounded number of steps.
 
-use crate::kernel_ext::task::{current_tid_in_own_ns, current_user_fsbase, read_user_nofault};
+use crate::kernel_ext::task::{
+    current_tid_in_own_ns, current_user_fsbase, read_user_nofault, read_user_words_nofault,
+};
 use crate::record::event::{PythonEnd, PythonFrame, PYTHON_MAX};
 use crate::unwind::format::{
-    PythonSpec, ThreadList, ThreadStateAt, PYTHON_ADDRESS_LIMIT, PYTHON_FRAME_MAX, PYTHON_NO_OFFSET,
+    PythonSpec, ThreadList, ThreadStateAt, PYTHON_ADDRESS_LIMIT, PYTHON_NO_OFFSET,
 };
 use core::mem::MaybeUninit;
 
@@ -41,19 +43,9 @@ fn read_word(addr: u64, limit: u64) -> Option<u64> {
     read_user_nofault(addr, &mut word).then(|| u64::from_le_bytes(word))
 }
 
-/// The word at `offset` of `bytes`, 0 past its end.
-fn word_at(bytes: &[u8], offset: u16) -> u64 {
-    let at = usize::from(offset);
-    let mut word = [0u8; 8];
-    if let Some(src) = bytes.get(at..at + 8) {
-        word.copy_from_slice(src);
-    }
-    u64::from_le_bytes(word)
-}
-
-/// The byte at `offset` of `bytes`, 0 past its end.
-fn byte_at(bytes: &[u8], offset: u16) -> u8 {
-    bytes.get(usize::from(offset)).copied().unwrap_or(0)
+/// The byte at `offset` of a structure, out of the 8-byte word read at `offset & !7`.
+fn byte_of(word: u64, offset: u16) -> u8 {
+    word.to_le_bytes()[usize::from(offset % 8)]
 }
 
 /// Whether `addr` may be the address of a structure: 8-aligned, below `limit`.
@@ -184,8 +176,8 @@ fn frame_of(spec: &PythonSpec, thread_state: u64, limit: u64) -> Result<u64, Pyt
 /// wrong offsets, or garbage frames, give a short walk, never a read outside user space.
 /// Callable in atomic context: no lock, page faults disabled, at most [`THREADS_MAX`]
 /// interpreters and thread states (two reads each) to find the thread's, then at most
-/// [`PYTHON_MAX`] + [`SKIPPED_MAX`] frames, each one read, and one read of the first code
-/// object's type.
+/// [`PYTHON_MAX`] + [`SKIPPED_MAX`] frames, each four words read in one user access section,
+/// and one read of the first code object's type.
 pub(crate) fn walk_python(
     spec: &PythonSpec,
     user_end: u64,
@@ -199,12 +191,22 @@ pub(crate) fn walk_python(
     };
     let mut count = 0;
     let mut skipped = 0;
-    let mut bytes = [0u8; PYTHON_FRAME_MAX];
-    // `check_python` bounded it by PYTHON_FRAME_MAX.
-    let bytes = match bytes.get_mut(..usize::from(spec.frame_bytes)) {
-        Some(bytes) => bytes,
-        None => return (0, PythonEnd::Invalid),
+    // The words of a frame the walk uses, each read with one load: the previous frame, the
+    // code object, the instruction pointer, and the word holding the frame's owner (3.12 and
+    // later) or its entry flag (3.11). `check_python` made them 8-aligned (the two bytes'
+    // words by `& !7`) and within `frame_bytes`, which is 8-aligned.
+    let flag_byte = if spec.owner_cstack != 0xff {
+        spec.frame_owner
+    } else {
+        spec.frame_is_entry
     };
+    let offsets = [
+        spec.frame_previous,
+        spec.frame_code,
+        spec.frame_instr,
+        flag_byte & !7,
+    ];
+    let mut words = [0u64; 4];
     loop {
         if frame == 0 {
             return (count, PythonEnd::Complete);
@@ -212,16 +214,16 @@ pub(crate) fn walk_python(
         if count >= max {
             return (count, PythonEnd::Depth);
         }
-        // CAST: at most PYTHON_FRAME_MAX.
-        let end = frame.checked_add(bytes.len() as u64);
+        let end = frame.checked_add(u64::from(spec.frame_bytes));
         if frame % 8 != 0 || end.is_none_or(|end| end > limit) {
             return (count, PythonEnd::Invalid);
         }
-        if !read_user_nofault(frame, bytes) {
+        if !read_user_words_nofault(frame, u64::from(spec.frame_bytes), &offsets, &mut words) {
             return (count, PythonEnd::Unreadable);
         }
-        let previous = word_at(bytes, spec.frame_previous);
-        if spec.owner_cstack != 0xff && byte_at(bytes, spec.frame_owner) == spec.owner_cstack {
+        let [previous, code, instr, flags] = words;
+        let flag = byte_of(flags, flag_byte);
+        if spec.owner_cstack != 0xff && flag == spec.owner_cstack {
             // The eval loop's entry frame (3.12 and later): the frame recorded last is the
             // outermost of the run it entered.
             if let Some(last) = count.checked_sub(1).and_then(|at| out.get_mut(at)) {
@@ -239,9 +241,8 @@ pub(crate) fn walk_python(
         }
         // The frame's code: the first recorded must be of type `PyCode_Type` (a read of
         // its type), which wrong offsets fail; every frame's instruction pointer must lie
-        // in its code's bytecode, which garbage frames fail (no read: a frame read is the
-        // walk's only one past the first).
-        let code = word_at(bytes, spec.frame_code);
+        // in its code's bytecode, which garbage frames fail (no read: a frame's four words
+        // are the walk's only reads past the first frame).
         if code == 0 || !is_pointer(code, limit) {
             return (count, PythonEnd::Invalid);
         }
@@ -252,7 +253,6 @@ pub(crate) fn walk_python(
             }
         }
         let first = code.wrapping_add(u64::from(spec.code_start));
-        let instr = word_at(bytes, spec.frame_instr);
         if !is_in_code(instr, first) {
             return (count, PythonEnd::Invalid);
         }
@@ -261,8 +261,7 @@ pub(crate) fn walk_python(
             .ok()
             .filter(|&units| units < PythonFrame::OFFSET_UNKNOWN)
             .unwrap_or(PythonFrame::OFFSET_UNKNOWN);
-        let entry =
-            spec.frame_is_entry != PYTHON_NO_OFFSET && byte_at(bytes, spec.frame_is_entry) != 0;
+        let entry = spec.frame_is_entry != PYTHON_NO_OFFSET && flag != 0;
         let Some(slot) = out.get_mut(count) else {
             return (count, PythonEnd::Depth);
         };
