@@ -86,10 +86,11 @@ unsigned long memmon_current_user_fsbase(void)
  * copy_from_user_nofault() does, but each word with one user load inside one
  * user access section instead of a copy of the whole range. Every offset must
  * be at most @size - 8; an access outside [@addr, @addr + @size) is refused.
- * Returns false, and @words undefined, where a word is not mapped and readable
- * user memory. Callable in atomic context, not in NMI context (where the loaded
- * mm may not be current's: copy_from_user_nofault() checks that with
- * nmi_uaccess_okay(), which modules cannot call).
+ * Returns false, and @words unspecified, where a word is not mapped and
+ * readable user memory, and in NMI context or a task without a user address
+ * space. The caller must run in a user task whose mm is the one loaded (its
+ * page faults and system calls): copy_from_user_nofault() checks that with
+ * nmi_uaccess_okay(), which modules cannot call. Callable in atomic context.
  */
 bool memmon_read_user_words(unsigned long addr, unsigned long size,
 			    const u16 *offsets, u64 *words, unsigned int count)
@@ -97,7 +98,8 @@ bool memmon_read_user_words(unsigned long addr, unsigned long size,
 	const u8 __user *base = (const u8 __user *)addr;
 	unsigned int i;
 
-	if (in_nmi() || size < sizeof(u64) || !__access_ok(base, size))
+	if (in_nmi() || !current->mm || (current->flags & PF_KTHREAD) ||
+	    size < sizeof(u64) || !__access_ok(base, size))
 		return false;
 	for (i = 0; i < count; i++) {
 		if (offsets[i] > size - sizeof(u64))

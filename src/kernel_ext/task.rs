@@ -146,21 +146,24 @@ pub(crate) fn read_user_nofault(addr: u64, out: &mut [u8]) -> bool {
 /// Reads words of the current task's user memory, with page faults disabled: for each `i`, the
 /// 8 bytes at `addr + offsets[i]` into `words[i]`, as [`read_user_nofault`] does but with one
 /// user load per word instead of a copy of the whole range. Every offset must be at most
-/// `size - 8` (the words lie in `size` bytes at `addr`). `false`, and `words` undefined, where
-/// a word is not mapped and readable user memory, or an offset is out of range; it reads at
-/// most as many words as both slices have. Callable in atomic context, not in NMI context.
-pub(crate) fn read_user_words_nofault(
+/// `size - 8` (the words lie in `size` bytes at `addr`). `false`, and `words` unspecified,
+/// where a word is not mapped and readable user memory, the range is not user memory, an
+/// offset is out of range, `size` is below 8, or in NMI context or a task without a user
+/// address space (a kernel thread). Callable in atomic context, in the context of a user
+/// task whose address space is the one loaded (as at its page faults and system calls).
+pub(crate) fn read_user_words_nofault<const N: usize>(
     addr: u64,
     size: u64,
-    offsets: &[u16],
-    words: &mut [u64],
+    offsets: &[u16; N],
+    words: &mut [u64; N],
 ) -> bool {
-    let Ok(count) = u32::try_from(offsets.len().min(words.len())) else {
+    let Ok(count) = u32::try_from(N) else {
         return false;
     };
-    // SAFETY: `offsets` is valid for `count` reads and `words` for `count` writes; the helper
-    // checks that every offset lies in `size` bytes and the range is user memory, and reads it
-    // with page faults disabled, failing instead of faulting.
+    // SAFETY: `offsets` is valid for `N` reads and `words` for `N` writes; the helper checks
+    // that every offset lies in `size` bytes and the range is user memory, and reads each word
+    // with page faults disabled through a load the exception table covers, so that an unmapped
+    // address fails the call instead of faulting.
     unsafe {
         bindings::memmon_read_user_words(
             // CAST: user addresses and sizes fit in unsigned long on 64-bit.

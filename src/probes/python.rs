@@ -45,7 +45,8 @@ fn read_word(addr: u64, limit: u64) -> Option<u64> {
 
 /// The byte at `offset` of a structure, out of the 8-byte word read at `offset & !7`.
 fn byte_of(word: u64, offset: u16) -> u8 {
-    word.to_le_bytes()[usize::from(offset % 8)]
+    // CAST: the low byte after the shift, taken on purpose.
+    (word >> (8 * (offset % 8))) as u8
 }
 
 /// Whether `addr` may be the address of a structure: 8-aligned, below `limit`.
@@ -195,6 +196,8 @@ pub(crate) fn walk_python(
     // code object, the instruction pointer, and the word holding the frame's owner (3.12 and
     // later) or its entry flag (3.11). `check_python` made them 8-aligned (the two bytes'
     // words by `& !7`) and within `frame_bytes`, which is 8-aligned.
+    // Exactly one of the two is given (`check_python`): the owner with `owner_cstack`, the
+    // entry flag with `frame_is_entry`, each tested below by its own field.
     let flag_byte = if spec.owner_cstack != 0xff {
         spec.frame_owner
     } else {

@@ -58,8 +58,8 @@ pub(crate) const SET_PYTHON_BODY: usize = 48;
 pub(crate) const SET_PYTHON_LIST_BODY: usize = 56;
 /// An offset field that says "none".
 pub(crate) const PYTHON_NO_OFFSET: u16 = 0xffff;
-/// Most bytes of an interpreter frame the walker reads at once: every field it reads
-/// lies in them.
+/// Most bytes of an interpreter frame the walker reads within: every field it reads lies
+/// in them.
 pub(crate) const PYTHON_FRAME_MAX: usize = 128;
 /// Largest offset of a field in a thread state or a code object.
 const PYTHON_OBJECT_OFFSET_MAX: u16 = 4096;
@@ -196,7 +196,8 @@ pub(crate) struct PythonSpec {
     /// The owner value of the frames the eval loop's entry pushes on the C stack (3.12 and
     /// later), or 0xff.
     pub(crate) owner_cstack: u8,
-    /// Bytes of a frame the walker reads (all the fields above lie in them).
+    /// Bytes of a frame the walker reads within (all the fields above lie in them; it reads
+    /// only the 8-byte words holding them).
     pub(crate) frame_bytes: u16,
 }
 
