@@ -4,8 +4,10 @@
 //! clusters share one [`StackTable`], symbolised once: each build ID's binary and debug
 //! file are found once, each (build ID, offset) named once.
 //!
-//! The model counts resident memory in pages: a stack's mean resident bytes are rounded
-//! to the nearest page in these outputs (the run's tables keep the exact means).
+//! The model counts resident memory in pages; an aggregate's picture also keeps each
+//! site's exact mean bytes ([`Picture::site_resident_bytes`]), which the site tables,
+//! folded stacks, flame graphs and pprof show (its classes and totals are rounded to
+//! pages). Snapshots have no swap figures, so an aggregate shows none.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -141,15 +143,23 @@ impl StackTable {
             let site = *self.by_stack.get(stack).ok_or_else(|| {
                 ReportError(format!("stack {stack:016x} is not in the stacks table"))
             })?;
-            let pages = values.resident.saturating_add(PAGE / 2) / PAGE;
+            // Two stack ids of one site (the same frames) add up.
+            let bytes = picture.site_resident_bytes.get(&site).copied().unwrap_or(0);
+            let bytes = bytes.saturating_add(values.resident);
+            let pages = bytes.saturating_add(PAGE / 2) / PAGE;
+            if bytes > 0 {
+                picture.site_resident_bytes.insert(site, bytes);
+            }
             if pages > 0 {
                 picture.site_resident.insert(site, pages);
             }
             if values.mapped > 0 {
-                picture.site_mapped.insert(site, values.mapped);
+                *picture.site_mapped.entry(site).or_insert(0) += values.mapped;
             }
             let stats = analysis.stats.site(site);
-            stats.faults = values.faults;
+            for (total, faults) in stats.faults.iter_mut().zip(values.faults) {
+                *total = total.saturating_add(faults);
+            }
             stats.pages_in = pages;
             stats.peak_resident = pages;
         }
@@ -202,6 +212,15 @@ impl StackTable {
         )
         .map_err(|e| ReportError(e.to_string()))?;
         view.aggregate_of = Some(format!("{} snapshots", aggregate.snapshots));
+        // A mean has no history: its sites' peak is what they hold.
+        for row in &mut view.sites {
+            row.peak = row.peak.max(row.resident);
+        }
+        // The mapped bytes of the stacks (snapshots have no class of mapped bytes).
+        view.mapped = aggregate
+            .stacks
+            .iter()
+            .fold(0, |sum, (_, values)| sum.saturating_add(values.mapped));
         view.shown.moment = "mean".to_owned();
         view.shown.moment_label = aggregate.label.clone();
         view.shown.end.label = aggregate.label.clone();

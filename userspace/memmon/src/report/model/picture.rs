@@ -24,6 +24,10 @@ pub struct Picture {
     pub kinds: [u64; 3],
     /// Pages paged out to swap (and not back yet).
     pub swapped: u64,
+    /// Resident bytes by site where they are not whole pages: a fleet cluster's means
+    /// ([`crate::report::aggregate`]). A site here counts these bytes rather than its pages
+    /// in `site_resident` ([`Picture::site_bytes`]). Empty for captures.
+    pub site_resident_bytes: FxHashMap<SiteId, u64>,
 }
 
 /// Model totals in bytes, comparable with the kernel's counters.
@@ -63,6 +67,21 @@ fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FxHashMap<K, u64>, key: K, d
 }
 
 impl Picture {
+    /// The resident bytes of `site`: its exact bytes where the picture has them, else its
+    /// pages.
+    pub fn site_bytes(&self, site: SiteId) -> u64 {
+        self.site_resident_bytes
+            .get(&site)
+            .copied()
+            .unwrap_or_else(|| {
+                self.site_resident
+                    .get(&site)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_mul(PAGE)
+            })
+    }
+
     /// Adds `delta` resident pages of `site` in (`kind`, `class`).
     pub fn resident(&mut self, site: SiteId, kind: PageKind, class: ClassId, delta: i64) {
         add_to(&mut self.site_resident, site, delta);
@@ -96,10 +115,24 @@ impl Picture {
     pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
         remap.map(&mut self.site_resident);
         remap.map(&mut self.site_mapped);
+        remap.map(&mut self.site_resident_bytes);
     }
 
     /// Adds another picture (another process) to this one.
     pub fn merge(&mut self, other: &Picture) {
+        // A site either picture has exact bytes for gets the sum of both's bytes.
+        let exact: Vec<(SiteId, u64)> = self
+            .site_resident_bytes
+            .keys()
+            .chain(other.site_resident_bytes.keys())
+            .map(|&site| {
+                (
+                    site,
+                    self.site_bytes(site).saturating_add(other.site_bytes(site)),
+                )
+            })
+            .collect();
+        self.site_resident_bytes.extend(exact);
         for (&site, &pages) in &other.site_resident {
             *self.site_resident.entry(site).or_insert(0) += pages;
         }

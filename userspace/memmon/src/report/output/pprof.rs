@@ -251,8 +251,7 @@ pub fn site_values(analysis: &Analysis, view: &View) -> HashMap<SiteId, Values> 
     let mut values = HashMap::new();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
-        let resident = picture.site_resident.get(&id).copied().unwrap_or(0)
-            * crate::report::model::picture::PAGE;
+        let resident = picture.site_bytes(id);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         let (faults, swapin) = analysis.stats.get(id).map_or((0, 0), |s| {
             (

@@ -736,12 +736,7 @@ fn site_rows(
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
-        let resident = picture
-            .site_resident
-            .get(&id)
-            .copied()
-            .unwrap_or(0)
-            .saturating_mul(PAGE);
+        let resident = picture.site_bytes(id);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         let at_end = end.site_resident.get(&id).copied().unwrap_or(0);
         if resident == 0 && mapped == 0 && stats.total_faults() == 0 {

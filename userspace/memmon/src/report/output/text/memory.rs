@@ -104,14 +104,19 @@ fn write_moment(out: &mut String, view: &View) -> Result {
         view.shown.moment_label.clone()
     };
     let others = other_moments(&view.shown, true);
+    // Snapshots (a fleet's aggregate) have no swap figures.
+    let swapped = if view.aggregate_of.is_some() {
+        String::new()
+    } else {
+        format!(", swapped {}", size(totals.swap))
+    };
     writeln!(
         out,
-        "at {label}: resident {} (anon {}, file {}, shmem {}), swapped {}, mapped {}{}",
+        "at {label}: resident {} (anon {}, file {}, shmem {}){swapped}, mapped {}{}",
         size(totals.resident()),
         size(totals.anon),
         size(totals.file),
         size(totals.shmem),
-        size(totals.swap),
         size(view.mapped),
         others
             .iter()
