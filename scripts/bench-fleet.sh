@@ -8,7 +8,8 @@
 # for Ballista also the executors'), and the slope between the sizes. Not a test: it
 # prints figures (docs/performance.md has them).
 # Usage: scripts/bench-fleet.sh [SIZES...]   (default 10000 30000 100000)
-# Environment: BENCH_FLEET_DIR (default build/bench-fleet), BENCH_FLEET_NO_BALLISTA=1.
+# Environment: BENCH_FLEET_DIR (default build/bench-fleet), BENCH_FLEET_NO_BALLISTA=1,
+# CARGO_TARGET_DIR (cargo's; default userspace/target).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -17,8 +18,9 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10000 30000 100000)
 cd "$top/userspace"
 cargo build --quiet --profile fleet -p memmon-fleet --bins --examples
-bin=$top/userspace/target/fleet/memmon-fleet
-gen=$top/userspace/target/fleet/examples/fleet-dataset
+target=${CARGO_TARGET_DIR:-$top/userspace/target}
+bin=$target/fleet/memmon-fleet
+gen=$target/fleet/examples/fleet-dataset
 mkdir -p "$dir/sysroot/host"
 # The fixtures' binaries, for the symbolisation (each unique build ID + offset once).
 for name in alloc_sites alloc_sites5; do

@@ -28,9 +28,11 @@ const INSTRUCTIONS_MAX: u64 = 1 << 24;
 
 /// Whether `instr`, a frame's instruction pointer, lies in the bytecode of the code object
 /// whose first instruction is at `first`: at most [`INSTRUCTIONS_MAX`] bytes past it, or one
-/// code unit before it (3.11 and 3.12's `prev_instr` before the frame's first instruction).
+/// code unit before it (3.11 and 3.12's `prev_instr` before the frame's first instruction),
+/// an even number of bytes from it.
 fn is_in_code(instr: u64, first: u64) -> bool {
-    instr.wrapping_sub(first.wrapping_sub(2)) < INSTRUCTIONS_MAX + 2
+    // Code units are 2 bytes: an odd distance from the first is no instruction's.
+    instr.wrapping_sub(first.wrapping_sub(2)) < INSTRUCTIONS_MAX + 2 && (instr ^ first) & 1 == 0
 }
 
 /// Reads the 8-byte word at user address `addr`; `None` if it is not 8-aligned user memory
@@ -259,7 +261,9 @@ pub(crate) fn walk_python(
         if !is_in_code(instr, first) {
             return (count, PythonEnd::Invalid);
         }
-        let units = instr.wrapping_sub(first) / 2;
+        // One code unit before the first (a frame that has not run its first instruction
+        // yet, 3.11 and 3.12) is at the first: offset 0.
+        let units = instr.saturating_sub(first) / 2;
         let offset = u16::try_from(units)
             .ok()
             .filter(|&units| units < PythonFrame::OFFSET_UNKNOWN)

@@ -91,12 +91,13 @@ impl PythonCodes {
         let Some(memory) = self.memory.get(&pid) else {
             return Ok(());
         };
+        let code_type = python.symbols.code_type.wrapping_add(python.bias);
         for frame in frames {
             let key = (pid, frame.code);
             if !self.checked.insert(key) {
                 continue;
             }
-            let Some(identity) = identity(memory, layout, frame.code) else {
+            let Some(identity) = identity(memory, layout, frame.code, code_type) else {
                 continue;
             };
             if self.known.get(&key) == Some(&identity) {
@@ -131,8 +132,13 @@ fn read_u64(memory: &File, addr: u64) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
-/// The fields that tell the code object at `code` from another.
-fn identity(memory: &File, layout: &Layout, code: u64) -> Option<Identity> {
+/// The fields that tell the code object at `code` from another; `None` if it is no code
+/// object (its type, at 8, is not `code_type`, the process's `PyCode_Type`): the module
+/// checks only the first frame's, and the object may have been freed since.
+fn identity(memory: &File, layout: &Layout, code: u64, code_type: u64) -> Option<Identity> {
+    if read_u64(memory, code + 8)? != code_type {
+        return None;
+    }
     let field = |offset: u16| read_u64(memory, code + u64::from(offset));
     Some([
         field(layout.code_qualname)?,
