@@ -247,6 +247,14 @@ holds worker_x 10
 holds worker_y 6
 holds inflate_z 12
 
+# The threads' stacks start in Debian's stripped libc (start_thread and clone3 have no
+# names there): they end at a thread's start, not short of it. worker_x, worker_y and
+# inflate_z hold 28 MiB.
+threads=$(grep -o '"thread_start": *[0-9]*' /tmp/py.json | head -1 | tr -dc 0-9)
+echo "resident bytes whose stacks end at a thread's start: $threads"
+[ "${threads:-0}" -ge $((25 << 20)) ] ||
+    fail "the threads' ${threads:-0} bytes do not end at a thread's start (wants 28 MiB)"
+
 # What the process brought in after the script started: its resident bytes at "held" minus
 # those at "started".
 resident_at() {

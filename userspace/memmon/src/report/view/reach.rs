@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::report::model::sites::{Frame, SiteTable};
-use crate::report::symbolize::symbols::{is_unnamed, name, FrameInfo};
+use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo};
 use crate::report::view::own_code::is_dynamic_loader;
 
 /// Where one site's stack ends.
@@ -17,7 +17,8 @@ pub enum Reach {
     Main,
     /// The outermost frame is a thread's start (`start_thread`, `clone`, `clone3`; Go's
     /// `runtime.goexit` under every goroutine and `runtime.mstart` under a thread's
-    /// scheduler stack).
+    /// scheduler stack), or the two outermost frames are a stripped C library's
+    /// ([`started_by_unnamed_c_library`]).
     ThreadStart,
     /// Before `main`: the outermost frame is in the dynamic loader (relocation,
     /// constructors run by `_dl_init`), or the chain goes through `_start` to the C
@@ -83,7 +84,9 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
         return Reach::Main;
     }
     let outermost = names.last().and_then(|infos| infos.last());
-    if outermost.is_some_and(|f| THREAD_FUNCTIONS.contains(&f.function.as_str())) {
+    if outermost.is_some_and(|f| THREAD_FUNCTIONS.contains(&f.function.as_str()))
+        || started_by_unnamed_c_library(sites, frames, names)
+    {
         return Reach::ThreadStart;
     }
     let outermost_in_loader = frames.iter().rev().find_map(|f| match f {
@@ -94,6 +97,39 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
         return Reach::StartUp;
     }
     Reach::Other
+}
+
+/// Whether a thread's stack starts in a C library without symbols for its start (Debian's
+/// stripped libc: `start_thread` and `clone3` are local symbols): the two outermost frames
+/// are unnamed frames of the C library, and the next frame inward is another object's code
+/// (the thread's function). The main thread's stack ends in the program's `_start`.
+fn started_by_unnamed_c_library(
+    sites: &SiteTable,
+    frames: &[Frame],
+    names: &[Vec<FrameInfo>],
+) -> bool {
+    let object = |frame: &Frame| match frame {
+        Frame::Code { object, .. } => Some(*object),
+        _ => None,
+    };
+    // Outermost first.
+    let mut chain = frames.iter().zip(names).rev();
+    let (Some(outer), Some(start), Some(inner)) = (chain.next(), chain.next(), chain.next()) else {
+        return false;
+    };
+    let (Some(libc), Some(start_object), Some(inner_object)) =
+        (object(outer.0), object(start.0), object(inner.0))
+    else {
+        return false;
+    };
+    let path = sites.object_path(libc);
+    let base = basename(path);
+    let unnamed = |infos: &Vec<FrameInfo>| infos.iter().all(|f| is_unnamed(&f.function, path));
+    (base.starts_with("libc.so") || base.starts_with("libc-"))
+        && start_object == libc
+        && inner_object != libc
+        && unnamed(outer.1)
+        && unnamed(start.1)
 }
 
 /// The C library's function between `__libc_start_main` and `main` (glibc 2.34 on; a
@@ -313,6 +349,33 @@ mod tests {
             ),
             (&[libc], &["_int_malloc"], Reach::Other),
             (&[libc, libc], &["memset", "start_thread_x"], Reach::Other),
+            // A stripped libc's thread start: start_thread and clone3 unnamed.
+            (
+                &[libc, exe, libc, libc],
+                &[
+                    "malloc",
+                    "worker",
+                    "libc.so.6+0x891f5",
+                    "libc.so.6+0x1253c0",
+                ],
+                Reach::ThreadStart,
+            ),
+            // Not from unnamed libc frames alone, nor named ones, nor another library's.
+            (
+                &[libc, libc, libc],
+                &["memset", "libc.so.6+0x891f5", "libc.so.6+0x1253c0"],
+                Reach::Other,
+            ),
+            (
+                &[libc, exe, libc, libc],
+                &["malloc", "worker", "qsort", "libc.so.6+0x1253c0"],
+                Reach::Other,
+            ),
+            (
+                &[exe, jemalloc, jemalloc],
+                &["run", "libjemalloc.so.2+0x10", "libjemalloc.so.2+0x20"],
+                Reach::Other,
+            ),
         ];
         for (objects, names, want) in cases {
             let frames = site(&mut table, objects);
