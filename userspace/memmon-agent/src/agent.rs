@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -105,8 +106,8 @@ struct Agent {
     matcher: Matcher,
     /// The cgroups watched through the module, with their models.
     models: BTreeMap<String, CgroupModel>,
-    /// The watched cgroup of each process seen.
-    pids: HashMap<u32, String>,
+    /// The watched cgroup of each process seen (shared names: looked up at every event).
+    pids: HashMap<u32, Rc<str>>,
     /// Pids not in a watched cgroup (someone else's watch), so as not to look again.
     strangers: HashMap<u32, ()>,
     events: Option<LiveEvents>,
@@ -214,7 +215,7 @@ impl Agent {
                     self.python_codes.new_batch();
                     for pid in std::mem::take(&mut self.new_code) {
                         if let Some(model) =
-                            self.pids.get(&pid).and_then(|c| self.models.get_mut(c))
+                            self.pids.get(&pid).and_then(|c| self.models.get_mut(&**c))
                         {
                             model.refresh_build_ids(pid);
                         }
@@ -481,7 +482,7 @@ impl Agent {
         self.last_near.remove(name);
         let python_codes = &mut self.python_codes;
         self.pids.retain(|&pid, cgroup| {
-            let keep = cgroup != name;
+            let keep = &**cgroup != name;
             if !keep {
                 python_codes.forget(pid);
             }
@@ -490,7 +491,7 @@ impl Agent {
     }
 
     /// The watched cgroup of `pid`, learnt from its `cgroup` line or /proc/PID/cgroup.
-    fn cgroup_of(&mut self, pid: u32) -> Option<String> {
+    fn cgroup_of(&mut self, pid: u32) -> Option<Rc<str>> {
         if let Some(name) = self.pids.get(&pid) {
             return Some(name.clone());
         }
@@ -501,7 +502,7 @@ impl Agent {
         match process_cgroup(pid).and_then(|path| owner(&watched, &path).cloned()) {
             Some(name) => {
                 self.join(pid, &name);
-                Some(name)
+                self.pids.get(&pid).cloned()
             }
             None => {
                 if self.strangers.len() > 65536 {
@@ -516,11 +517,11 @@ impl Agent {
     /// `pid` is a member of cgroup `name` from now on.
     fn join(&mut self, pid: u32, name: &str) {
         self.strangers.remove(&pid);
-        if self.pids.get(&pid).map(String::as_str) == Some(name) {
+        if self.pids.get(&pid).map(|c| &**c) == Some(name) {
             return;
         }
         // Its Python headers go to its new model (given again at its next Python event).
-        if self.pids.insert(pid, name.to_owned()).is_some() {
+        if self.pids.insert(pid, Rc::from(name)).is_some() {
             self.python_codes.forget(pid);
         }
         if let Some(model) = self.models.get_mut(name) {
@@ -573,7 +574,7 @@ impl Agent {
             }
             _ => {}
         }
-        if let Some(model) = self.models.get_mut(&name) {
+        if let Some(model) = self.models.get_mut(&*name) {
             if event.python.is_some() {
                 // The interpreter and the code objects the Python frames name, read now
                 // while the process lives (its model names the frames by them).
