@@ -2,6 +2,14 @@
 # short watched processes starting and exiting, and 3 readers (two draining as fast as they
 # can, one slow enough to lose events): for each reader, events read + lost reported =
 # events produced, exactly; stats agree (delivered and lost_reported are the readers' sums).
+#
+# Single-threaded TCG, as tests/stress/10: watching and unwatching every 0.2 s arms and
+# disarms the syscall probes, which live-patches the ftrace sites of the syscalls the storm
+# runs on the other vCPU, and multi-threaded TCG sometimes runs such a site stale: on the
+# debug kernel once (2026-12-06) a vCPU ran a stale int3 at __x64_sys_munmap+0x4, the
+# ftrace-based kprobe there was found, and its copied instruction, NULL by design, was
+# jumped to (scripts/tcg-text-poke-race.sh shows the race with ftrace alone).
+# vm-accel: tcg,thread=single
 . /host/lib.sh
 load
 rm -f /tmp/done
