@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::report::model::sites::{Frame, SiteTable};
+use crate::report::model::sites::{Frame, ObjectId, SiteTable};
 use crate::report::symbolize::symbols::{basename, is_unnamed, name, FrameInfo};
 use crate::report::view::own_code::is_dynamic_loader;
 
@@ -89,14 +89,22 @@ pub fn classify(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -
     {
         return Reach::ThreadStart;
     }
-    let outermost_in_loader = frames.iter().rev().find_map(|f| match f {
-        Frame::Code { object, .. } => Some(is_dynamic_loader(sites.object_path(*object))),
-        _ => None,
-    });
+    let outermost_in_loader = frames
+        .iter()
+        .rev()
+        .find_map(|f| Some(is_dynamic_loader(sites.object_path(code_object(f)?))));
     if outermost_in_loader == Some(true) || named(START_FUNCTIONS) {
         return Reach::StartUp;
     }
     Reach::Other
+}
+
+/// The object of a code frame (`None` for a label).
+fn code_object(frame: &Frame) -> Option<ObjectId> {
+    match frame {
+        Frame::Code { object, .. } => Some(*object),
+        _ => None,
+    }
 }
 
 /// Whether a thread's stack starts in a C library without symbols for its start (Debian's
@@ -108,18 +116,16 @@ fn started_by_unnamed_c_library(
     frames: &[Frame],
     names: &[Vec<FrameInfo>],
 ) -> bool {
-    let object = |frame: &Frame| match frame {
-        Frame::Code { object, .. } => Some(*object),
-        _ => None,
-    };
     // Outermost first.
     let mut chain = frames.iter().zip(names).rev();
     let (Some(outer), Some(start), Some(inner)) = (chain.next(), chain.next(), chain.next()) else {
         return false;
     };
-    let (Some(libc), Some(start_object), Some(inner_object)) =
-        (object(outer.0), object(start.0), object(inner.0))
-    else {
+    let (Some(libc), Some(start_object), Some(inner_object)) = (
+        code_object(outer.0),
+        code_object(start.0),
+        code_object(inner.0),
+    ) else {
         return false;
     };
     let path = sites.object_path(libc);
@@ -145,10 +151,6 @@ const CALL_MAIN_FUNCTION: &str = "__libc_start_call_main";
 /// named function of the C library calls (`__cxa_atexit` calling a replaced `calloc`), do
 /// not count. Nor does a static program (one object) whose `main` has no name.
 fn called_as_main(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>]) -> bool {
-    let object = |frame: &Frame| match frame {
-        Frame::Code { object, .. } => Some(*object),
-        _ => None,
-    };
     let is_one_of = |infos: &Vec<FrameInfo>, list: &[&str]| {
         infos.iter().any(|f| list.contains(&f.function.as_str()))
     };
@@ -160,13 +162,13 @@ fn called_as_main(sites: &SiteTable, frames: &[Frame], names: &[Vec<FrameInfo>])
     else {
         return false;
     };
-    let Some(libc) = object(start) else {
+    let Some(libc) = code_object(start) else {
         return false;
     };
     let libc_path = sites.object_path(libc);
     let mut through_call_main = false;
     for (frame, infos) in chain {
-        match object(frame) {
+        match code_object(frame) {
             Some(o) if o == libc => {
                 let call_main = infos.iter().all(|f| {
                     f.function == CALL_MAIN_FUNCTION || is_unnamed(&f.function, libc_path)
