@@ -147,7 +147,9 @@ impl Bounds {
 /// [`STACK_MAX`]). Never goes past a frame it cannot read or trust. Returns the number of
 /// entries, which it initialised at the start of `out`, and why the stack ends there: at the
 /// first return address outside the task's user address space (`TASK_SIZE`) it stops, as it
-/// does at one it cannot read (`unreadable`), and it reads no frame there.
+/// does at one it cannot read (`unreadable`), and it reads no frame there. In a system call
+/// the kernel emulates for a call into the vsyscall page, the stack starts at the caller's
+/// return address: every entry is a user address.
 /// Callable in atomic context: it takes no lock and reads user memory with page faults
 /// disabled; it takes at most `depth` steps, each at most two binary searches and two reads.
 fn walk_user(
@@ -170,6 +172,27 @@ fn walk_user(
         stack_start: frame.sp,
         user_end: current_task_size(),
     };
+    // Whether the innermost entry is the pc of an instruction the task was executing, not a
+    // return address.
+    let mut innermost_pc = true;
+    if in_vsyscall_page(frame.ip) {
+        // A fault in a system call the kernel emulates for a call into the vsyscall page
+        // (`emulate_vsyscall_pf()`, arch/x86/entry/vsyscall/vsyscall_64.c): the task is at
+        // the vsyscall's first instruction, its RSP at the return address the call pushed.
+        // The stack starts at that caller, as it would after the vsyscall's `ret`.
+        let Some([ret_addr]) = Some(frame.sp)
+            .filter(|&sp| bounds.holds(sp, 8))
+            .and_then(read_user::<1>)
+        else {
+            return (0, StackEnd::Unreadable);
+        };
+        frame = Frame {
+            ip: ret_addr,
+            sp: frame.sp.wrapping_add(8),
+            bp: frame.bp,
+        };
+        innermost_pc = false;
+    }
     // Code runs only at user addresses, but a saved pc is what the task made of it.
     if frame.ip >= bounds.user_end {
         return (0, StackEnd::Unreadable);
@@ -181,7 +204,7 @@ fn walk_user(
     loop {
         // Above the innermost frame the pc is a return address, which may lie past the end of
         // the calling function (a call to a function that does not return): look up the call.
-        let pc = if count == 1 {
+        let pc = if count == 1 && innermost_pc {
             frame.ip
         } else {
             frame.ip.wrapping_sub(1)
@@ -198,6 +221,17 @@ fn walk_user(
         count += 1;
         frame = caller;
     }
+}
+
+/// The address of the vsyscall page (`VSYSCALL_ADDR`, arch/x86/include/uapi/asm/vsyscall.h),
+/// fixed by the x86_64 ABI.
+const VSYSCALL_PAGE: u64 = 0xffff_ffff_ff60_0000;
+
+/// Whether `ip` lies in the vsyscall page, where a task's pc is only while the kernel emulates
+/// the call it made there (`is_vsyscall_vaddr()`).
+fn in_vsyscall_page(ip: u64) -> bool {
+    // CAST: `PAGE_SIZE` fits in 64 bits.
+    ip & !(bindings::PAGE_SIZE as u64 - 1) == VSYSCALL_PAGE
 }
 
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.

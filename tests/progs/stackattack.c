@@ -17,6 +17,9 @@
 //   deep_rbp  the same with a hostile frame pointer
 //   jit     the write by code in an anonymous executable mapping (no unwind table covers it)
 //   jit_rbp  the same, the JIT code setting a hostile frame pointer
+//   vsyscall  the write by the kernel, in the time() it emulates for a call into the
+//           vsyscall page (vsyscall=xonly, the default): the task's pc is in that page, at
+//           or above the user limit (only where the process has a [vsyscall] mapping)
 // It prints limit=, base=, jit=LO-HI, one line per case, in page order,
 //   case=I kind=KIND value=0x... entries=N|- end=unreadable|early|depth|-
 // (the stack the case's fault line must have when memmon record loaded the unwind tables:
@@ -130,6 +133,32 @@ __attribute__((noinline)) static long recurse(volatile char *page, int depth, un
 	return recurse(page, depth - 1, bp) + pad[0];
 }
 
+// The vsyscall page's time() (VSYSCALL_ADDR + 0x400): the kernel emulates it.
+#define VSYSCALL_TIME 0xffffffffff600400UL
+
+// Whether the process has a [vsyscall] mapping: the kernel emulates calls into it.
+static int has_vsyscall(void)
+{
+	char line[256];
+	FILE *maps = fopen("/proc/self/maps", "r");
+	int found = 0;
+
+	if (!maps)
+		return 0;
+	while (!found && fgets(line, sizeof(line), maps))
+		found = strstr(line, "[vsyscall]") != NULL;
+	fclose(maps);
+	return found;
+}
+
+// Calls the vsyscall page's time() with `page`: the kernel writes the time there.
+static __attribute__((noinline)) void fault_in_vsyscall(volatile char *page)
+{
+	((long (*)(volatile char *))VSYSCALL_TIME)(page);
+	// Not a tail call: the call's return address is in this function.
+	__asm__ volatile("" ::: "memory");
+}
+
 // push rbp; mov rbp, rsp; movb $1, (rdi); pop rbp; ret
 static const unsigned char jit_plain[] = { 0x55, 0x48, 0x89, 0xe5, 0xc6, 0x07, 0x01, 0x5d, 0xc3 };
 // push rbp; mov rbp, rsi; movb $1, (rdi); pop rbp; ret
@@ -172,6 +201,7 @@ int main(void)
 	struct rusage before, after;
 	unsigned char *code;
 	unsigned long *top;
+	int vsyscall;
 	size_t i;
 
 	region = mmap(NULL, CASES_MAX * PAGE, PROT_READ | PROT_WRITE,
@@ -197,6 +227,7 @@ int main(void)
 	for (i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
 		if (candidates[i] >= limit)
 			planted[nplanted++] = candidates[i];
+	vsyscall = has_vsyscall();
 	setvbuf(stdout, NULL, _IONBF, 0);
 	printf("limit=%#lx\nbase=%p\njit=%p-%p\n", limit, (void *)region, (void *)code,
 	       (void *)(code + PAGE));
@@ -218,6 +249,8 @@ int main(void)
 	jit(next_case("jit", 0, "-", "-"), 0);
 	jit_rbp(next_case("jit_rbp", 0xffff888000000000UL, "1", "early"), 0xffff888000000000UL);
 	jit_rbp(next_case("jit_rbp", 1UL << 47, "1", "early"), 1UL << 47);
+	if (vsyscall)
+		fault_in_vsyscall(next_case("vsyscall", (unsigned long)fault_in_vsyscall, "-", "-"));
 	fsync(1002);
 	getrusage(RUSAGE_SELF, &after);
 

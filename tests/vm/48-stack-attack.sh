@@ -1,8 +1,10 @@
 # User stacks under attack (tests/progs/stackattack.c): faults taken with the frame pointer
 # or the stack pointer at kernel-half, non-canonical and just-below-the-user-limit addresses,
 # return addresses planted at or above the user limit (in a frame an unwind table describes,
-# and in a corrupted frame chain), at the bottom of a recursion 10 000 deep, and in JIT code
-# (an anonymous executable mapping). Recorded with the unwind tables (memmon record) and by
+# and in a corrupted frame chain), at the bottom of a recursion 10 000 deep, in JIT code
+# (an anonymous executable mapping), and in the kernel's emulation of a call into the
+# vsyscall page (the task's pc there, above the user limit: its stack starts at the
+# caller's return address). Recorded with the unwind tables (memmon record) and by
 # the frame pointer alone (watchexec): no stack entry of any line is at or above the user
 # limit, each case's stack ends where and why it must, and the fault lines equal the kernel's
 # counts.
@@ -63,13 +65,24 @@ check_cases() {
                 fail "case $i: the JIT code's fault has pc $first outside $jit"
             [ "$got" -ge 2 ] || fail "case $i: the JIT code's caller is missing: $line"
         fi
+        if [ "$kind" = vsyscall ]; then
+            # The call's return address, in fault_in_vsyscall (value=, under 64 bytes long),
+            # then at least main.
+            first=${stack%%,*} caller=${value#value=}
+            [ $((first)) -gt $((caller)) ] && [ $((first)) -lt $((caller + 64)) ] ||
+                fail "case $i: the vsyscall's stack starts at $first, not in its caller at $caller: $line"
+            [ "$got" -ge 2 ] || fail "case $i: the vsyscall caller's callers are missing: $line"
+            echo "ok: the emulated vsyscall's fault: $got entries from $first, ${got_end:-a whole stack}"
+        fi
         n=$((n + 1))
     done < /tmp/cases
     echo "ok: $n cases end as they must ($(grep -c . /tmp/cases) in all)"
 }
 
 load buflen=8388608 stack_depth=64
-expect_eq "the end of user space (4-level page tables)" "$(/progs/stackattack | sed -n 's/^limit=//p')" 0x7ffffffff000
+/progs/stackattack > /tmp/out0 || fail "stackattack"
+expect_eq "the end of user space (4-level page tables)" "$(sed -n 's/^limit=//p' /tmp/out0)" 0x7ffffffff000
+grep -q ' kind=vsyscall ' /tmp/out0 || fail "no vsyscall case: the guest has no [vsyscall] mapping"
 # With the unwind tables memmon record loads (the program's own .eh_frame covers the
 # assembly functions whose rows lead to the planted return addresses).
 memmon record -q -o /tmp/cap -- /progs/stackattack > /tmp/out || fail "memmon record stackattack"
