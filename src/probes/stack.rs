@@ -126,7 +126,8 @@ struct Frame {
 
 /// What every step of one walk checks against.
 struct Bounds {
-    /// The innermost frame's RSP: callers' frames lie above it.
+    /// The innermost frame's RSP (the vsyscall's, above an emulated vsyscall's caller):
+    /// callers' frames lie above it.
     stack_start: u64,
     /// The end of the task's user address space (`TASK_SIZE`), exclusive: a return address,
     /// frame pointer or CFA at or above it is not user memory of the task, and ends the walk.
@@ -177,13 +178,14 @@ fn walk_user(
     let mut innermost_pc = true;
     if in_vsyscall_page(frame.ip) {
         // A fault in a system call the kernel emulates for a call into the vsyscall page
-        // (`emulate_vsyscall_pf()`, arch/x86/entry/vsyscall/vsyscall_64.c): the task is at
-        // the vsyscall's first instruction, its RSP at the return address the call pushed.
-        // The stack starts at that caller, as it would after the vsyscall's `ret`.
-        let Some([ret_addr]) = Some(frame.sp)
-            .filter(|&sp| bounds.holds(sp, 8))
-            .and_then(read_user::<1>)
-        else {
+        // (`__emulate_vsyscall()`, arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault
+        // or the general protection fault of that call): the task is at the vsyscall's first
+        // instruction, its RSP at the return address the call pushed. The stack starts at
+        // that caller, as it would after the vsyscall's emulated `ret`.
+        if !bounds.holds(frame.sp, 8) {
+            return (0, StackEnd::Unreadable);
+        }
+        let Some([ret_addr]) = read_user::<1>(frame.sp).filter(|&[ret_addr]| ret_addr != 0) else {
             return (0, StackEnd::Unreadable);
         };
         frame = Frame {
@@ -227,8 +229,9 @@ fn walk_user(
 /// fixed by the x86_64 ABI.
 const VSYSCALL_PAGE: u64 = 0xffff_ffff_ff60_0000;
 
-/// Whether `ip` lies in the vsyscall page, where a task's pc is only while the kernel emulates
-/// the call it made there (`is_vsyscall_vaddr()`).
+/// Whether `ip` lies in the vsyscall page (`is_vsyscall_vaddr()`). A task's pc is there while
+/// the kernel emulates the call it made there, and in the signal (`SIGSEGV`) the kernel
+/// sends for one it refuses; either way `[RSP]` is what the call pushed.
 fn in_vsyscall_page(ip: u64) -> bool {
     // CAST: `PAGE_SIZE` fits in 64 bits.
     ip & !(bindings::PAGE_SIZE as u64 - 1) == VSYSCALL_PAGE

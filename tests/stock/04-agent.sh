@@ -26,15 +26,10 @@ load buflen=4194304
 w=/proc/memmon/watch-pids
 bound=$((64 << 20))
 
-wait_long() {
-    what=$1
-    shift
-    i=0
-    until "$@" >/dev/null 2>&1; do
-        i=$((i + 1))
-        [ $i -lt 1800 ] || { tail -20 /tmp/agent.err; fail "timed out waiting for $what"; }
-        sleep 0.1
-    done
+# wait_until's limit here, and what it prints on a timeout
+wait_seconds=180
+on_wait_timeout() {
+    tail -20 /tmp/agent.err
 }
 hold() {
     sh -c "echo \$\$ > $2/cgroup.procs && exec /progs/hold $3 /tmp/stop-$1 ${4:-}" > /tmp/hold-$1.out 2>&1 &
@@ -63,16 +58,16 @@ kernel_bytes() {
 memmon agent --cgroup 'jobs/*' --listen 127.0.0.1:9464 --spool /tmp/spool --interval 5 \
     --label group=stock 2>/tmp/agent.err &
 ap=$!
-wait_long "the agent watching jobs/a" grep -qx "c:$cg/jobs/a" $w
+wait_until "the agent watching jobs/a" grep -qx "c:$cg/jobs/a" $w
 hold a $cg/jobs/a 8192
 mkdir $cg/jobs/b || fail "mkdir jobs/b"
-wait_long "the agent watching jobs/b, made after it started" grep -qx "c:$cg/jobs/b" $w
+wait_until "the agent watching jobs/b, made after it started" grep -qx "c:$cg/jobs/b" $w
 hold b $cg/jobs/b 4096
 hold o $cg/other 2048
 for n in a b o; do
-    wait_long "holder $n" grep -q held= /tmp/hold-$n.out
+    wait_until "holder $n" grep -q held= /tmp/hold-$n.out
 done
-wait_long "/metrics" sh -c "wget -qO- http://127.0.0.1:9464/metrics | grep -q 'cgroup=\"/jobs/b\"'"
+wait_until "/metrics" sh -c "wget -qO- http://127.0.0.1:9464/metrics | grep -q 'cgroup=\"/jobs/b\"'"
 
 cat > /tmp/prom.yml <<EOF
 global:
@@ -87,13 +82,13 @@ EOF
     --config.file=/tmp/prom.yml --storage.tsdb.path=/tmp/tsdb \
     --web.listen-address=127.0.0.1:9090 >/tmp/prom.log 2>&1 &
 pp=$!
-wait_long "prometheus ready" sh -c "wget -qO- http://127.0.0.1:9090/-/ready | grep -qi ready"
+wait_until "prometheus ready" sh -c "wget -qO- http://127.0.0.1:9090/-/ready | grep -qi ready"
 q='sum%20by%20(cgroup)%20(memmon_resident_bytes)'
 both() {
     json=$(promql "$q")
     [ -n "$(value_for /jobs/a "$json")" ] && [ -n "$(value_for /jobs/b "$json")" ]
 }
-wait_long "both jobs in prometheus" both
+wait_until "both jobs in prometheus" both
 sleep 4
 json=$(promql "$q")
 echo "prometheus: $json"
@@ -114,7 +109,7 @@ rss_bounded
 mkdir $cg/jobs/c || fail "mkdir jobs/c"
 echo $((24 << 20)) > $cg/jobs/c/memory.max || fail "memory.max"
 echo 0 > $cg/jobs/c/memory.swap.max 2>/dev/null
-wait_long "the agent watching jobs/c" grep -qx "c:$cg/jobs/c" $w
+wait_until "the agent watching jobs/c" grep -qx "c:$cg/jobs/c" $w
 hold c $cg/jobs/c 12288 300
 oom_seen() {
     [ "$(awk '$1 == "oom_kill" { print $2 }' $cg/jobs/c/memory.events)" -ge 1 ]

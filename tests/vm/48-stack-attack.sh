@@ -10,7 +10,8 @@
 # counts.
 # Booted with 4-level page tables (QEMU's -cpu max has 5-level ones, where the user limit is
 # 2^56 - 4096): the reported walks took entries between 2^47 and 2^56 as frames there.
-# vm-append: no5lvl
+# vsyscall=xonly: Debian's kernel has no vsyscall page by default (LEGACY_VSYSCALL_NONE).
+# vm-append: no5lvl vsyscall=xonly
 . /host/lib.sh
 
 # no_entry_at_limit FILE OUT: no stack= entry of any line of FILE at or above the end of user

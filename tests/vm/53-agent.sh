@@ -34,16 +34,11 @@ w=/proc/memmon/watch-pids
 m=/tmp/metrics.prom
 bound=$((64 << 20))
 
-# wait_long WHAT COMMAND...: as wait_until, for at most 120 s (TCG is slow)
-wait_long() {
-    what=$1
-    shift
-    i=0
-    until "$@" >/dev/null 2>&1; do
-        i=$((i + 1))
-        [ $i -lt 1200 ] || { tail -20 /tmp/agent.err; fail "timed out waiting for $what"; }
-        sleep 0.1
-    done
+# wait_until's limit here, and what it prints on a timeout
+wait_seconds=120
+on_wait_timeout() {
+    tail -20 /tmp/agent.err
+    grep '^memmon_resident_bytes{' $m
 }
 # metric SERIES: its value in the metrics file (SERIES as written there, labels included)
 metric() {
@@ -79,20 +74,20 @@ group = "vm"
 EOF
 memmon agent --config /tmp/agent.toml --label model=qemu 2>/tmp/agent.err &
 ap=$!
-wait_long "the agent watching job-a" grep -qx "c:$cg/work/job-a" $w
+wait_until "the agent watching job-a" grep -qx "c:$cg/work/job-a" $w
 hold a $cg/work/job-a 4096
 mkdir $cg/work/job-b || fail "mkdir job-b"
-wait_long "the agent watching job-b, made after it started" grep -qx "c:$cg/work/job-b" $w
+wait_until "the agent watching job-b, made after it started" grep -qx "c:$cg/work/job-b" $w
 hold b $cg/work/job-b 2048
 hold o $cg/other 1024
 for n in a b o; do
-    wait_long "holder $n" grep -q held= /tmp/hold-$n.out
+    wait_until "holder $n" grep -q held= /tmp/hold-$n.out
 done
 
 A='memmon_resident_bytes{cgroup="/work/job-a",class="anon_mmap"}'
 B='memmon_resident_bytes{cgroup="/work/job-b",class="anon_mmap"}'
-wait_long "job-a's 4096 pages in the metrics" at_least "$A" $((4096 * 4096))
-wait_long "job-b's 2048 pages in the metrics" at_least "$B" $((2048 * 4096))
+wait_until "job-a's 4096 pages in the metrics" at_least "$A" $((4096 * 4096))
+wait_until "job-b's 2048 pages in the metrics" at_least "$B" $((2048 * 4096))
 # anon_of NAME: the kernel's resident bytes of holder NAME's anonymous mappings (smaps'
 # regions without a name: the holder's region and the .bss past its file), which is what the
 # agent's anon_mmap class counts
@@ -110,16 +105,7 @@ anon_exact() {
     want=$(anon_of $1)
     [ "$want" -ge $(($3 * 4096)) ] || fail "holder $1: $want anonymous bytes, fewer than $3 pages"
     metric_is "$2" "$want" || echo "$2 is $(metric "$2") now, waiting for $want"
-    i=0
-    until metric_is "$2" "$want"; do
-        i=$((i + 1))
-        [ $i -lt 1200 ] || {
-            grep "memmon_resident_bytes{cgroup=\"/work/job-$1\"" $m
-            cat /proc/$(cat /tmp/hold-$1.pid)/maps
-            fail "timed out waiting for $2 = $want"
-        }
-        sleep 0.1
-    done
+    wait_until "$2 = $want" metric_is "$2" "$want"
     echo "ok: $2 = $want, the kernel's anonymous Rss of holder $1 ($3 pages held)"
 }
 anon_exact a "$A" 4096
@@ -140,18 +126,18 @@ expect_eq "the config's and the flag's labels in the log" \
 has_snapshot() {
     ls /tmp/spool | grep -q -- "-work_job-$1-$2.pb.gz\$"
 }
-wait_long "an interval snapshot of job-a" has_snapshot a interval
-wait_long "an interval snapshot of job-b" has_snapshot b interval
+wait_until "an interval snapshot of job-a" has_snapshot a interval
+wait_until "an interval snapshot of job-b" has_snapshot b interval
 f=$(ls /tmp/spool/*-work_job-a-interval.pb.gz | tail -1)
 expect_eq "a snapshot is gzip" "$(head -c 2 "$f" | od -An -tx1 | tr -d ' ')" "1f8b"
 rss_bounded
 
 # A cgroup removed while watched.
 mkdir $cg/work/job-c || fail "mkdir job-c"
-wait_long "the agent watching job-c" grep -qx "c:$cg/work/job-c" $w
-wait_long "job-c's series" grep -q 'cgroup="/work/job-c"' $m
+wait_until "the agent watching job-c" grep -qx "c:$cg/work/job-c" $w
+wait_until "job-c's series" grep -q 'cgroup="/work/job-c"' $m
 rmdir $cg/work/job-c || fail "rmdir job-c"
-wait_long "job-c dropped" grep -q '/work/job-c: removed' /tmp/agent.err
+wait_until "job-c dropped" grep -q '/work/job-c: removed' /tmp/agent.err
 sleep 2
 expect_eq "job-c's series after its removal" "$(grep -c 'cgroup="/work/job-c"' $m)" 0
 expect_eq "watched cgroups after job-c's removal" "$(metric memmon_watched_cgroups)" 2
@@ -169,8 +155,8 @@ rss_bounded
 # SIGHUP with the glob changed: job-a is unwatched.
 sed -i 's|^cgroups = .*|cgroups = ["work/job-b"]|' /tmp/agent.toml
 kill -HUP $ap
-wait_long "job-a unwatched" sh -c "! grep -qx 'c:$cg/work/job-a' $w"
-wait_long "job-a's last snapshot" has_snapshot a unwatched
+wait_until "job-a unwatched" sh -c "! grep -qx 'c:$cg/work/job-a' $w"
+wait_until "job-a's last snapshot" has_snapshot a unwatched
 expect_eq "job-b still watched" "$(grep -cx "c:$cg/work/job-b" $w)" 1
 sleep 2
 expect_eq "job-a's series after the reload" "$(grep -c 'cgroup="/work/job-a"' $m)" 0
@@ -178,14 +164,14 @@ expect_eq "reload log lines" "$(grep -c 'memmon agent: reloaded' /tmp/agent.err)
 
 # rmmod and insmod under the agent.
 unload
-wait_long "the agent seeing the module gone" grep -q 'module is gone' /tmp/agent.err
-wait_long "memmon_module_up 0" sh -c "grep -qx 'memmon_module_up 0' $m"
+wait_until "the agent seeing the module gone" grep -q 'module is gone' /tmp/agent.err
+wait_until "memmon_module_up 0" sh -c "grep -qx 'memmon_module_up 0' $m"
 sleep 1
 load buflen=4194304
-wait_long "the agent back" grep -q 'module is back after' /tmp/agent.err
-wait_long "job-b watched again" grep -qx "c:$cg/work/job-b" $w
+wait_until "the agent back" grep -q 'module is back after' /tmp/agent.err
+wait_until "job-b watched again" grep -qx "c:$cg/work/job-b" $w
 expect_eq "module gaps" "$(metric memmon_module_gaps_total)" 1
-wait_long "memmon_module_up 1" sh -c "grep -qx 'memmon_module_up 1' $m"
+wait_until "memmon_module_up 1" sh -c "grep -qx 'memmon_module_up 1' $m"
 gap=$(metric memmon_module_gap_seconds_total)
 echo "gap: $gap s"
 [ "${gap%.*}" -ge 1 ] || fail "gap $gap s, want at least 1 s"
@@ -195,8 +181,8 @@ rss_bounded
 mkdir -p /tmp/small && mount -t tmpfs -o size=16k tmpfs /tmp/small || fail "mount tmpfs"
 sed -i 's|^dir = .*|dir = "/tmp/small"|' /tmp/agent.toml
 kill -HUP $ap
-wait_long "the disk-full log line" grep -q "disk is full" /tmp/agent.err
-wait_long "memmon_spool_full 1" sh -c "grep -qx 'memmon_spool_full 1' $m"
+wait_until "the disk-full log line" grep -q "disk is full" /tmp/agent.err
+wait_until "memmon_spool_full 1" sh -c "grep -qx 'memmon_spool_full 1' $m"
 dropped=$(metric memmon_snapshots_dropped_total)
 [ "$dropped" -ge 1 ] || fail "dropped $dropped, want at least 1"
 sleep 9

@@ -34,20 +34,11 @@ mkdir -p $cg/work/py || fail "mkdir in $cg"
 load buflen=4194304
 m=/tmp/metrics.prom
 
-# wait_long WHAT COMMAND...: as wait_until, for at most 240 s (TCG is slow)
-wait_long() {
-    what=$1
-    shift
-    i=0
-    until "$@" >/dev/null 2>&1; do
-        i=$((i + 1))
-        [ $i -lt 2400 ] || {
-            tail -20 /tmp/agent.err
-            grep '^memmon_site_resident_bytes{' $m
-            fail "timed out waiting for $what"
-        }
-        sleep 0.1
-    done
+# wait_until's limit here, and what it prints on a timeout
+wait_seconds=240
+on_wait_timeout() {
+    tail -20 /tmp/agent.err
+    grep '^memmon_site_resident_bytes{' $m
 }
 
 cat > /tmp/app.py <<'PY'
@@ -92,10 +83,10 @@ max_size = "16M"
 CONF
 memmon agent --config /tmp/agent.toml 2>/tmp/agent.err &
 ap=$!
-wait_long "the agent watching work/py" grep -qx "c:$cg/work/py" /proc/memmon/watch-pids
+wait_until "the agent watching work/py" grep -qx "c:$cg/work/py" /proc/memmon/watch-pids
 sh -c "echo \$\$ > $cg/work/py/cgroup.procs && exec python3.11 /tmp/app.py" &
 py=$!
-wait_long "the script holding" test -s /tmp/py-held
+wait_until "the script holding" test -s /tmp/py-held
 
 # site_bytes FUNCTION: the memmon_site_resident_bytes series of work/py whose site names
 # FUNCTION, summed (one function may be two sites: its first pages faulted before the
@@ -110,14 +101,14 @@ near() {
     want=$(($2 << 20))
     [ $((v * 10)) -ge $((want * 9)) ] && [ $((v * 10)) -le $((want * 11)) ]
 }
-wait_long "load_a's 24 MiB in the metrics" near load_a 24
-wait_long "load_b's 12 MiB in the metrics" near load_b 12
+wait_until "load_a's 24 MiB in the metrics" near load_a 24
+wait_until "load_b's 12 MiB in the metrics" near load_b 12
 grep '^memmon_site_resident_bytes{' $m | grep 'cgroup="/work/py"'
 echo "ok: load_a $(site_bytes load_a) B, load_b $(site_bytes load_b) B"
 
 # A snapshot written after the script held: it names both functions and the script's file
 # (pprof's string table, gzip'd).
-wait_long "a snapshot of work/py" sh -c "ls /tmp/spool | grep -q -- '-work_py-interval.pb.gz\$'"
+wait_until "a snapshot of work/py" sh -c "ls /tmp/spool | grep -q -- '-work_py-interval.pb.gz\$'"
 sleep 5
 latest=$(ls -t /tmp/spool/*-work_py-*.pb.gz | head -1)
 for name in load_a load_b /tmp/app.py; do

@@ -64,14 +64,20 @@ count_lines() {
     printf '%s' "$1" | grep -c .
 }
 
-# wait_until WHAT COMMAND...: run COMMAND every 0.1 s until it succeeds, for at most 10 s
+# wait_until WHAT COMMAND...: run COMMAND every 0.1 s until it succeeds, for at most
+# $wait_seconds s (default 10; the agent's scenarios set more, TCG being slow). On a timeout
+# it runs on_wait_timeout where the scenario defines one (to print what it waited on), and
+# fails.
 wait_until() {
     what=$1
     shift
     i=0
     until "$@" >/dev/null 2>&1; do
         i=$((i + 1))
-        [ $i -lt 100 ] || fail "timed out waiting for $what"
+        if [ $i -ge $((${wait_seconds:-10} * 10)) ]; then
+            ! type on_wait_timeout >/dev/null 2>&1 || on_wait_timeout
+            fail "timed out waiting for $what"
+        fi
         sleep 0.1
     done
 }
