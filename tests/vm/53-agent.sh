@@ -13,8 +13,9 @@
 #     other/ has no series;
 #   - a snapshot per job and interval in the spool (gzip files named TIME-CGROUP-REASON);
 #   - job-c: watched, then removed: its series go, one log line;
-#   - 10 000 short-lived processes in job-b: the model ends with its one holder; the
-#     agent's RSS stays under its documented bound (docs/agent.md: 64 MiB);
+#   - 10 000 short-lived processes in job-b (1 000 on the debug kernel): the model ends
+#     with its one holder; the agent's RSS stays under its documented bound (docs/agent.md:
+#     64 MiB);
 #   - SIGHUP with the glob changed to job-b only: job-a unwatched (watch-pids), its last
 #     snapshot written (reason unwatched), its series gone;
 #   - rmmod and insmod under the agent: one gap counted, two log lines, job-b watched again;
@@ -142,9 +143,14 @@ sleep 2
 expect_eq "job-c's series after its removal" "$(grep -c 'cgroup="/work/job-c"' $m)" 0
 expect_eq "watched cgroups after job-c's removal" "$(metric memmon_watched_cgroups)" 2
 
-# 10 000 short-lived processes in job-b (each a static program's exec).
-sh -c "echo \$\$ > $cg/work/job-b/cgroup.procs && i=0 && while [ \$i -lt 10000 ]; do /progs/hold 0 / >/dev/null || exit 1; i=\$((i + 1)); done" \
+# 10 000 short-lived processes in job-b (each a static program's exec); 1 000 on the debug
+# kernel (make check-debug), where 10 000 did not end within the 900 s under
+# single-threaded TCG, lockdep, KASAN and kmemleak.
+churn=10000
+[ -n "${MEMMON_DEBUG_KERNEL:-}" ] && churn=1000
+sh -c "echo \$\$ > $cg/work/job-b/cgroup.procs && i=0 && while [ \$i -lt $churn ]; do /progs/hold 0 / >/dev/null || exit 1; i=\$((i + 1)); done" \
     || fail "the churn failed"
+echo "$churn short-lived processes in job-b"
 sleep 3
 expect_eq "job-b's live processes after the churn" \
     "$(metric 'memmon_processes{cgroup="/work/job-b"}')" 1
