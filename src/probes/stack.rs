@@ -173,27 +173,17 @@ fn walk_user(
         stack_start: frame.sp,
         user_end: current_task_size(),
     };
-    // Whether the innermost entry is the pc of an instruction the task was executing, not a
-    // return address.
-    let mut innermost_pc = true;
-    if in_vsyscall_page(frame.ip) {
-        // A fault in a system call the kernel emulates for a call into the vsyscall page
-        // (`__emulate_vsyscall()`, arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault
-        // or the general protection fault of that call): the task is at the vsyscall's first
-        // instruction, its RSP at the return address the call pushed. The stack starts at
-        // that caller, as it would after the vsyscall's emulated `ret`.
-        if !bounds.holds(frame.sp, 8) {
-            return (0, StackEnd::Unreadable);
-        }
-        let Some([ret_addr]) = read_user::<1>(frame.sp).filter(|&[ret_addr]| ret_addr != 0) else {
-            return (0, StackEnd::Unreadable);
+    // A fault in a system call the kernel emulates for a call into the vsyscall page
+    // (`__emulate_vsyscall()`, arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault or
+    // the general protection fault of that call): the task is at the vsyscall's first
+    // instruction. The stack starts at its caller, as it would after the vsyscall's emulated
+    // `ret`, and its innermost entry is then a return address.
+    let in_vsyscall = in_vsyscall_page(frame.ip);
+    if in_vsyscall {
+        frame = match table_step(&frame, FUNCTION_ENTRY, &bounds) {
+            Ok(Some(caller)) => caller,
+            Ok(None) | Err(_) => return (0, StackEnd::Unreadable),
         };
-        frame = Frame {
-            ip: ret_addr,
-            sp: frame.sp.wrapping_add(8),
-            bp: frame.bp,
-        };
-        innermost_pc = false;
     }
     // Code runs only at user addresses, but a saved pc is what the task made of it.
     if frame.ip >= bounds.user_end {
@@ -206,7 +196,7 @@ fn walk_user(
     loop {
         // Above the innermost frame the pc is a return address, which may lie past the end of
         // the calling function (a call to a function that does not return): look up the call.
-        let pc = if count == 1 && innermost_pc {
+        let pc = if count == 1 && !in_vsyscall {
             frame.ip
         } else {
             frame.ip.wrapping_sub(1)
@@ -224,6 +214,15 @@ fn walk_user(
         frame = caller;
     }
 }
+
+/// The row of a function's first instruction: the return address the call pushed at RSP
+/// (CFA = RSP + 8), RBP the caller's.
+const FUNCTION_ENTRY: Row = Row {
+    pc: 0,
+    cfa: 8,
+    rule: Rule::Rsp,
+    rbp: 0,
+};
 
 /// The address of the vsyscall page (`VSYSCALL_ADDR`, arch/x86/include/uapi/asm/vsyscall.h),
 /// fixed by the x86_64 ABI.
