@@ -163,16 +163,20 @@ pub enum StackEnd {
     /// `unsupported`: the frame's table row cannot be followed and its frame pointer led
     /// nowhere.
     Unsupported,
+    /// `shed`: the module cut the stack short, or did not walk it (no `stack=` then), because
+    /// the reader had fallen behind and the ring was filling: the event itself is whole.
+    Shed,
 }
 
 impl StackEnd {
     /// Every reason, in order.
-    pub const ALL: [StackEnd; 5] = [
+    pub const ALL: [StackEnd; 6] = [
         StackEnd::Complete,
         StackEnd::Depth,
         StackEnd::Unreadable,
         StackEnd::NoTable,
         StackEnd::Unsupported,
+        StackEnd::Shed,
     ];
 
     /// Its name in `stack_end=` (`complete` for a whole stack, which has none).
@@ -183,6 +187,7 @@ impl StackEnd {
             StackEnd::Unreadable => "unreadable",
             StackEnd::NoTable => "no_table",
             StackEnd::Unsupported => "unsupported",
+            StackEnd::Shed => "shed",
         }
     }
 
@@ -809,6 +814,14 @@ event_kinds! {
         "lost" other Lost {
             /// Number of events missed.
             count: u64,
+        },
+        /// The module did not record `faults` faults of the process (the line's pid; 0: of
+        /// processes it could not keep apart), because a reader had fallen behind and the
+        /// ring was nearly full: it keeps room for the calls, execs, forks and exits the
+        /// address-space model needs. Every reader sees it.
+        "dropped" other Dropped {
+            /// Number of faults not recorded.
+            faults: u64,
         },
     }
 }

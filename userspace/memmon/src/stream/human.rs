@@ -202,4 +202,11 @@ impl KindWriter for HumanForm<'_, '_> {
             "*** {count} events lost (overwritten before they were read) ***"
         )
     }
+
+    fn dropped(&mut self, faults: u64) -> fmt::Result {
+        write!(
+            self.0,
+            "*** {faults} faults not recorded (the ring was nearly full) ***"
+        )
+    }
 }

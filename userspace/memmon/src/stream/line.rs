@@ -23,7 +23,10 @@ impl fmt::Display for Event<'_> {
             write!(f, " dur={dur}")?;
         }
         if let Some(stack) = &self.stack {
-            write!(f, " stack={stack}")?;
+            // A stack shed whole has no `stack=`, only its end.
+            if !stack.0.is_empty() || stack.1 != StackEnd::Shed {
+                write!(f, " stack={stack}")?;
+            }
             if stack.1 != StackEnd::Complete {
                 write!(f, " stack_end={}", stack.1.name())?;
             }
@@ -105,5 +108,9 @@ impl KindWriter for LineForm<'_, '_> {
 
     fn lost(&mut self, count: u64) -> fmt::Result {
         write!(self.0, " count={count}")
+    }
+
+    fn dropped(&mut self, faults: u64) -> fmt::Result {
+        write!(self.0, " faults={faults}")
     }
 }

@@ -228,6 +228,10 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
                 .ok_or_else(|| bad_value("stack", text, "hex addresses joined by ,"))?;
             Some(Stack(frames, stack_end(&fields)?))
         }
+        // A stack the module shed whole: no `stack=`, only `stack_end=shed`.
+        None if kind.may_have_stack() && fields.optional("stack_end") == Some("shed") => {
+            Some(Stack(Vec::new(), StackEnd::Shed))
+        }
         _ => None,
     };
     let python = match (fields.optional("pystack"), fields.optional("pystack_end")) {
@@ -358,7 +362,7 @@ fn stack_end(fields: &Fields<'_>) -> Result<StackEnd, ParseError> {
             bad_value(
                 "stack_end",
                 end,
-                "depth, unreadable, no_table or unsupported",
+                "depth, unreadable, no_table, unsupported or shed",
             )
         })?,
         None => StackEnd::Complete,
@@ -549,6 +553,9 @@ fn parse_kind<'a>(name: &'static str, f: &Fields<'a>) -> Result<EventKind<'a>, P
         },
         "lost" => EventKind::Lost {
             count: f.dec("count")?,
+        },
+        "dropped" => EventKind::Dropped {
+            faults: f.dec("faults")?,
         },
         _ => return Err(ParseError::UnknownKind(quote(name))),
     };

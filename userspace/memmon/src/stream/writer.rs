@@ -173,6 +173,8 @@ pub(crate) trait KindWriter {
     fn cgroup(&mut self, id: u64, path: &EscapedStr<'_>) -> fmt::Result;
     /// `count` events missed.
     fn lost(&mut self, count: u64) -> fmt::Result;
+    /// `faults` faults of the process not recorded.
+    fn dropped(&mut self, faults: u64) -> fmt::Result;
 }
 
 impl EventKind<'_> {
@@ -233,6 +235,7 @@ impl EventKind<'_> {
             EventKind::Gen { n, armed } => out.generation(n, armed),
             EventKind::Cgroup { id, ref path } => out.cgroup(id, path),
             EventKind::Lost { count } => out.lost(count),
+            EventKind::Dropped { faults } => out.dropped(faults),
             _ => self.write_address_call(out),
         }
     }
@@ -400,6 +403,7 @@ impl EventKind<'_> {
             | EventKind::Gen { .. }
             | EventKind::Cgroup { .. }
             | EventKind::Lost { .. }
+            | EventKind::Dropped { .. }
             | EventKind::Mmap { .. }
             | EventKind::Mremap { .. }
             | EventKind::Shmat { .. }
