@@ -56,8 +56,8 @@ module! {
     license: "GPL",
     params: {
         buflen: u32 {
-            default: 32768,
-            description: "Size of the event ring buffer in bytes (8192 to 268435456)",
+            default: 0,
+            description: "Bytes of the event rings in all (8192 to 268435456; 0: 1 MiB per CPU, at most 64 MiB; grown at run time through /proc/memmon/buflen)",
         },
         unwind_max_kb: u32 {
             default: 32768,
@@ -75,9 +75,17 @@ module! {
 }
 
 /// Smallest accepted `buflen`.
-const BUFLEN_MIN: u32 = 8192;
+pub(crate) const BUFLEN_MIN: u32 = 8192;
 /// Largest accepted `buflen`.
-const BUFLEN_MAX: u32 = 256 << 20;
+pub(crate) const BUFLEN_MAX: u32 = 256 << 20;
+
+/// Bytes of one CPU's ring with `buflen=0`: room for thousands of faults with 64-entry
+/// stacks, so that a reader scheduled late on a busy machine loses nothing (ftrace keeps
+/// about 1.4 MB per CPU, perf 512 KiB).
+const AUTO_RING_BYTES: usize = 1 << 20;
+
+/// The most `buflen=0` takes in all, on a machine of many CPUs.
+const AUTO_BUFLEN_MAX: usize = 64 << 20;
 
 /// Largest accepted `unwind_max_kb` (4 GiB).
 const UNWIND_MAX_KB_MAX: u32 = 4 << 20;
@@ -108,9 +116,9 @@ impl Params {
     /// out of its range.
     fn read() -> Result<Self> {
         let buflen = module_parameters::buflen.value();
-        if !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
+        if buflen != 0 && !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
             pr_err!(
-                "buflen={} is out of range: it must be {} to {} bytes\n",
+                "buflen={} is out of range: it must be 0 (1 MiB per CPU) or {} to {} bytes\n",
                 buflen,
                 BUFLEN_MIN,
                 BUFLEN_MAX
@@ -140,9 +148,13 @@ impl Params {
         } else {
             Source::default_for_build()
         };
-        Ok(Self {
+        let buflen = match buflen {
+            0 => (kernel::cpu::nr_cpu_ids() as usize * AUTO_RING_BYTES).min(AUTO_BUFLEN_MAX),
             // CAST: `buflen` is at most 256 MiB.
-            buflen: buflen as usize,
+            bytes => bytes as usize,
+        };
+        Ok(Self {
+            buflen,
             // CAST: at most 4 GiB, in a usize of 64 bits.
             unwind_max_bytes: unwind_max_kb as usize * 1024,
             sample_pages,
@@ -165,7 +177,6 @@ impl kernel::Module for Memmon {
                 ring <- Ring::new(buflen)?,
                 watch <- WatchSet::new()?,
                 unwind <- UnwindStore::new(params.unwind_max_bytes),
-                buflen,
             }),
             GFP_KERNEL,
         )?;
@@ -248,6 +259,7 @@ fn create_files(monitor: Arc<Monitor>) -> Result<ProcDir<Monitor>> {
     proc_dir.create::<files::StatsFile>(c"stats", 0o444)?;
     proc_dir.create::<files::MarkerFile>(c"marker", 0o200)?;
     proc_dir.create::<files::UnwindFile>(c"unwind", 0o600)?;
+    proc_dir.create::<files::BuflenFile>(c"buflen", 0o600)?;
     // Last: once it exists a reader may block in it, and nothing after it can fail (a
     // failed init would remove the files without closing the ring first).
     proc_dir.create::<files::EventsFile>(c"events", 0o400)?;

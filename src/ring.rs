@@ -11,9 +11,18 @@
 //! offset of the next record it wants; when that record's block has been overwritten, it is
 //! told exactly how many records it missed.
 //!
+//! A reader that opened `events` while fewer than [`TRACKED_READERS`] others had it open is
+//! tracked: each ring knows the block it reads. As the unread part of a ring grows, the
+//! producers shed detail before anything is overwritten ([`Pressure`]): stacks are cut short,
+//! then left out, then faults are not recorded (counted per process, and reported to every
+//! reader as `dropped` lines once there is room again), while the calls, execs, forks, exits
+//! and `rss` lines that the address-space model needs are still written. Only a ring that
+//! fills all the same overwrites its oldest block.
+//!
 //! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
 //! not for every event: a producer that sees a waiter wakes it at once when half of its ring
-//! has been written since the last wake-up, and otherwise arms a timer that wakes it
+//! (a quarter, [`WAKE_FILL_DIVISOR`]) has been written since the last wake-up, before any
+//! shedding starts, and otherwise arms a timer that wakes it
 //! [`WAKE_DELAY_NS`] (1 ms) later, so a lone event reaches a sleeping reader within a few
 //! milliseconds. (Measured under TCG: waking at half a ring and after 1 or 2 ms costs a
 //! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
@@ -25,26 +34,90 @@ use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::kernel_ext::procfs::PollTableRef;
 use crate::kernel_ext::task::now_ns;
 use crate::record::copy::copy_bytes;
-use crate::record::event::{Event, Kind};
+use crate::record::event::{Event, Kind, StackEnd};
 use crate::record::packed::{self, State, PACKED_MAX};
 use kernel::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
     fs::LocalFile,
-    new_spinlock,
+    new_mutex, new_spinlock,
     prelude::*,
     static_lock_class,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        SpinLock,
+        Mutex, SpinLock,
     },
 };
 
 /// How long a lone event may wait in a ring before a sleeping reader is woken for it.
 pub(crate) const WAKE_DELAY_NS: u64 = 1_000_000;
 
-/// A waiting reader is woken at once when a ring is filled to 1/this of its size.
-const WAKE_FILL_DIVISOR: usize = 2;
+/// A waiting reader is woken at once when a ring is filled to 1/this of its size: before
+/// [`Pressure::Shallow`] (half a ring unread) starts shedding.
+const WAKE_FILL_DIVISOR: usize = 4;
+
+/// Readers whose position the rings track (and so whose lag makes the producers shed); a
+/// reader that opens `events` while this many are open reads as the others, but the
+/// producers do not wait for it: records it has not read yet may be overwritten.
+pub(crate) const TRACKED_READERS: usize = 8;
+
+/// A tracked reader slot that no reader holds.
+const NO_READER: u64 = u64::MAX;
+
+/// Processes whose faults not recorded one ring counts apart until it reports them; the
+/// faults of others are counted together, under pid 0.
+const DROPPED_PROCESSES: usize = 4;
+
+/// The most stack entries written under [`Pressure::Shallow`].
+pub(crate) const SHALLOW_DEPTH: usize = 16;
+
+/// How far behind the slowest tracked reader is in a ring, and so what the producers shed
+/// there.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[repr(u32)]
+pub(crate) enum Pressure {
+    /// Less than half the ring unread: everything is written whole.
+    None = 0,
+    /// Half or more: stacks are cut to [`SHALLOW_DEPTH`] entries (`stack_end=shed`).
+    Shallow = 1,
+    /// Three quarters or more: no stacks are walked (`stack_end=shed`).
+    NoStacks = 2,
+    /// Seven eighths or more: faults are not recorded, only counted per process.
+    DropFaults = 3,
+}
+
+impl Pressure {
+    /// The pressure of a ring of `blocks` blocks of which `unread` are not read yet.
+    fn of(unread: u64, blocks: u64) -> Self {
+        if unread * 8 >= blocks * 7 {
+            Self::DropFaults
+        } else if unread * 4 >= blocks * 3 {
+            Self::NoStacks
+        } else if unread * 2 >= blocks {
+            Self::Shallow
+        } else {
+            Self::None
+        }
+    }
+
+    fn from_u32(value: u32) -> Self {
+        match value {
+            1 => Self::Shallow,
+            2 => Self::NoStacks,
+            3 => Self::DropFaults,
+            _ => Self::None,
+        }
+    }
+
+    /// How many of `depth` stack entries to walk under this pressure.
+    pub(crate) fn depth(self, depth: usize) -> usize {
+        match self {
+            Self::None => depth,
+            Self::Shallow => depth.min(SHALLOW_DEPTH),
+            Self::NoStacks | Self::DropFaults => 0,
+        }
+    }
+}
 
 /// Smallest ring of one CPU, in bytes (room for many of the largest records).
 const CPU_RING_MIN: usize = 4096;
@@ -66,6 +139,10 @@ pub(crate) struct Stats {
     pub(crate) rings: usize,
     /// Bytes of each ring.
     pub(crate) ring_bytes: usize,
+    /// Records whose stack was cut short or left out under pressure.
+    pub(crate) shed_stacks: u64,
+    /// Faults not recorded under pressure.
+    pub(crate) dropped_faults: u64,
 }
 
 /// Bytes of a block: the unit in which a ring is written and overwritten, and the most a
@@ -106,6 +183,17 @@ struct CpuRing {
     /// Bytes written since the readers were last woken, while one waits.
     unwoken: usize,
     per_kind: [u64; Kind::COUNT],
+    /// Per tracked reader slot: the block its cursor is in, or the block that was the head
+    /// when it opened while it reads what the ring held before ([`NO_READER`]: none).
+    readers: [u64; TRACKED_READERS],
+    /// What the slowest tracked reader's lag makes the producers shed.
+    pressure: Pressure,
+    /// Faults not recorded and not yet reported, per process (pid 0: a free entry) ...
+    dropped: [(i32, u64); DROPPED_PROCESSES],
+    /// ... and of the processes that found no entry.
+    dropped_others: u64,
+    shed_stacks: u64,
+    dropped_faults: u64,
 }
 
 impl CpuRing {
@@ -128,7 +216,58 @@ impl CpuRing {
             state: State::ZERO,
             unwoken: 0,
             per_kind: [0; Kind::COUNT],
+            readers: [NO_READER; TRACKED_READERS],
+            pressure: Pressure::None,
+            dropped: [(0, 0); DROPPED_PROCESSES],
+            dropped_others: 0,
+            shed_stacks: 0,
+            dropped_faults: 0,
         })
+    }
+
+    /// Recomputes [`CpuRing::pressure`] from the slowest tracked reader's block.
+    fn update_pressure(&mut self) -> Pressure {
+        let oldest = self.readers.iter().copied().min().unwrap_or(NO_READER);
+        self.pressure = if oldest == NO_READER {
+            Pressure::None
+        } else {
+            // Its own block, partly read, and every one after it.
+            let unread = self.head_block.saturating_sub(oldest) + 1;
+            // CAST: usize fits in u64.
+            Pressure::of(unread, self.blocks.len() as u64)
+        };
+        self.pressure
+    }
+
+    /// Counts a fault of process `pid` that is not recorded.
+    fn count_dropped(&mut self, pid: i32) {
+        self.dropped_faults += 1;
+        let entry = self
+            .dropped
+            .iter()
+            .position(|(p, n)| *p == pid && *n > 0)
+            .or_else(|| self.dropped.iter().position(|(_, n)| *n == 0));
+        match entry.and_then(|i| self.dropped.get_mut(i)) {
+            Some(entry) => *entry = (pid, entry.1 + 1),
+            None => self.dropped_others += 1,
+        }
+    }
+
+    /// Writes a `dropped` record for each process whose faults were not recorded since the
+    /// last, stamped `time_ns`, unless faults are still being dropped.
+    fn report_dropped(&mut self, time_ns: u64) {
+        if self.pressure == Pressure::DropFaults {
+            return;
+        }
+        let others = (0, core::mem::take(&mut self.dropped_others));
+        let entries = core::mem::replace(&mut self.dropped, [(0, 0); DROPPED_PROCESSES]);
+        for (pid, faults) in Iterator::chain(entries.into_iter(), core::iter::once(others)) {
+            if faults > 0 {
+                let mut event = Event::new(Kind::Dropped, pid, pid);
+                event.args[0] = faults;
+                self.push(&event, time_ns, &[]);
+            }
+        }
     }
 
     /// Slot of block number `block`.
@@ -169,6 +308,7 @@ impl CpuRing {
         // INVARIANT: the oldest block was dropped if the new one took its slot; the new block
         // is empty and coded from the start.
         self.state.reset();
+        self.update_pressure();
     }
 
     /// Appends the record of `event`, stamped `time_ns`, with the stack entries `stack`;
@@ -204,6 +344,42 @@ impl CpuRing {
             }
         }
         0
+    }
+
+    /// Moves what the ring holds into `grown`, a new ring at least as large, and takes its
+    /// place: the blocks held keep their numbers (in their slots of the larger ring), and
+    /// the readers their positions. `grown` is left with the old buffers.
+    fn move_into(&mut self, grown: &mut CpuRing) {
+        for block in self.tail_block..=self.head_block {
+            let from = self.slot(block);
+            let to = grown.slot(block);
+            let meta = self.block(block);
+            if let (Some(dst), Some(src)) = (
+                grown.buf.get_mut(to * BLOCK_BYTES..(to + 1) * BLOCK_BYTES),
+                self.buf.get(from * BLOCK_BYTES..(from + 1) * BLOCK_BYTES),
+            ) {
+                copy_bytes(dst, src);
+            }
+            if let Some(slot) = grown.blocks.get_mut(to) {
+                *slot = meta;
+            }
+        }
+        // INVARIANT: `head_block - tail_block` is below the old number of blocks, so below
+        // the new one, and each block held was copied to its slot in `grown`.
+        grown.head_block = self.head_block;
+        grown.tail_block = self.tail_block;
+        grown.head_seq = self.head_seq;
+        grown.tail_seq = self.tail_seq;
+        grown.state = self.state;
+        grown.unwoken = self.unwoken;
+        grown.per_kind = self.per_kind;
+        grown.readers = self.readers;
+        grown.dropped = self.dropped;
+        grown.dropped_others = self.dropped_others;
+        grown.shed_stacks = self.shed_stacks;
+        grown.dropped_faults = self.dropped_faults;
+        grown.update_pressure();
+        core::mem::swap(self, grown);
     }
 
     /// Moves a cursor whose block was overwritten to the oldest record held; returns how
@@ -306,7 +482,15 @@ impl TimerHandler for Readers {
 #[pin_data]
 pub(crate) struct Ring {
     cpus: KVec<Pin<KBox<SpinLock<CpuRing>>>>,
-    ring_bytes: usize,
+    /// Per CPU: its ring's [`Pressure`], read without the lock before a stack is walked.
+    pressure: KVec<Atomic<u32>>,
+    /// Bytes of each ring; grows ([`Ring::grow`]), never shrinks.
+    ring_bytes: Atomic<usize>,
+    /// Serialises [`Ring::grow`].
+    #[pin]
+    growing: Mutex<()>,
+    /// The tracked reader slots in use, one bit each.
+    reader_slots: Atomic<u32>,
     /// Set at unload: readers get end of file, nothing more is written.
     closed: Atomic<bool>,
     delivered: Atomic<u64>,
@@ -316,16 +500,23 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// Rings for every possible CPU, `buflen` bytes in all: each gets `buflen` divided by the
-    /// number of CPUs, rounded down to a power of two, and at least 4096 bytes.
-    pub(crate) fn new(buflen: usize) -> Result<impl PinInit<Self, Error>> {
-        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
-        let ring_bytes = buflen.checked_div(ncpus).ok_or(EINVAL)?;
-        let ring_bytes = match ring_bytes.checked_ilog2() {
+    /// Bytes of each ring when `buflen` bytes are shared by them all: `buflen` divided by the
+    /// number of rings (one per possible CPU), rounded down to a power of two, and at least
+    /// 4096 bytes.
+    pub(crate) fn ring_bytes_for(buflen: usize) -> usize {
+        let ring_bytes = buflen / (kernel::cpu::nr_cpu_ids() as usize).max(1);
+        match ring_bytes.checked_ilog2() {
             Some(log) => (1usize << log).max(CPU_RING_MIN),
             None => CPU_RING_MIN,
-        };
+        }
+    }
+
+    /// Rings for every possible CPU, `buflen` bytes in all ([`Ring::ring_bytes_for`]).
+    pub(crate) fn new(buflen: usize) -> Result<impl PinInit<Self, Error>> {
+        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
+        let ring_bytes = Self::ring_bytes_for(buflen);
         let mut cpus = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        let mut pressure = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         for _ in 0..ncpus {
             cpus.push(
                 KBox::pin_init(
@@ -334,10 +525,14 @@ impl Ring {
                 )?,
                 GFP_KERNEL,
             )?;
+            pressure.push(Atomic::new(Pressure::None as u32), GFP_KERNEL)?;
         }
         Ok(try_pin_init!(Self {
             cpus,
-            ring_bytes,
+            pressure,
+            ring_bytes: Atomic::new(ring_bytes),
+            growing <- new_mutex!((), "memmon_ring_growing"),
+            reader_slots: Atomic::new(0),
             closed: Atomic::new(false),
             delivered: Atomic::new(0),
             reported_lost: Atomic::new(0),
@@ -373,13 +568,22 @@ impl Ring {
         let readers = self.readers.handler();
         let wake = {
             let mut ring = ring.lock();
+            if event.kind == Kind::Fault && ring.pressure == Pressure::DropFaults {
+                // Room kept for the calls, execs, forks and exits.
+                ring.count_dropped(event.pid);
+                return;
+            }
+            if event.stack_end == StackEnd::Shed {
+                ring.shed_stacks += 1;
+            }
             // Stamped under the lock: each ring is in time order, and a reader that took
             // `now` before looking at the rings has seen every record stamped before it.
             let size = ring.push(event, now_ns(), stack);
+            self.publish_pressure(cpu, &ring);
             // Read under the lock: a reader sets `waiting` before it looks at the rings.
             if readers.waiting.load(Relaxed) {
                 ring.unwoken += size;
-                if ring.unwoken >= self.ring_bytes / WAKE_FILL_DIVISOR {
+                if ring.unwoken >= ring.buf.len() / WAKE_FILL_DIVISOR {
                     ring.unwoken = 0;
                     Some(true)
                 } else {
@@ -397,11 +601,93 @@ impl Ring {
         }
     }
 
-    /// Sets `cursors` to where a reader that starts now begins: at the oldest records held.
-    pub(crate) fn start_cursors(&self, cursors: &mut [Cursor]) {
-        for (ring, cursor) in self.cpus.iter().zip(cursors.iter_mut()) {
-            ring.lock().rewind(cursor);
+    /// The [`Pressure`] on the current CPU's ring, for a producer about to walk a stack
+    /// (read without its lock: the ring checks again as it writes).
+    pub(crate) fn pressure(&self) -> Pressure {
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        self.pressure.get(cpu).map_or(Pressure::None, |level| {
+            Pressure::from_u32(level.load(Relaxed))
+        })
+    }
+
+    /// Makes ring `cpu`'s pressure, computed under its lock, visible to producers.
+    fn publish_pressure(&self, cpu: usize, ring: &CpuRing) {
+        if let Some(level) = self.pressure.get(cpu) {
+            let pressure = ring.pressure as u32;
+            if level.load(Relaxed) != pressure {
+                level.store(pressure, Relaxed);
+            }
         }
+    }
+
+    /// Sets `cursors` to where a reader that starts now begins, at the oldest records held,
+    /// and tracks the reader if a slot is free: returns its slot, for [`Ring::fetch`] and
+    /// [`Ring::detach_reader`].
+    pub(crate) fn attach_reader(&self, cursors: &mut [Cursor]) -> Option<usize> {
+        let mut slots = self.reader_slots.load(Relaxed);
+        let slot = loop {
+            // CAST: at most TRACKED_READERS (8) bits.
+            let free = (!slots).trailing_zeros() as usize;
+            if free >= TRACKED_READERS {
+                break None;
+            }
+            match self.reader_slots.cmpxchg(slots, slots | (1 << free), Full) {
+                Ok(_) => break Some(free),
+                Err(now) => slots = now,
+            }
+        };
+        for (cpu, (ring, cursor)) in self.cpus.iter().zip(cursors.iter_mut()).enumerate() {
+            let mut ring = ring.lock();
+            ring.rewind(cursor);
+            // What the ring held before the reader came is not waited for: only what is
+            // written from now on makes the producers shed.
+            let head = ring.head_block;
+            if let Some(position) = slot.and_then(|slot| ring.readers.get_mut(slot)) {
+                *position = head;
+                ring.update_pressure();
+                self.publish_pressure(cpu, &ring);
+            }
+        }
+        slot
+    }
+
+    /// Stops tracking the reader of `slot` (from [`Ring::attach_reader`]), which is closed.
+    pub(crate) fn detach_reader(&self, slot: usize) {
+        for (cpu, ring) in self.cpus.iter().enumerate() {
+            let mut ring = ring.lock();
+            if let Some(position) = ring.readers.get_mut(slot) {
+                *position = NO_READER;
+            }
+            ring.update_pressure();
+            ring.report_dropped(now_ns());
+            self.publish_pressure(cpu, &ring);
+        }
+        let mut slots = self.reader_slots.load(Relaxed);
+        while let Err(now) = self
+            .reader_slots
+            .cmpxchg(slots, slots & !(1u32 << slot), Full)
+        {
+            slots = now;
+        }
+    }
+
+    /// Grows every ring to the size `buflen` gives ([`Ring::ring_bytes_for`]), keeping the
+    /// records they hold and the readers' positions; a size no larger than the rings' is
+    /// left as it is. Returns the bytes of each ring. Sleeps (allocates).
+    pub(crate) fn grow(&self, buflen: usize) -> Result<usize> {
+        let _growing = self.growing.lock();
+        let ring_bytes = Self::ring_bytes_for(buflen);
+        if ring_bytes <= self.ring_bytes.load(Relaxed) {
+            return Ok(self.ring_bytes.load(Relaxed));
+        }
+        for ring in self.cpus.iter() {
+            // Allocated outside the lock, and the old buffers freed outside it.
+            let mut grown = CpuRing::new(ring_bytes)?;
+            ring.lock().move_into(&mut grown);
+            drop(grown);
+        }
+        self.ring_bytes.store(ring_bytes, Relaxed);
+        Ok(ring_bytes)
     }
 
     /// Copies, as they are, the packed records that follow `cursor` in its block of ring
@@ -410,7 +696,15 @@ impl Ring {
     /// to its end. The lock is held only for the copy; the caller decodes the records with
     /// the cursor's [`Cursor::state`], which leaves it as the next fetch needs it, and
     /// fetches again only when it has decoded them all.
-    pub(crate) fn fetch(&self, cpu: usize, cursor: &mut Cursor, out: &mut [u8]) -> Fetched {
+    /// A tracked reader (its `slot`) moves its position in the ring with it, which eases the
+    /// ring's pressure, and reports the faults not recorded once there is room again.
+    pub(crate) fn fetch(
+        &self,
+        cpu: usize,
+        cursor: &mut Cursor,
+        out: &mut [u8],
+        slot: Option<usize>,
+    ) -> Fetched {
         let mut fetched = Fetched {
             lost: 0,
             bytes: 0,
@@ -419,7 +713,7 @@ impl Ring {
         let Some(ring) = self.cpus.get(cpu) else {
             return fetched;
         };
-        let ring = ring.lock();
+        let mut ring = ring.lock();
         fetched.lost = ring.catch_up(cursor);
         loop {
             let block = ring.block(cursor.block);
@@ -455,6 +749,13 @@ impl Ring {
             cursor.seq = end;
             cursor.offset = block.used;
             break;
+        }
+        if let Some(position) = slot.and_then(|slot| ring.readers.get_mut(slot)) {
+            *position = (*position).max(cursor.block);
+            ring.update_pressure();
+            // Stamped after every record this reader has fetched: it reads them next.
+            ring.report_dropped(now_ns());
+            self.publish_pressure(cpu, &ring);
         }
         fetched
     }
@@ -525,12 +826,16 @@ impl Ring {
             reported_lost: self.reported_lost.load(Relaxed),
             per_kind: [0; Kind::COUNT],
             rings: self.cpus.len(),
-            ring_bytes: self.ring_bytes,
+            ring_bytes: self.ring_bytes.load(Relaxed),
+            shed_stacks: 0,
+            dropped_faults: 0,
         };
         for ring in self.cpus.iter() {
             let ring = ring.lock();
             stats.produced += ring.head_seq;
             stats.overwritten += ring.tail_seq;
+            stats.shed_stacks += ring.shed_stacks;
+            stats.dropped_faults += ring.dropped_faults;
             for (sum, n) in stats.per_kind.iter_mut().zip(ring.per_kind.iter()) {
                 *sum += n;
             }

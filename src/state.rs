@@ -19,6 +19,4 @@ pub(crate) struct State {
     /// The unwind tables and the ranges of the processes that use them.
     #[pin]
     pub(crate) unwind: UnwindStore,
-    /// The `buflen` the module was loaded with.
-    pub(crate) buflen: usize,
 }

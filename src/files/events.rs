@@ -133,19 +133,28 @@ pub(crate) fn reader_bytes(rings: usize) -> usize {
         + CHUNK_BYTES
 }
 
-/// Counts an open `events` file in [`Monitor::readers`] while it lives.
-struct OpenReader(Arc<Monitor>);
+/// Counts an open `events` file in [`Monitor::readers`] while it lives, and holds its
+/// tracked reader slot in the rings ([`Ring::attach_reader`]), if it got one.
+struct OpenReader {
+    monitor: Arc<Monitor>,
+    slot: Option<usize>,
+}
 
 impl OpenReader {
-    fn new(monitor: Arc<Monitor>) -> Self {
+    /// Starts `cursors` where a new reader begins.
+    fn new(monitor: Arc<Monitor>, cursors: &mut [Cursor]) -> Self {
         monitor.readers.fetch_add(1, Relaxed);
-        Self(monitor)
+        let slot = monitor.state.ring.attach_reader(cursors);
+        Self { monitor, slot }
     }
 }
 
 impl Drop for OpenReader {
     fn drop(&mut self) {
-        self.0.readers.fetch_sub(1, Relaxed);
+        if let Some(slot) = self.slot {
+            self.monitor.state.ring.detach_reader(slot);
+        }
+        self.monitor.readers.fetch_sub(1, Relaxed);
     }
 }
 
@@ -153,7 +162,7 @@ impl Drop for OpenReader {
 #[pin_data]
 pub(crate) struct EventsFile {
     monitor: Arc<Monitor>,
-    _open: OpenReader,
+    open: OpenReader,
     /// Serialises read(2) on this open file. Never held while waiting for events, so a
     /// signal always interrupts a waiting reader.
     #[pin]
@@ -205,7 +214,7 @@ impl EventsFile {
                 }
             }
             loop {
-                let next = earliest_ring(ring, cursors, stage, staged, lost, until);
+                let next = earliest_ring(ring, self.open.slot, cursors, stage, staged, lost, until);
                 if *lost > 0 {
                     format_lost(line, now_ns(), *lost);
                     match output.push(line, 0, *lost) {
@@ -259,11 +268,13 @@ impl EventsFile {
     }
 }
 
-/// Fetches more records from each ring whose staged ones ran out, and returns the ring whose
+/// Fetches more records from each ring whose staged ones ran out (as the tracked reader of
+/// `slot`, if any), and returns the ring whose
 /// next staged record is the earliest of those stamped up to `until`, if any. Records that do
 /// not decode, or are stamped later than now, are dropped and counted in `lost`.
 fn earliest_ring(
     ring: &Ring,
+    slot: Option<usize>,
     cursors: &mut [Cursor],
     stage: &mut [u8],
     staged: &mut [Staged],
@@ -278,7 +289,7 @@ fn earliest_ring(
         if part.start == part.end {
             // Whatever was not decoded of the last fetch (it cannot happen).
             *lost += part.records;
-            let fetched = ring.fetch(cpu, cursor, bytes);
+            let fetched = ring.fetch(cpu, cursor, bytes, slot);
             *lost += fetched.lost;
             *part = Staged {
                 start: 0,
@@ -335,12 +346,11 @@ impl ProcFile for EventsFile {
         chunk.extend_with(CHUNK_BYTES, 0, GFP_KERNEL)?;
         let mut stage = VVec::with_capacity(ring.count() * BLOCK_BYTES, GFP_KERNEL)?;
         stage.extend_with(ring.count() * BLOCK_BYTES, 0, GFP_KERNEL)?;
-        ring.start_cursors(&mut cursors);
-        let open = OpenReader::new(monitor.into());
+        let open = OpenReader::new(monitor.into(), &mut cursors);
         KBox::try_pin_init(
             try_pin_init!(Self {
                 monitor: monitor.into(),
-                _open: open,
+                open,
                 reading <- new_mutex!(ReadState {
                     cursors,
                     stage,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats`, `marker` and `unwind`.
+//! The files of `/proc/memmon/`: `events`, `watch-pids`, `stats`, `marker`, `unwind` and
+//! `buflen`.
 
 use crate::kernel_ext::capability::Capability;
 use kernel::{
@@ -10,12 +11,14 @@ use kernel::{
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
+mod buflen;
 mod events;
 mod marker;
 mod stats;
 mod unwind;
 mod watch_pids;
 
+pub(crate) use buflen::BuflenFile;
 use events::reader_bytes;
 pub(crate) use events::EventsFile;
 pub(crate) use marker::MarkerFile;

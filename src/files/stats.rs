@@ -48,7 +48,9 @@ impl StatsFile {
             )?;
             writeln!(out, "rings {}", stats.rings)?;
             writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
-            writeln!(out, "buflen {}", state.buflen)?;
+            writeln!(out, "buflen {}", stats.rings * stats.ring_bytes)?;
+            writeln!(out, "shed_stacks {}", stats.shed_stacks)?;
+            writeln!(out, "dropped_faults {}", stats.dropped_faults)?;
             writeln!(out, "generations {}", crate::probes::sample::generation())?;
             let (arm_ns, armed) = crate::probes::sample::arming_totals();
             writeln!(out, "sample_arm_ns {arm_ns}")?;

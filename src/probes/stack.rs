@@ -52,7 +52,7 @@ pub(crate) fn depth() -> usize {
 }
 
 /// Pushes `event` to the ring with the current task's user stack, at most `stack_depth`
-/// entries: walked from `regs` (a fault from user mode), else from the registers of the
+/// entries (fewer, or none, under the ring's [`crate::ring::Pressure`]): walked from `regs` (a fault from user mode), else from the registers of the
 /// system call the task is in, with the unwind tables of the process where it has them.
 /// Not inlined, so that its 512-byte buffer takes stack space only when stacks are on; the
 /// buffer is not cleared, only the entries walked are written.
@@ -62,6 +62,14 @@ pub(crate) fn push_with_user_stack(
     event: &mut Event,
     regs: Option<&bindings::pt_regs>,
 ) {
+    // A reader behind: fewer entries, or none, before any event is lost (`stack_end=shed`).
+    let wanted = depth();
+    let allowed = state.ring.pressure().depth(wanted);
+    if allowed == 0 {
+        event.stack_end = StackEnd::Shed;
+        state.ring.push(event);
+        return;
+    }
     let mut frames = [MaybeUninit::<u64>::uninit(); STACK_MAX];
     let regs = match regs {
         Some(regs) => Some(regs),
@@ -70,10 +78,14 @@ pub(crate) fn push_with_user_stack(
     let (count, end, python, python_end) = match regs {
         Some(regs) => state
             .unwind
-            .with_current(|ranges| walk_both(regs, depth(), &mut frames, ranges)),
+            .with_current(|ranges| walk_both(regs, allowed, &mut frames, ranges)),
         None => (0, StackEnd::Complete, 0, PythonEnd::Complete),
     };
-    event.stack_end = end;
+    event.stack_end = if end == StackEnd::Depth && allowed < wanted {
+        StackEnd::Shed
+    } else {
+        end
+    };
     // CAST: at most PYTHON_MAX.
     event.python_frames = python as u8;
     event.python_end = python_end;

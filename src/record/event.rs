@@ -28,16 +28,20 @@ pub(crate) enum StackEnd {
     /// The frame's table row cannot be followed (an expression, a signal frame), and its
     /// frame pointer led nowhere.
     Unsupported = 4,
+    /// Cut short, or not walked at all, because a reader had fallen behind and the ring was
+    /// filling ([`crate::ring::Pressure`]); the event itself is whole.
+    Shed = 5,
 }
 
 impl StackEnd {
     /// Every reason, indexed by discriminant.
-    pub(crate) const ALL: [Self; 5] = [
+    pub(crate) const ALL: [Self; 6] = [
         Self::Complete,
         Self::Depth,
         Self::Unreadable,
         Self::NoTable,
         Self::Unsupported,
+        Self::Shed,
     ];
 
     /// Its name in the line's `stack_end=`.
@@ -48,6 +52,7 @@ impl StackEnd {
             Self::Unreadable => "unreadable",
             Self::NoTable => "no_table",
             Self::Unsupported => "unsupported",
+            Self::Shed => "shed",
         }
     }
 }
@@ -164,11 +169,12 @@ pub(crate) enum Kind {
     Rss,
     Gen,
     Cgroup,
+    Dropped,
 }
 
 impl Kind {
     /// Number of kinds.
-    pub(crate) const COUNT: usize = Kind::Cgroup as usize + 1;
+    pub(crate) const COUNT: usize = Kind::Dropped as usize + 1;
 
     /// Every kind, in discriminant order.
     pub(crate) const ALL: [Kind; Kind::COUNT] = [
@@ -198,6 +204,7 @@ impl Kind {
         Kind::Rss,
         Kind::Gen,
         Kind::Cgroup,
+        Kind::Dropped,
     ];
 
     /// Whether the kind is a system call (its line ends with `dur=`).
@@ -212,6 +219,7 @@ impl Kind {
                 | Kind::Rss
                 | Kind::Gen
                 | Kind::Cgroup
+                | Kind::Dropped
         )
     }
 
@@ -222,7 +230,13 @@ impl Kind {
     pub(crate) fn args(self) -> usize {
         match self {
             Kind::Munlockall | Kind::Mark | Kind::Exit => 0,
-            Kind::Brk | Kind::Mlockall | Kind::Fsync | Kind::Shmdt | Kind::Fork | Kind::Cgroup => 1,
+            Kind::Brk
+            | Kind::Mlockall
+            | Kind::Fsync
+            | Kind::Shmdt
+            | Kind::Fork
+            | Kind::Cgroup
+            | Kind::Dropped => 1,
             Kind::Munmap | Kind::Mlock | Kind::Munlock | Kind::Gen => 2,
             Kind::Fault
             | Kind::Mprotect
@@ -267,6 +281,7 @@ impl Kind {
             Kind::Rss => "rss",
             Kind::Gen => "gen",
             Kind::Cgroup => "cgroup",
+            Kind::Dropped => "dropped",
         }
     }
 }

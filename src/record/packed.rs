@@ -231,7 +231,9 @@ pub(crate) fn encode(
     if event.kind != Kind::Fault && !text.is_empty() {
         tag |= TAG_TEXT;
     }
-    if !stack.is_empty() {
+    // A stack shed whole has no entries but says so.
+    let shed = event.stack_end == StackEnd::Shed;
+    if !stack.is_empty() || shed {
         tag |= TAG_STACK;
     }
     w.byte(tag);
@@ -276,7 +278,7 @@ pub(crate) fn encode(
             w.bytes(text);
         }
     }
-    if !stack.is_empty() {
+    if !stack.is_empty() || shed {
         // Its length and why it ends there (3 bits), then how many of its entries are Python
         // frames (7 bits) and why they end there (3 bits).
         let python = u64::from(event.python_frames) | (u64::from(event.python_end as u8) << 7);

@@ -452,13 +452,13 @@ pub(crate) fn format_event(out: &mut Line, event: &Event, stack: &[u64]) {
 }
 
 /// Writes ` stack=0x..,0x..` for a non-empty stack, and ` stack_end=REASON` after it when
-/// the stack is not whole.
+/// the stack is not whole (alone for a stack shed whole).
 fn write_stack(out: &mut Line, stack: &[u64], end: StackEnd) -> fmt::Result {
     for (i, entry) in stack.iter().enumerate() {
         out.push_bytes(if i == 0 { b" stack=" } else { b"," })?;
         out.push_hex(*entry)?;
     }
-    if !stack.is_empty() && end != StackEnd::Complete {
+    if (!stack.is_empty() && end != StackEnd::Complete) || end == StackEnd::Shed {
         out.push_bytes(b" stack_end=")?;
         out.push_bytes(end.name().as_bytes())?;
     }
@@ -516,7 +516,8 @@ fn write_event(out: &mut Line, e: &Event) -> fmt::Result {
         | Kind::Gen
         | Kind::Fork
         | Kind::Exit
-        | Kind::Cgroup => write_process_event(out, e)?,
+        | Kind::Cgroup
+        | Kind::Dropped => write_process_event(out, e)?,
     }
     if e.kind.is_syscall() {
         out.push_bytes(b" dur=")?;
@@ -717,6 +718,7 @@ fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
         Kind::Gen => write!(out, " n={a0} armed={a1}")?,
         Kind::Fork => write!(out, " child={} watched={}", e.ret, a0)?,
         Kind::Exit => write!(out, " code={}", e.ret)?,
+        Kind::Dropped => write!(out, " faults={a0}")?,
         Kind::Cgroup => {
             write!(out, " id={a0} path=")?;
             write_text(out, e)?;

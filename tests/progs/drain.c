@@ -1,6 +1,7 @@
-// drain [-b SIZE] [FILE]: print every event the ring still holds, without blocking: opens
-// /proc/memmon/events (or FILE) with O_NONBLOCK and reads SIZE bytes at a time (default
-// 65536) until EAGAIN.
+// drain [-b SIZE] [FILE | -F FD]: print every event the ring still holds, without blocking:
+// opens /proc/memmon/events (or FILE) with O_NONBLOCK, or reads the open file FD (made
+// non-blocking: a reader opened before, whose position it keeps), and reads SIZE bytes at a
+// time (default 65536) until EAGAIN.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,7 +25,13 @@ int main(int argc, char **argv)
 		argc -= 2;
 	}
 	path = argc > 1 ? argv[1] : "/proc/memmon/events";
-	fd = open(path, O_RDONLY | O_NONBLOCK);
+	if (argc > 2 && !strcmp(argv[1], "-F")) {
+		fd = atoi(argv[2]);
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+			return perror("drain: fcntl"), 1;
+	} else {
+		fd = open(path, O_RDONLY | O_NONBLOCK);
+	}
 	if (fd < 0)
 		return perror(path), 1;
 	while ((n = read(fd, buf, size)) > 0)

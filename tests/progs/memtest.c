@@ -16,7 +16,8 @@
 //   exec PATH    write machine code to PATH, map it PROT_READ|PROT_EXEC, call it
 //   populate N   mmap N pages with MAP_POPULATE
 //   thp          a 2 MiB-aligned anonymous region with MADV_HUGEPAGE, one write
-//   churn R N    R rounds of: map N anonymous pages, write each, unmap them
+//   churn R N [D]  R rounds of: map N anonymous pages, write each, unmap them; with D,
+//                from D frames of recursion (deep stacks, followed by frame pointers)
 //   race N       two threads write the same N fresh anonymous pages at once, in the same
 //                order, so that they race to fault the same pages (spurious faults)
 //   threads T N  T threads each write N fresh anonymous pages of their own region, in
@@ -93,6 +94,22 @@ static void touch(volatile char *p, size_t pages, int write)
 			p[i * PAGE] = 1;
 		else
 			(void)p[i * PAGE];
+	}
+}
+
+// R rounds of map, write and unmap N pages, from D more frames of recursion.
+__attribute__((noinline)) static void churn(size_t rounds, size_t n, size_t depth)
+{
+	if (depth > 0) {
+		churn(rounds, n, depth - 1);
+		__asm__ volatile("" ::: "memory");	// not a tail call: a frame each
+		return;
+	}
+	for (size_t r = 0; r < rounds; r++) {
+		char *p = map_anon(n * PAGE);
+
+		touch(p, n, 1);
+		munmap(p, n * PAGE);
 	}
 }
 
@@ -213,15 +230,13 @@ int main(int argc, char **argv)
 		start();
 		p[0] = 1;
 		stop();
-	} else if (!strcmp(mode, "churn") && argc == 4) {
+	} else if (!strcmp(mode, "churn") && (argc == 4 || argc == 5)) {
 		size_t rounds = strtoul(argv[2], NULL, 0);
 
+		size_t pages = strtoul(argv[3], NULL, 0);
+
 		start();
-		for (size_t r = 0; r < rounds; r++) {
-			p = map_anon(n * PAGE);
-			touch(p, n, 1);
-			munmap(p, n * PAGE);
-		}
+		churn(rounds, pages, argc == 5 ? strtoul(argv[4], NULL, 0) : 0);
 		stop();
 	} else if (!strcmp(mode, "race")) {
 		pthread_t other;

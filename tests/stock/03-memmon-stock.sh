@@ -13,7 +13,7 @@ expect_match "dmesg says why (load)" "$(kmsg_new)" \
 kmsg_mark
 load
 expect_match "load line names the fault source" "$(kmsg_new)" \
-    'memmon: loaded: buflen=32768 .*, fault source: kprobes$'
+    'memmon: loaded: buflen=2097152 .*, fault source: kprobes$'
 expect_eq "stats fault_source" "$(stat_of fault_source)" kprobes
 kmsg_mark
 if echo 100 > $P 2>/tmp/err; then fail "sample_ms=100 was accepted at run time"; fi

@@ -35,6 +35,9 @@ const VALID: &[&str] = &[
     "5.104012004 212/212 fork child=213 watched=1",
     "5.104012005 212/212 exit code=768",
     "5.104012006 0/0 lost count=12",
+    "5.104012007 212/212 dropped faults=4733",
+    "12.000125009 1234/1234 fault type=anon access=W addr=0x1000 ip=0x401136 stack_end=shed",
+    "12.000125010 1234/1234 fault type=anon access=W addr=0x1000 ip=0x401136 stack=0x401136,0x401200 stack_end=shed",
     // Later stream additions: pages=, dur=, stack=, new fault types and kinds.
     "12.000125003 1234/1234 fault type=file access=R addr=0x7f0000200000 ip=0x401136 pages=16",
     "12.000125004 1234/1234 fault type=anon access=W addr=0x7f0000400000 ip=0x401200 huge=1 pages=512 stack=0x401200,0x401300,0x7f0000001234",

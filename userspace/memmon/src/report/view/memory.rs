@@ -21,7 +21,7 @@ use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::runtimes::RuntimeWork;
 use crate::report::view::your_code::{your_code, YourCode};
-use crate::stream::event::Timestamp;
+use crate::stream::event::{StackEnd, Timestamp};
 
 /// An analysis with its symbols and its view: what the outputs render.
 pub struct Prepared {
@@ -424,7 +424,7 @@ pub struct View {
     pub stacks: bool,
     /// Events with a stack, by why it ends (whole, depth, unreadable, no_table,
     /// unsupported: `StackEnd` order).
-    pub stack_ends: [u64; 5],
+    pub stack_ends: [u64; StackEnd::ALL.len()],
     /// Resident bytes at the moment by where their stacks end (`main`, a thread's
     /// start, start-up, exit, no stack, other).
     pub stack_reach: StackReach,

@@ -22,7 +22,7 @@ use crate::report::model::space::{Ctx, Space, Vma};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
 use crate::report::model::ProcessKey;
-use crate::stream::event::Timestamp;
+use crate::stream::event::{StackEnd, Timestamp};
 use rustc_hash::FxHashMap;
 
 /// Where a counter value came from.
@@ -143,7 +143,7 @@ pub struct Analysis {
     pub has_stacks: bool,
     /// Events with a stack, by why it ends ([`crate::stream::event::StackEnd`] order: whole
     /// first).
-    pub stack_ends: [u64; 5],
+    pub stack_ends: [u64; StackEnd::ALL.len()],
     /// Any fault carried `pages=`.
     pub has_pages: bool,
     /// First and last event times.
@@ -199,7 +199,7 @@ pub struct Replay {
     lost: u64,
     bad_lines: u64,
     has_stacks: bool,
-    stack_ends: [u64; 5],
+    stack_ends: [u64; StackEnd::ALL.len()],
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
     commands: Vec<String>,
@@ -246,7 +246,7 @@ impl Replay {
             lost: 0,
             bad_lines: 0,
             has_stacks: false,
-            stack_ends: [0; 5],
+            stack_ends: [0; StackEnd::ALL.len()],
             has_pages: false,
             span: None,
             commands: Vec::new(),

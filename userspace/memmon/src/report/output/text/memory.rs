@@ -126,7 +126,7 @@ fn write_moment(out: &mut String, view: &View) -> Result {
 }
 
 /// Says how many stacks ended before their outermost frame, and why, if any did.
-fn write_stack_ends(out: &mut String, ends: &[u64; 5]) -> Result {
+fn write_stack_ends(out: &mut String, ends: &[u64; StackEnd::ALL.len()]) -> Result {
     let all: u64 = ends.iter().sum();
     let early: u64 = ends.iter().skip(1).sum();
     if early == 0 {
@@ -145,6 +145,7 @@ fn write_stack_ends(out: &mut String, ends: &[u64; 5]) -> Result {
         "unreadable: a frame that could not be read",
         "no_table: code without an unwind table or frame pointer",
         "unsupported: a frame whose unwind rule cannot be followed",
+        "shed: cut short or not walked while memmon's reader was behind",
     ];
     let explained: Vec<&str> = meanings
         .iter()

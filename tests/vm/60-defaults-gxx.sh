@@ -1,0 +1,56 @@
+# vm-add: /usr/bin/g++:/usr/bin/g++
+# vm-add: /usr/bin/as:/usr/bin/as
+# vm-add: /usr/lib/gcc/x86_64-linux-gnu/12/cc1plus:/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus
+# vm-add: /lib64/ld-linux-x86-64.so.2:/lib64/ld-linux-x86-64.so.2
+# vm-add: /lib/x86_64-linux-gnu/libc.so.6:/lib/x86_64-linux-gnu/libc.so.6
+# vm-add: /lib/x86_64-linux-gnu/libm.so.6:/lib/x86_64-linux-gnu/libm.so.6
+# vm-add: /lib/x86_64-linux-gnu/libisl.so.23:/lib/x86_64-linux-gnu/libisl.so.23
+# vm-add: /lib/x86_64-linux-gnu/libmpc.so.3:/lib/x86_64-linux-gnu/libmpc.so.3
+# vm-add: /lib/x86_64-linux-gnu/libmpfr.so.6:/lib/x86_64-linux-gnu/libmpfr.so.6
+# vm-add: /lib/x86_64-linux-gnu/libgmp.so.10:/lib/x86_64-linux-gnu/libgmp.so.10
+# vm-add: /lib/x86_64-linux-gnu/libz.so.1:/lib/x86_64-linux-gnu/libz.so.1
+# vm-add: /lib/x86_64-linux-gnu/libzstd.so.1:/lib/x86_64-linux-gnu/libzstd.so.1
+# vm-add: /lib/x86_64-linux-gnu/libbfd-2.40-system.so:/lib/x86_64-linux-gnu/libbfd-2.40-system.so
+# vm-add: /lib/x86_64-linux-gnu/libsframe.so.0:/lib/x86_64-linux-gnu/libsframe.so.0
+# Nothing lost with the defaults (issue 50), on the program that lost most: `memmon record --
+# g++ -O2 -c` of an STL-heavy unit (tests/runtimes/stl_unit.cc, preprocessed on the host),
+# Debian's g++ 12, whose work is in its cc1plus child, with the module loaded with no
+# parameter and no option to record or report, on a guest kept busy by a CPU-bound loop per
+# vCPU (single-threaded TCG). record follows the children by default: the capture has the
+# driver, cc1plus and as; nothing is lost; the report names cc1plus's functions (Debian's
+# cc1plus exports its symbols), and its largest functions hold the same bytes as in a
+# reference run on rings grown to 16 MiB in the same boot, within 5 %.
+# vm-accel: tcg,thread=single
+# vm-timeout: 1500
+. /host/lib.sh
+load
+export PATH=/usr/bin:$PATH
+
+# record NAME: `memmon record -o /tmp/NAME.cap -- g++ -O2 -c ...`, no option; its reports
+record() {
+    memmon record -o "/tmp/$1.cap" -- g++ -O2 -c /progs/runtimes/stl_unit.ii -o "/tmp/$1.o" \
+        > "/tmp/$1.out" 2> "/tmp/$1.err" || { cat "/tmp/$1.err"; fail "memmon record -- g++"; }
+    [ -s "/tmp/$1.o" ] || fail "$1: g++ wrote no object"
+    memmon report "/tmp/$1.cap" > "/tmp/$1.txt" 2> "/tmp/$1.report-err" ||
+        { cat "/tmp/$1.report-err"; fail "memmon report of $1"; }
+    memmon report --format json "/tmp/$1.cap" > "/tmp/$1.json" || fail "json report of $1"
+    echo "== $1: record's summary and the report's first lines"
+    cat "/tmp/$1.err"
+    sed -n '1,/^RSS tree/p' "/tmp/$1.txt"
+}
+
+for cpu in 1 2; do (while :; do :; done) & done
+
+record gxx
+expect_eq "lost lines" "$(grep -c ' lost count=' /tmp/gxx.cap)" 0
+expect_eq "dropped lines" "$(grep -c ' dropped faults=' /tmp/gxx.cap)" 0
+expect_eq "stacks shed" "$(grep -c 'stack_end=shed' /tmp/gxx.cap)" 0
+grep -q '^incomplete:' /tmp/gxx.txt && fail "the report says it is incomplete"
+# The children were followed: cc1plus and as ran watched.
+for prog in cc1plus as; do
+    grep -qE " exec comm=$prog " /tmp/gxx.cap || fail "no exec of $prog in the capture"
+done
+echo 16777216 > /proc/memmon/buflen || fail "the grow to 16 MiB"
+record gxx-ref
+kill %1 %2 2>/dev/null
+unload
