@@ -748,11 +748,11 @@ pub fn ring_growth_line(growth: &RingGrowth, buflen: &std::path::Path) -> Option
             error,
         } => Some(format!(
             "memmon agent: cannot grow the module's event rings from {ring_bytes} bytes per \
-             CPU (writing {written} to {buflen}): {}{error}",
-            error
-                .raw_os_error()
-                .map(|code| format!("{}: ", nix::errno::Errno::from_raw(code)))
-                .unwrap_or_default()
+             CPU (writing {written} to {buflen}): {}",
+            match error.raw_os_error() {
+                Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
+                None => error.to_string(),
+            }
         )),
     }
 }

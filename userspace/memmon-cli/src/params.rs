@@ -131,7 +131,7 @@ pub fn ring_growth_message(growth: &RingGrowth, buflen: &Path) -> Option<String>
 /// An I/O error with its errno's name (`EACCES: Permission denied`).
 fn errno_text(error: &io::Error) -> String {
     match error.raw_os_error() {
-        Some(code) => format!("{}: {error}", nix::errno::Errno::from_raw(code)),
+        Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
         None => error.to_string(),
     }
 }

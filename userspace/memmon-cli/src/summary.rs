@@ -40,14 +40,17 @@ pub fn write_your_code(out: &mut String, view: &View) {
         "memmon: your code, resident bytes by function at {} (memmon report for more):",
         view.shown.moment_label
     );
-    for row in code.functions.iter().take(TOP) {
+    // Rows by resident bytes; one that only calls others (inclusive bytes alone) is not
+    // listed here.
+    let rows: Vec<_> = code.functions.iter().filter(|row| row.resident > 0).collect();
+    for row in rows.iter().take(TOP) {
         let name = match &row.library {
             Some(library) => format!("{} → {library}", row.name()),
             None => row.name(),
         };
         let _ = writeln!(out, "memmon: {:>10}  {name}", size(row.resident));
     }
-    let more = code.functions.len().saturating_sub(TOP);
+    let more = rows.len().saturating_sub(TOP);
     if more > 0 {
         let _ = writeln!(out, "memmon:             ({more} more functions)");
     }
@@ -133,5 +136,66 @@ fn write_rest(out: &mut String, analysis: &Analysis, view: &View) {
         for warning in &check.warnings {
             let _ = writeln!(out, "memmon: warning: {warning}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memmon::report::ReplayOptions;
+
+    /// /usr/bin/app brought in 3 pages itself (main) and 2 through libc's malloc; the
+    /// fixture's binaries are not on this machine, so functions are object+offset.
+    const CAPTURE: &str = "\
+# memmon-capture 1
+# command /usr/bin/app
+# snapshot maps 100 1.000000000 exec
+#| 00400000-00401000 r-xp 00000000 08:01 5    /usr/bin/app
+#| 7f1000000000-7f1000100000 r-xp 00000000 08:01 6    /usr/lib/x86_64-linux-gnu/libc.so.6
+#| 7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+2.000000000 100/100 fault type=anon access=W addr=0x7f0000000000 ip=0x400100 stack=0x400100,0x400200
+2.000000001 100/100 fault type=anon access=W addr=0x7f0000001000 ip=0x400100 stack=0x400100,0x400200
+2.000000002 100/100 fault type=anon access=W addr=0x7f0000002000 ip=0x400100 stack=0x400100,0x400200
+2.000000003 100/100 fault type=anon access=W addr=0x7f0000003000 ip=0x7f1000000100 stack=0x7f1000000100,0x400300,0x400200
+2.000000004 100/100 fault type=anon access=W addr=0x7f0000004000 ip=0x7f1000000100 stack=0x7f1000000100,0x400300,0x400200
+";
+
+    #[test]
+    fn summary_leads_with_your_code() {
+        let dir = std::env::temp_dir().join(format!("memmon-summary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cap.txt");
+        std::fs::write(&path, CAPTURE).unwrap();
+        let analysis = memmon::report::analyze(&[path], ReplayOptions::default()).unwrap();
+        let text = super::summary(&analysis);
+        let _ = std::fs::remove_dir_all(&dir);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("memmon: your code, resident bytes by function at "),
+            "{text}"
+        );
+        let summary = lines
+            .iter()
+            .position(|l| l.starts_with("memmon: summary: 5 events, 5 faults (first-touch 5,"))
+            .expect(&text);
+        // Two functions of /usr/bin/app: 12 KiB and 8 KiB (the latter through libc).
+        assert_eq!(
+            lines[..summary],
+            [
+                "memmon: your code, resident bytes by function at the peak, 0 ms (memmon report for more):",
+                "memmon:     12 KiB  app+0x100",
+                "memmon:      8 KiB  app+0x300 → [libc.so.6+0x100]",
+            ],
+            "{text}"
+        );
+        // The sites, system code included, after.
+        assert_eq!(
+            lines[summary + 2..],
+            [
+                "memmon: top sites by resident bytes at the peak, 0 ms:",
+                "memmon:     12 KiB  app+0x100 < app+0x200",
+                "memmon:      8 KiB  libc.so.6+0x100 < app+0x300 < app+0x200",
+            ],
+            "{text}"
+        );
     }
 }

@@ -1004,3 +1004,123 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
     }
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A capture file in memory, readable after the monitor has written it.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn recording(pids: &[u32]) -> (Monitor, Shared) {
+        let capture = Shared::default();
+        let mut monitor = Monitor::new(
+            Sink::Capture(Box::new(capture.clone())),
+            Timestamp::parse("1.000000000").unwrap(),
+            false,
+        );
+        monitor.followed.extend(pids);
+        monitor.ever_followed.extend(pids);
+        (monitor, capture)
+    }
+
+    #[test]
+    fn losses_are_counted_by_kind_and_process() {
+        // Pids far above pid_max: /proc has no such process, so names come from execs.
+        let (mut monitor, capture) = recording(&[4_000_100]);
+        for line in [
+            "2.000000000 4000100/4000100 exec comm=cc1plus filename=/usr/lib/gcc/cc1plus",
+            "2.100000000 4000100/4000100 fault type=anon access=W addr=0x7f0000000000 ip=0x400100 stack=0x400100,0x400200",
+            "2.100000001 4000100/4000100 fault type=anon access=W addr=0x7f0000001000 ip=0x400100 stack=0x400100 stack_end=shed",
+            "2.100000002 4000100/4000100 fault type=anon access=W addr=0x7f0000002000 ip=0x400100 stack_end=shed",
+            "2.100000003 4000100/4000100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000200000 stack_end=shed",
+            "2.200000000 4000100/4000100 dropped faults=3733",
+            "2.300000000 4000100/4000100 dropped faults=1000",
+            "2.300000001 0/0 dropped faults=12",
+            "2.400000000 0/0 lost count=250",
+            "2.400000001 0/0 lost count=5",
+            "2.500000000 4000100/4000100 fork child=4000101 watched=0",
+            "2.500000001 4000100/4000100 fork child=4000102 watched=0",
+            // Another process's drop, not followed: not counted.
+            "2.600000000 4000200/4000200 dropped faults=99",
+        ] {
+            monitor.handle(line).unwrap();
+        }
+        let losses = &monitor.losses;
+        assert_eq!(losses.lost, 255);
+        assert_eq!(losses.dropped, BTreeMap::from([(4_000_100, 4733)]));
+        assert_eq!(losses.dropped_unattributed, 12);
+        assert_eq!(losses.shed, 3);
+        assert_eq!(
+            losses.unwatched_children,
+            BTreeMap::from([(4_000_100, 2)])
+        );
+        let comms = monitor.comms.clone();
+        let lines = losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them");
+        assert_eq!(
+            lines,
+            [
+                "memmon: 255 events were lost (overwritten before memmon read them): grow them",
+                "memmon: 4745 faults were not recorded (the module dropped them while its ring \
+                 was nearly full): 4000100 (cc1plus) 4733, processes it could not keep apart 12",
+                "memmon: 3 call stacks were cut short or not walked (stack_end=shed): their \
+                 events are whole, their sites shorter",
+                "memmon: 4000100 (cc1plus) forked 2 children memmon did not watch (--no-follow)",
+            ]
+        );
+        // Every line of the followed process went into the capture, the drops and losses
+        // too; the stranger's did not.
+        monitor.sink.flush().unwrap();
+        let text = String::from_utf8(capture.0.borrow().clone()).unwrap();
+        assert_eq!(text.lines().filter(|l| l.contains("stack_end=shed")).count(), 3);
+        assert_eq!(text.lines().filter(|l| l.contains(" dropped ")).count(), 3);
+        assert!(!text.contains("4000200"));
+    }
+
+    #[test]
+    fn no_losses_no_lines() {
+        assert!(Losses::default().lines(&|_| None, "").is_empty());
+    }
+
+    #[test]
+    fn exec_snapshot_put_off_is_taken_before_the_next_event() {
+        // This test's own process stands for a child whose exec snapshot showed no image.
+        let pid = std::process::id();
+        let (mut monitor, capture) = recording(&[pid]);
+        monitor.exec_pending.insert(pid);
+        let fault = format!(
+            "2.000000000 {pid}/{pid} fault type=anon access=W addr=0x7f0000000000 ip=0x400100"
+        );
+        monitor.handle(&fault).unwrap();
+        monitor.handle(&fault).unwrap();
+        assert!(monitor.exec_pending.is_empty());
+        let text = String::from_utf8(capture.0.borrow().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let snapshot = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("# snapshot maps {pid} ")) && l.ends_with(" exec"))
+            .expect("an exec snapshot");
+        let first_fault = lines.iter().position(|l| *l == fault).unwrap();
+        assert!(snapshot < first_fault, "{text}");
+        // Taken once, both faults written.
+        assert_eq!(lines.iter().filter(|l| l.ends_with(" exec")).count(), 2); // maps, status
+        assert_eq!(lines.iter().filter(|l| **l == fault).count(), 2);
+        // The snapshot names this test's own executable: the image is mapped.
+        let own = std::env::current_exe().unwrap();
+        assert!(text.contains(own.to_str().unwrap()), "{text}");
+    }
+}
