@@ -65,7 +65,12 @@ fn ring_growth_log_lines() {
     let buflen = Path::new("/proc/memmon/buflen");
     assert_eq!(ring_growth_line(&RingGrowth::Unknown, buflen), None);
     assert_eq!(
-        ring_growth_line(&RingGrowth::LargeEnough { ring_bytes: 1 << 20 }, buflen),
+        ring_growth_line(
+            &RingGrowth::LargeEnough {
+                ring_bytes: 1 << 20
+            },
+            buflen
+        ),
         None
     );
     assert_eq!(

@@ -211,7 +211,12 @@ mod tests {
         let buflen = Path::new("/proc/memmon/buflen");
         let line = |growth| ring_growth_message(&growth, buflen);
         assert_eq!(line(RingGrowth::Unknown), None);
-        assert_eq!(line(RingGrowth::LargeEnough { ring_bytes: 1 << 20 }), None);
+        assert_eq!(
+            line(RingGrowth::LargeEnough {
+                ring_bytes: 1 << 20
+            }),
+            None
+        );
         assert_eq!(
             line(RingGrowth::Grown {
                 from: 65536,

@@ -42,7 +42,11 @@ pub fn write_your_code(out: &mut String, view: &View) {
     );
     // Rows by resident bytes; one that only calls others (inclusive bytes alone) is not
     // listed here.
-    let rows: Vec<_> = code.functions.iter().filter(|row| row.resident > 0).collect();
+    let rows: Vec<_> = code
+        .functions
+        .iter()
+        .filter(|row| row.resident > 0)
+        .collect();
     for row in rows.iter().take(TOP) {
         let name = match &row.library {
             Some(library) => format!("{} → {library}", row.name()),

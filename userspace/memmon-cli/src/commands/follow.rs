@@ -19,7 +19,6 @@ use memmon::capture::control::process_path;
 use memmon::capture::file::{exec_image_missing, write_header};
 use memmon::capture::python_codes::PythonCodes;
 use memmon::report::model::replay::{Replay, ReplayOptions};
-use crate::summary::summary;
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
     SnapshotSource, StackEnd, Timestamp,
@@ -29,6 +28,7 @@ use nix::sys::signal::Signal;
 use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
+use crate::summary::summary;
 use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
 use crate::unwind::UnwindTables;
 
@@ -326,10 +326,7 @@ impl Monitor {
         }
         let advice = lost_advice(proc);
         let comms = &self.comms;
-        for line in self
-            .losses
-            .lines(&|pid| comms.get(&pid).cloned(), &advice)
-        {
+        for line in self.losses.lines(&|pid| comms.get(&pid).cloned(), &advice) {
             eprintln!("{line}");
         }
     }
@@ -500,15 +497,8 @@ impl Monitor {
             EventKind::Dropped { faults } => {
                 *self.losses.dropped.entry(event.pid).or_insert(0) += faults;
             }
-            EventKind::Fork {
-                watched: false,
-                ..
-            } => {
-                *self
-                    .losses
-                    .unwatched_children
-                    .entry(event.pid)
-                    .or_insert(0) += 1;
+            EventKind::Fork { watched: false, .. } => {
+                *self.losses.unwatched_children.entry(event.pid).or_insert(0) += 1;
                 self.comm(event.pid);
             }
             _ => {}
@@ -646,7 +636,9 @@ pub fn lost_advice(proc: &ProcInterface) -> String {
         (Some(ring_bytes), Some(rings)) if buflen.exists() => format!(
             ": the module's rings are {ring_bytes} bytes per CPU; grow them (echo {} > {}) to \
              keep up with this workload",
-            rings.max(1).saturating_mul(ring_bytes.max(1 << 20).saturating_mul(4)),
+            rings
+                .max(1)
+                .saturating_mul(ring_bytes.max(1 << 20).saturating_mul(4)),
             buflen.display()
         ),
         _ => match stats.get_u64("buflen") {
@@ -1065,10 +1057,7 @@ mod tests {
         assert_eq!(losses.dropped, BTreeMap::from([(4_000_100, 4733)]));
         assert_eq!(losses.dropped_unattributed, 12);
         assert_eq!(losses.shed, 3);
-        assert_eq!(
-            losses.unwatched_children,
-            BTreeMap::from([(4_000_100, 2)])
-        );
+        assert_eq!(losses.unwatched_children, BTreeMap::from([(4_000_100, 2)]));
         let comms = monitor.comms.clone();
         let lines = losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them");
         assert_eq!(
@@ -1086,7 +1075,12 @@ mod tests {
         // too; the stranger's did not.
         monitor.sink.flush().unwrap();
         let text = String::from_utf8(capture.0.borrow().clone()).unwrap();
-        assert_eq!(text.lines().filter(|l| l.contains("stack_end=shed")).count(), 3);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains("stack_end=shed"))
+                .count(),
+            3
+        );
         assert_eq!(text.lines().filter(|l| l.contains(" dropped ")).count(), 3);
         assert!(!text.contains("4000200"));
     }

@@ -842,7 +842,10 @@ mod tests {
         let root = temp_root("grow");
         let proc = ProcInterface::new(&root);
         // No stats: nothing known, nothing written.
-        assert!(matches!(proc.grow_rings(RING_TARGET_BYTES), RingGrowth::Unknown));
+        assert!(matches!(
+            proc.grow_rings(RING_TARGET_BYTES),
+            RingGrowth::Unknown
+        ));
         // An older module: 4 rings of 16 KiB, no buflen file.
         std::fs::write(root.join("stats"), "rings 4\nring_bytes 16384\n").unwrap();
         assert!(matches!(

@@ -384,7 +384,11 @@ pub fn exec_image_missing(maps: &str) -> bool {
         }
         any = true;
         // The pathname is the sixth field; a file's starts with '/'.
-        if line.split_whitespace().nth(5).is_some_and(|path| path.starts_with('/')) {
+        if line
+            .split_whitespace()
+            .nth(5)
+            .is_some_and(|path| path.starts_with('/'))
+        {
             return false;
         }
     }
