@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use memmon::capture::cgroup::process_cgroup;
+use memmon::capture::control::{RingGrowth, RING_TARGET_BYTES};
 use memmon::capture::live::LiveEvents;
 use memmon::capture::python_codes::PythonCodes;
 use memmon::capture::unwind::UnwindTables;
@@ -381,6 +382,7 @@ impl Agent {
                 return;
             }
         };
+        grow_rings(&self.proc);
         let path = self.params.path("stack_depth");
         if let Err(error) = std::fs::write(&path, self.config.stack_depth.to_string()) {
             eprintln!(
@@ -543,6 +545,10 @@ impl Agent {
                 self.metrics().events_lost.inc_by(*count);
                 return;
             }
+            EventKind::Dropped { faults } if event.pid == 0 => {
+                self.metrics().faults_dropped_unattributed.inc_by(*faults);
+                return;
+            }
             EventKind::Cgroup { path, .. } => {
                 let path = path.to_string_lossy();
                 let watched: BTreeSet<String> = self.models.keys().cloned().collect();
@@ -660,6 +666,17 @@ impl Agent {
         labels.insert("cgroup".to_owned(), name.to_owned());
         labels.insert("unit".to_owned(), unit(name).to_owned());
         labels.insert("reason".to_owned(), reason.to_owned());
+        // What the model misses (since the agent watched the cgroup; lost events since the
+        // agent started, of no process): a reader of the snapshot can tell a partial one.
+        labels.insert(
+            "events_lost".to_owned(),
+            self.metrics().events_lost.get().to_string(),
+        );
+        labels.insert(
+            "faults_dropped".to_owned(),
+            model.faults_dropped.to_string(),
+        );
+        labels.insert("stacks_shed".to_owned(), model.stacks_shed.to_string());
         let executables = model.executables();
         if !executables.is_empty() {
             labels.insert("build_id".to_owned(), executables.join(","));
@@ -692,5 +709,50 @@ impl Agent {
                 eprintln!("memmon agent: {name}: snapshot not written: {error}");
             }
         }
+    }
+}
+
+/// Grows the module's per-CPU rings to 1 MiB each when they are smaller (at start, and
+/// when the module is back after an rmmod), and says so in the log: what
+/// `memmon record` does ([`ProcInterface::grow_rings`]).
+pub fn grow_rings(proc: &ProcInterface) -> RingGrowth {
+    let growth = proc.grow_rings(RING_TARGET_BYTES);
+    if let Some(line) = ring_growth_line(&growth, &proc.path("buflen")) {
+        eprintln!("{line}");
+    }
+    growth
+}
+
+/// The log line of [`grow_rings`], if any.
+pub fn ring_growth_line(growth: &RingGrowth, buflen: &std::path::Path) -> Option<String> {
+    let buflen = buflen.display();
+    match growth {
+        RingGrowth::Unknown | RingGrowth::LargeEnough { .. } => None,
+        RingGrowth::Grown { from, to, written } if to > from => Some(format!(
+            "memmon agent: grew the module's event rings from {from} to {to} bytes per CPU \
+             (wrote {written} to {buflen})"
+        )),
+        RingGrowth::Grown { from, written, .. } => Some(format!(
+            "memmon agent: wrote {written} to {buflen} but the module's event rings are still \
+             {from} bytes per CPU"
+        )),
+        RingGrowth::NoBuflen { ring_bytes, rings } => Some(format!(
+            "memmon agent: the module's {rings} event rings are {ring_bytes} bytes per CPU and \
+             a burst of faults can outrun the agent; this module cannot grow them ({buflen} \
+             does not exist): load it with a larger buflen (insmod memmon.ko buflen={})",
+            rings.max(&1).saturating_mul(RING_TARGET_BYTES)
+        )),
+        RingGrowth::Failed {
+            ring_bytes,
+            written,
+            error,
+        } => Some(format!(
+            "memmon agent: cannot grow the module's event rings from {ring_bytes} bytes per \
+             CPU (writing {written} to {buflen}): {}",
+            match error.raw_os_error() {
+                Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
+                None => error.to_string(),
+            }
+        )),
     }
 }

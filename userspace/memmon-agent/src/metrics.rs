@@ -31,6 +31,11 @@ pub struct Metrics {
     processes: Family<Labels, Gauge>,
     sites: Family<Labels, Gauge>,
     sites_dropped: Family<Labels, Counter>,
+    faults_dropped: Family<Labels, Counter>,
+    stacks_shed: Family<Labels, Counter>,
+    /// Faults the module did not record of processes it could not keep apart (`0/0
+    /// dropped faults=N`: no process, no cgroup).
+    pub faults_dropped_unattributed: Counter,
     /// Events read from the module.
     pub events: Counter,
     /// Events the module overwrote before the agent read them (`lost` lines).
@@ -90,6 +95,9 @@ impl Metrics {
             processes: Family::default(),
             sites: Family::default(),
             sites_dropped: Family::default(),
+            faults_dropped: Family::default(),
+            stacks_shed: Family::default(),
+            faults_dropped_unattributed: Counter::default(),
             events: Counter::default(),
             events_lost: Counter::default(),
             probes_missed: Counter::default(),
@@ -141,6 +149,21 @@ impl Metrics {
             "memmon_sites_dropped",
             "Sites the cgroup's model dropped at its cap, least recently used first",
             m.sites_dropped.clone(),
+        );
+        registry.register(
+            "memmon_faults_dropped",
+            "Faults of the cgroup's processes the module did not record while its ring was nearly full (dropped lines)",
+            m.faults_dropped.clone(),
+        );
+        registry.register(
+            "memmon_faults_dropped_unattributed",
+            "Faults the module did not record of processes it could not keep apart (0/0 dropped lines)",
+            m.faults_dropped_unattributed.clone(),
+        );
+        registry.register(
+            "memmon_stacks_shed",
+            "Events of the cgroup's processes whose call stack the module cut short or did not walk (stack_end=shed)",
+            m.stacks_shed.clone(),
         );
         registry.register(
             "memmon_events",
@@ -232,6 +255,8 @@ impl Metrics {
         self.faults.clear();
         self.calls.clear();
         self.sites_dropped.clear();
+        self.faults_dropped.clear();
+        self.stacks_shed.clear();
         let mut count = 0;
         for model in models {
             count += 1;
@@ -272,6 +297,12 @@ impl Metrics {
             let (kept, dropped) = model.sites();
             self.sites.get_or_create(&label).set(kept as i64);
             self.sites_dropped.get_or_create(&label).inc_by(dropped);
+            self.faults_dropped
+                .get_or_create(&label)
+                .inc_by(model.faults_dropped);
+            self.stacks_shed
+                .get_or_create(&label)
+                .inc_by(model.stacks_shed);
         }
         self.watched_cgroups.set(count);
     }

@@ -47,6 +47,11 @@ pub struct CgroupModel {
     pub faults: [u64; 9],
     /// mm system calls by name.
     pub calls: BTreeMap<&'static str, u64>,
+    /// Faults the module did not record (`dropped faults=N` lines of its processes) since
+    /// the agent started watching it.
+    pub faults_dropped: u64,
+    /// Events whose stack the module cut short or did not walk (`stack_end=shed`).
+    pub stacks_shed: u64,
     /// Files whose build IDs the model has (`buildid` headers given).
     build_ids_known: HashSet<String>,
     /// Build IDs of the executables and libraries seen, by path.
@@ -68,6 +73,8 @@ impl CgroupModel {
             top: new_top(max_sites),
             faults: [0; 9],
             calls: BTreeMap::new(),
+            faults_dropped: 0,
+            stacks_shed: 0,
             build_ids_known: HashSet::new(),
             build_ids: BTreeMap::new(),
             dropped_before: 0,
@@ -87,7 +94,15 @@ impl CgroupModel {
 
     /// Applies one event of a process of this cgroup.
     pub fn event(&mut self, event: &Event<'_>) {
+        if event
+            .stack
+            .as_ref()
+            .is_some_and(|stack| stack.1 == memmon::StackEnd::Shed)
+        {
+            self.stacks_shed += 1;
+        }
         match &event.kind {
+            EventKind::Dropped { faults } => self.faults_dropped += faults,
             EventKind::Fault { fault_type, .. } => {
                 if let Some(index) = FaultType::ALL.iter().position(|t| t == fault_type) {
                     self.faults[index] += 1;

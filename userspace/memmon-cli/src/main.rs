@@ -7,6 +7,7 @@ mod jit;
 mod live;
 mod output;
 mod params;
+mod summary;
 mod sysinfo;
 mod unwind;
 
@@ -63,12 +64,17 @@ enum Command {
     /// (preceded by a few faults of memmon's own child before exec). memmon exits with
     /// the command's exit status (128+N when killed by signal N).
     #[command(
-        after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run --follow -o trace.txt -- make -j2\n  memmon run --cgroup /sys/fs/cgroup/system.slice/foo.service"
+        after_help = "Example:\n  memmon run -- ls -l /tmp\n  memmon run -o trace.txt -- make -j2\n  memmon run --no-follow -- ./server\n  memmon run --cgroup /sys/fs/cgroup/system.slice/foo.service"
     )]
     Run {
-        /// Also watch the processes the command forks, and theirs.
-        #[arg(long, short = 'f')]
+        /// Also watch the processes the command forks, and theirs: the default (kept so
+        /// that older command lines work).
+        #[arg(long, short = 'f', overrides_with = "no_follow")]
         follow: bool,
+        /// Watch the command alone, not the processes it forks (the summary names those
+        /// that forked children).
+        #[arg(long, overrides_with = "follow")]
+        no_follow: bool,
         /// Write the raw event lines to FILE instead of printing them decoded.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -89,7 +95,7 @@ enum Command {
         /// Instead of a command, watch every process of this cgroup v2 directory and below
         /// it (absolute path): those in it now and those that start in or move into it,
         /// until Ctrl-C; the cgroup is unwatched at the end.
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow", "jit_maps"])]
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow", "no_follow", "jit_maps"])]
         cgroup: Option<PathBuf>,
         /// The command and its arguments.
         #[arg(required_unless_present = "cgroup", last = true, value_name = "CMD")]
@@ -175,9 +181,14 @@ enum Command {
         /// The capture file to write.
         #[arg(short = 'o', long, value_name = "FILE", required = true)]
         output: PathBuf,
-        /// Also watch the processes forked by the recorded ones.
-        #[arg(long, short = 'f')]
+        /// Also watch the processes forked by the recorded ones: the default with a
+        /// command; with -p, only when given.
+        #[arg(long, short = 'f', overrides_with = "no_follow")]
         follow: bool,
+        /// Record the command alone, not the processes it forks (the summary names those
+        /// that forked children).
+        #[arg(long, overrides_with = "follow")]
+        no_follow: bool,
         /// No summary at the end (faults by type, resident growth, top 5 sites).
         #[arg(long, short = 'q')]
         quiet: bool,
@@ -209,7 +220,7 @@ enum Command {
         /// Record every process of this cgroup v2 directory and below it (absolute path):
         /// those in it now and those that start in or move into it, until Ctrl-C. The
         /// capture has a `# cgroup PID PATH` header for every recorded process.
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow", "jit_maps"])]
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow", "no_follow", "jit_maps"])]
         cgroup: Option<PathBuf>,
         /// The command to run and record.
         #[arg(last = true, value_name = "CMD")]
@@ -379,7 +390,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     unwind::set_enabled(!cli.no_unwind_tables);
     match cli.command {
         Command::Run {
-            follow,
+            follow: _,
+            no_follow,
             output,
             format,
             quiet,
@@ -394,9 +406,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .as_deref()
                 .map(memmon::capture::cgroup::validate)
                 .transpose()?;
+            params::grow_rings(&proc);
             let _stacks = params::stack_depth(
                 &params,
-                &proc,
                 stacks.unwrap_or(params::DEFAULT_STACK_DEPTH),
                 stacks.is_some(),
             );
@@ -407,7 +419,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             match cgroup {
                 Some(cgroup) => follow::run_cgroup(&proc, &cgroup, printer, !quiet),
-                None => follow::run_command(&proc, &command, follow, printer, !quiet),
+                None => follow::run_command(&proc, &command, !no_follow, printer, !quiet),
             }
         }
         Command::Attach {
@@ -440,6 +452,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Record {
             output,
             follow,
+            no_follow,
             quiet,
             stacks,
             sample,
@@ -455,7 +468,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &params,
                 follow::Recording {
                     output,
-                    follow,
+                    // A command's children by default; pids' with -f only.
+                    follow: if command.is_empty() {
+                        follow && !no_follow
+                    } else {
+                        !no_follow
+                    },
                     quiet,
                     stacks,
                     sample: sample.sample,

@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use memmon::capture::control::{RingGrowth, RING_TARGET_BYTES};
 use memmon::{ModuleParams, ProcInterface};
 
 /// A module parameter set by memmon, restored to its previous value when dropped.
@@ -54,12 +55,7 @@ pub const DEFAULT_STACK_DEPTH: u32 = 64;
 
 /// Sets `stack_depth` to `depth`. `explicit`: the user asked (`--stacks`), so a module
 /// without the parameter, or a refused value, is worth a warning.
-pub fn stack_depth(
-    params: &ModuleParams,
-    proc: &ProcInterface,
-    depth: u32,
-    explicit: bool,
-) -> ParamGuard {
+pub fn stack_depth(params: &ModuleParams, depth: u32, explicit: bool) -> ParamGuard {
     let path = params.path("stack_depth");
     let Ok(previous) = std::fs::read_to_string(&path) else {
         if explicit && depth > 0 {
@@ -77,10 +73,7 @@ pub fn stack_depth(
         &depth.to_string(),
         "stack_depth".to_owned(),
     ) {
-        Ok(guard) => {
-            warn_if_rings_small(proc, depth);
-            guard
-        }
+        Ok(guard) => guard,
         Err(error) => {
             if explicit {
                 eprintln!("memmon: warning: cannot set stack_depth to {depth}: {error}");
@@ -90,27 +83,56 @@ pub fn stack_depth(
     }
 }
 
-/// Says so when a ring holds few faults with stacks of `depth` entries, so that a burst of
-/// faults could outrun the reader. Records are packed (docs/design.md): a fault of a storm
-/// takes about 8 bytes; its stack adds its length and a mask of the entries that changed
-/// (2 bytes when none did), and each entry that differs from the last one written at its
-/// depth in the block its varint-coded distance from it (a few bytes; an entry that does
-/// not differ costs nothing). This counts 4 bytes an entry, as if every entry changed.
-fn warn_if_rings_small(proc: &ProcInterface, depth: u32) {
-    let Some(ring_bytes) = proc
-        .stats()
-        .ok()
-        .and_then(|stats| stats.get_u64("ring_bytes"))
-    else {
-        return;
-    };
-    let faults = ring_bytes / (8 + 4 * u64::from(depth));
-    if depth > 0 && faults < 1000 {
-        eprintln!(
-            "memmon: warning: with {depth}-frame stacks a ring of {ring_bytes} bytes holds \
-             about {faults} faults per CPU, and a burst of faults can outrun memmon; load \
-             the module with a larger buflen (insmod memmon.ko buflen=4194304)"
-        );
+/// Grows the module's per-CPU event rings to 1 MiB each when they are smaller (issue 50:
+/// a burst of faults, a dynamic loader's start-up, outran smaller rings), through
+/// `/proc/memmon/buflen`, and says so in one line. `record`, `run`, `attach` and `top` call
+/// it when they start (the agent has its own, which logs). With an older module that has
+/// no `buflen`, the advice to load it with a larger buffer; a failed write is one warning
+/// with the errno. Returns what was found and done.
+pub fn grow_rings(proc: &ProcInterface) -> RingGrowth {
+    let growth = proc.grow_rings(RING_TARGET_BYTES);
+    if let Some(line) = ring_growth_message(&growth, &proc.path("buflen")) {
+        eprintln!("{line}");
+    }
+    growth
+}
+
+/// The line [`grow_rings`] prints, if any.
+pub fn ring_growth_message(growth: &RingGrowth, buflen: &Path) -> Option<String> {
+    let buflen = buflen.display();
+    match growth {
+        RingGrowth::Unknown | RingGrowth::LargeEnough { .. } => None,
+        RingGrowth::Grown { from, to, written } if to > from => Some(format!(
+            "memmon: grew the module's event rings from {from} to {to} bytes per CPU \
+             (wrote {written} to {buflen})"
+        )),
+        RingGrowth::Grown { from, written, .. } => Some(format!(
+            "memmon: warning: wrote {written} to {buflen} but the module's event rings are \
+             still {from} bytes per CPU"
+        )),
+        RingGrowth::NoBuflen { ring_bytes, rings } => Some(format!(
+            "memmon: warning: the module's {rings} event rings are {ring_bytes} bytes per CPU \
+             and a burst of faults can outrun memmon; this module cannot grow them ({buflen} \
+             does not exist): load it with a larger buflen (insmod memmon.ko buflen={})",
+            rings.max(&1).saturating_mul(RING_TARGET_BYTES)
+        )),
+        RingGrowth::Failed {
+            ring_bytes,
+            written,
+            error,
+        } => Some(format!(
+            "memmon: warning: cannot grow the module's event rings from {ring_bytes} bytes per \
+             CPU (writing {written} to {buflen}): {}",
+            errno_text(error)
+        )),
+    }
+}
+
+/// An I/O error with its errno's name (`EACCES: Permission denied`).
+fn errno_text(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
+        None => error.to_string(),
     }
 }
 
@@ -183,6 +205,57 @@ pub fn sample_period(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ring_growth_lines() {
+        let buflen = Path::new("/proc/memmon/buflen");
+        let line = |growth| ring_growth_message(&growth, buflen);
+        assert_eq!(line(RingGrowth::Unknown), None);
+        assert_eq!(
+            line(RingGrowth::LargeEnough {
+                ring_bytes: 1 << 20
+            }),
+            None
+        );
+        assert_eq!(
+            line(RingGrowth::Grown {
+                from: 65536,
+                to: 1048576,
+                written: 2097152
+            })
+            .as_deref(),
+            Some(
+                "memmon: grew the module's event rings from 65536 to 1048576 bytes per CPU \
+                 (wrote 2097152 to /proc/memmon/buflen)"
+            )
+        );
+        assert_eq!(
+            line(RingGrowth::NoBuflen {
+                ring_bytes: 65536,
+                rings: 2
+            })
+            .as_deref(),
+            Some(
+                "memmon: warning: the module's 2 event rings are 65536 bytes per CPU and a \
+                 burst of faults can outrun memmon; this module cannot grow them \
+                 (/proc/memmon/buflen does not exist): load it with a larger buflen (insmod \
+                 memmon.ko buflen=2097152)"
+            )
+        );
+        assert_eq!(
+            line(RingGrowth::Failed {
+                ring_bytes: 65536,
+                written: 2097152,
+                error: io::Error::from_raw_os_error(13)
+            })
+            .as_deref(),
+            Some(
+                "memmon: warning: cannot grow the module's event rings from 65536 bytes per \
+                 CPU (writing 2097152 to /proc/memmon/buflen): EACCES: Permission denied (os \
+                 error 13)"
+            )
+        );
+    }
 
     #[test]
     fn periods() {

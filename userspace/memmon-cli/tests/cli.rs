@@ -801,7 +801,7 @@ fn record_reads_the_module_under_proc_root_and_params_dir() {
     let root = fake_proc_root("paths");
     fs::write(
         root.join("stats"),
-        "produced 1\nbuflen 8192\nring_bytes 4096\n",
+        "produced 1\nbuflen 8192\nrings 2\nring_bytes 4096\n",
     )
     .unwrap();
     let dir = root.parent().unwrap();
@@ -827,9 +827,16 @@ fn record_reads_the_module_under_proc_root_and_params_dir() {
         headers.contains(&("buflen".to_owned(), "8192".to_owned())),
         "{headers:?}"
     );
-    // 4096 bytes hold about 56 faults with 16-frame stacks: the warning says so.
+    // Rings of 4096 bytes, and a module that cannot grow them (no buflen file): the
+    // warning says so, with the load option for 1 MiB per CPU.
     assert!(
-        stderr.contains("a ring of 4096 bytes holds about 56 faults per CPU"),
+        stderr.lines().any(|l| l
+            == format!(
+                "memmon: warning: the module's 2 event rings are 4096 bytes per CPU and a burst \
+                 of faults can outrun memmon; this module cannot grow them ({}/buflen does not \
+                 exist): load it with a larger buflen (insmod memmon.ko buflen=2097152)",
+                root.display()
+            )),
         "{stderr}"
     );
     // And stack_depth was restored.
@@ -982,4 +989,80 @@ fn fleet_without_its_binary_says_how_to_build_it() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("memmon: error: memmon fleet needs the memmon-fleet binary"));
     assert!(stderr.contains("make fleet"), "{stderr}");
+}
+
+/// Issue 50: `record` grows rings smaller than 1 MiB through `buflen` (rings * 1 MiB), and
+/// leaves rings of 1 MiB alone.
+#[test]
+fn record_grows_the_rings_through_buflen() {
+    let root = fake_proc_root("grow");
+    fs::write(
+        root.join("stats"),
+        "produced 1\nrings 2\nring_bytes 65536\n",
+    )
+    .unwrap();
+    fs::write(root.join("buflen"), "131072\n").unwrap();
+    let capture = root.parent().unwrap().join("capture.txt");
+    let record = || {
+        run(memmon()
+            .arg("--proc-root")
+            .arg(&root)
+            .args(["record", "-q", "-o"])
+            .arg(&capture)
+            .args(["--", "sh", "-c", "exit 0"]))
+    };
+    let (code, _, stderr) = record();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        fs::read_to_string(root.join("buflen")).unwrap(),
+        "2097152\n"
+    );
+    // The fake stats do not change: record says the rings are still as they were.
+    assert!(
+        stderr.lines().any(|l| l
+            == format!(
+                "memmon: warning: wrote 2097152 to {}/buflen but the module's event rings are \
+                 still 65536 bytes per CPU",
+                root.display()
+            )),
+        "{stderr}"
+    );
+    // Rings of 1 MiB: nothing written, nothing said.
+    fs::write(
+        root.join("stats"),
+        "produced 1\nrings 2\nring_bytes 1048576\n",
+    )
+    .unwrap();
+    fs::write(root.join("buflen"), "2097152\n").unwrap();
+    let (code, _, stderr) = record();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("rings"), "{stderr}");
+}
+
+/// `--no-follow` is accepted by run and record (children are followed by default), and so
+/// is the old `--follow`, the later of the two winning.
+#[test]
+fn no_follow_and_follow_are_accepted() {
+    let root = fake_proc_root("no-follow");
+    let capture = root.parent().unwrap().join("capture.txt");
+    for args in [
+        &["run", "-q", "--no-follow", "--"][..],
+        &["run", "-q", "--follow", "--no-follow", "--"][..],
+        &[
+            "record",
+            "-q",
+            "--no-follow",
+            "-o",
+            capture.to_str().unwrap(),
+            "--",
+        ][..],
+        &["record", "-q", "-f", "-o", capture.to_str().unwrap(), "--"][..],
+    ] {
+        let (code, _, stderr) = run(memmon()
+            .arg("--proc-root")
+            .arg(&root)
+            .args(args)
+            .args(["sh", "-c", "exit 0"]));
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+    }
 }

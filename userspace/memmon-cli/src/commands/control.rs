@@ -18,8 +18,9 @@ pub fn attach(
     follow: bool,
     cgroup: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
+    let cgroup = cgroup.map(memmon::capture::cgroup::validate).transpose()?;
+    crate::params::grow_rings(proc);
     if let Some(path) = cgroup {
-        let path = memmon::capture::cgroup::validate(path)?;
         proc.watch_cgroup(&path)?;
         if pids.is_empty() {
             return Ok(ExitCode::SUCCESS);

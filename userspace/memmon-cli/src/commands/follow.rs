@@ -1,12 +1,13 @@
 //! The live loops: `run`, `record` and `tail`.
 //!
 //! `run` and `record` follow a set of processes: the started command (or the pids given),
-//! plus, with `--follow`, every child a followed process forks (`fork ... watched=1`).
+//! plus every child a followed process forks (`fork ... watched=1`): the default for a
+//! command, `--no-follow` to watch it alone; with `-p`, only with `--follow`.
 //! Events older than the moment memmon added the processes to the watch set are skipped
 //! (they belong to an earlier process with a reused pid), and so are other processes'
 //! events, except `mark` (a marker written from anywhere is part of the trace) and `lost`.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -15,19 +16,19 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
-use memmon::capture::file::write_header;
+use memmon::capture::file::{exec_image_missing, write_header};
 use memmon::capture::python_codes::PythonCodes;
 use memmon::report::model::replay::{Replay, ReplayOptions};
-use memmon::report::output::summary::summary;
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
-    SnapshotSource, Timestamp,
+    SnapshotSource, StackEnd, Timestamp,
 };
 use nix::sys::signal::Signal;
 
 use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
+use crate::summary::summary;
 use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
 use crate::unwind::UnwindTables;
 
@@ -87,6 +88,90 @@ fn write_line(out: &mut dyn Write, line: &str) -> Result<()> {
         .context("cannot write the capture file")
 }
 
+/// What the module could not give a recording (issue 50), counted as the stream says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Losses {
+    /// Events overwritten before memmon read them (`lost count=N`: any kind, no process).
+    pub lost: u64,
+    /// Faults the module did not record, by process (`PID/PID dropped faults=N`).
+    pub dropped: BTreeMap<u32, u64>,
+    /// Faults not recorded of processes the module could not keep apart (`0/0 dropped`).
+    pub dropped_unattributed: u64,
+    /// Events whose stack the module cut short or did not walk (`stack_end=shed`).
+    pub shed: u64,
+    /// Children forked by followed processes that memmon did not watch (`fork child=N
+    /// watched=0`), by parent.
+    pub unwatched_children: BTreeMap<u32, u64>,
+    /// Why those were not watched, as the summary says it (`--no-follow`).
+    pub not_followed: &'static str,
+}
+
+impl Default for Losses {
+    fn default() -> Losses {
+        Losses {
+            lost: 0,
+            dropped: BTreeMap::new(),
+            dropped_unattributed: 0,
+            shed: 0,
+            unwatched_children: BTreeMap::new(),
+            not_followed: "--no-follow",
+        }
+    }
+}
+
+impl Losses {
+    /// The end-of-record lines (each `memmon: ...`), naming processes by `comm` where
+    /// known; `advice` follows the lost events' line.
+    pub fn lines(&self, comm: &dyn Fn(u32) -> Option<String>, advice: &str) -> Vec<String> {
+        let named = |pid: u32| match comm(pid) {
+            Some(name) => format!("{pid} ({name})"),
+            None => pid.to_string(),
+        };
+        let mut lines = Vec::new();
+        if self.lost > 0 {
+            lines.push(format!(
+                "memmon: {} events were lost (overwritten before memmon read them){advice}",
+                self.lost
+            ));
+        }
+        let dropped: u64 = self.dropped.values().sum::<u64>() + self.dropped_unattributed;
+        if dropped > 0 {
+            let mut by: Vec<String> = self
+                .dropped
+                .iter()
+                .map(|(&pid, &faults)| format!("{} {faults}", named(pid)))
+                .collect();
+            if self.dropped_unattributed > 0 {
+                by.push(format!(
+                    "processes it could not keep apart {}",
+                    self.dropped_unattributed
+                ));
+            }
+            lines.push(format!(
+                "memmon: {dropped} faults were not recorded (the module dropped them while its \
+                 ring was nearly full): {}",
+                by.join(", ")
+            ));
+        }
+        if self.shed > 0 {
+            lines.push(format!(
+                "memmon: {} call stacks were cut short or not walked (stack_end=shed): their \
+                 events are whole, their sites shorter",
+                self.shed
+            ));
+        }
+        for (&pid, &children) in &self.unwatched_children {
+            lines.push(format!(
+                "memmon: {} forked {children} {} memmon did not watch ({})",
+                named(pid),
+                if children == 1 { "child" } else { "children" },
+                self.not_followed
+            ));
+        }
+        lines
+    }
+}
+
 /// Follows a set of processes on the live stream.
 struct Monitor {
     sink: Sink,
@@ -98,7 +183,6 @@ struct Monitor {
     since: Timestamp,
     /// Events of unknown pids, in case they turn out to be followed children.
     orphans: VecDeque<(u32, String)>,
-    lost: u64,
     /// The started command, if any, and whether its `exit` event was seen.
     root: Option<u32>,
     root_exit_seen: bool,
@@ -117,6 +201,14 @@ struct Monitor {
     /// to go into the capture after its `exec` events, in order (instead of ones taken
     /// then: late, or after it exited).
     exec_snapshots: VecDeque<(u32, Vec<u8>)>,
+    /// What the module could not give.
+    losses: Losses,
+    /// Command names of the processes seen (from `exec`, else /proc/PID/comm when first
+    /// needed).
+    comms: HashMap<u32, String>,
+    /// Processes whose exec snapshot showed the new image not mapped yet: it is taken again
+    /// before their next event.
+    exec_pending: BTreeSet<u32>,
 }
 
 impl Monitor {
@@ -139,7 +231,6 @@ impl Monitor {
             ever_followed: BTreeSet::new(),
             since,
             orphans: VecDeque::new(),
-            lost: 0,
             root: None,
             root_exit_seen: false,
             output_gone: false,
@@ -149,6 +240,9 @@ impl Monitor {
             follow_any: false,
             cgroup_noted: BTreeSet::new(),
             exec_snapshots: VecDeque::new(),
+            losses: Losses::default(),
+            comms: HashMap::new(),
+            exec_pending: BTreeSet::new(),
         }
     }
 
@@ -184,6 +278,57 @@ impl Monitor {
             }
         }
         Ok(())
+    }
+
+    /// The exec snapshot of `pid`: taken now, unless its maps show the new image not mapped
+    /// yet ([`exec_image_missing`]), then before its next event.
+    fn exec_snapshot(&mut self, pid: u32) -> Result<()> {
+        let maps = std::fs::read_to_string(process_path(pid, "maps")).unwrap_or_default();
+        if exec_image_missing(&maps) {
+            self.exec_pending.insert(pid);
+            return Ok(());
+        }
+        self.exec_pending.remove(&pid);
+        self.snapshot(pid, "exec")
+    }
+
+    /// Before an event of `pid` other than its exec: the exec snapshot put off.
+    fn exec_retry(&mut self, pid: u32) -> Result<()> {
+        if self.exec_pending.remove(&pid) {
+            self.snapshot(pid, "exec")?;
+        }
+        Ok(())
+    }
+
+    /// The command name of `pid`: from its exec, else from /proc now.
+    fn comm(&mut self, pid: u32) -> Option<String> {
+        if let Some(name) = self.comms.get(&pid) {
+            return Some(name.clone());
+        }
+        let name = std::fs::read_to_string(process_path(pid, "comm")).ok()?;
+        let name = name.trim_end().to_owned();
+        self.comms.insert(pid, name.clone());
+        Some(name)
+    }
+
+    /// Prints what the module could not give (lost events, dropped faults, shed stacks,
+    /// children not watched).
+    fn report_losses(&mut self, proc: &ProcInterface) {
+        let pids: Vec<u32> = self
+            .losses
+            .dropped
+            .keys()
+            .chain(self.losses.unwatched_children.keys())
+            .copied()
+            .collect();
+        for pid in pids {
+            self.comm(pid);
+        }
+        let advice = lost_advice(proc);
+        let comms = &self.comms;
+        for line in self.losses.lines(&|pid| comms.get(&pid).cloned(), &advice) {
+            eprintln!("{line}");
+        }
     }
 
     /// Prints the summary to stderr.
@@ -269,14 +414,19 @@ impl Monitor {
         // raw line: faults drive no decision, so time and pid are all that is needed.
         // (Not with --cgroup, where a fault can be a new process's first event.)
         if self.summary.is_none() && !self.follow_any {
-            if let Sink::Capture(out) = &mut self.sink {
-                if let Some((time, pid)) = fault_frame(line) {
-                    if time < self.since {
-                        return Ok(());
-                    }
-                    if !self.followed.contains(&pid) {
-                        self.orphan(pid, line);
-                        return Ok(());
+            if let (Sink::Capture(out), Some((time, pid))) = (&mut self.sink, fault_frame(line)) {
+                if time < self.since {
+                    return Ok(());
+                }
+                if !self.followed.contains(&pid) {
+                    self.orphan(pid, line);
+                    return Ok(());
+                }
+                // A process whose exec snapshot was put off takes the slow path below,
+                // which takes it first.
+                if !self.exec_pending.contains(&pid) {
+                    if line.contains("stack_end=shed") {
+                        self.losses.shed += 1;
                     }
                     if !self.output_gone {
                         self.python_codes.before_line(
@@ -300,7 +450,12 @@ impl Monitor {
         };
         match event.kind {
             EventKind::Lost { count } => {
-                self.lost += count;
+                self.losses.lost += count;
+                return self.emit(line, &event);
+            }
+            // Faults of processes the module could not keep apart: like `lost`, always.
+            EventKind::Dropped { faults } if event.pid == 0 => {
+                self.losses.dropped_unattributed += faults;
                 return self.emit(line, &event);
             }
             _ if event.time < self.since => return Ok(()),
@@ -322,10 +477,31 @@ impl Monitor {
                 return Ok(());
             }
         }
+        if !self.exec_pending.is_empty() && !matches!(event.kind, EventKind::Exec { .. }) {
+            self.exec_retry(event.pid)?;
+        }
         self.emit(line, &event)?;
         self.tables.note(&event);
-        if matches!(event.kind, EventKind::Exec { .. }) {
-            self.python_codes.forget(event.pid);
+        if event
+            .stack
+            .as_ref()
+            .is_some_and(|stack| stack.1 == StackEnd::Shed)
+        {
+            self.losses.shed += 1;
+        }
+        match &event.kind {
+            EventKind::Exec { comm, .. } => {
+                self.python_codes.forget(event.pid);
+                self.comms.insert(event.pid, comm.to_string_lossy());
+            }
+            EventKind::Dropped { faults } => {
+                *self.losses.dropped.entry(event.pid).or_insert(0) += faults;
+            }
+            EventKind::Fork { watched: false, .. } => {
+                *self.losses.unwatched_children.entry(event.pid).or_insert(0) += 1;
+                self.comm(event.pid);
+            }
+            _ => {}
         }
         match event.kind {
             EventKind::Fork {
@@ -355,8 +531,10 @@ impl Monitor {
                         .context("cannot write the capture file")?;
                 }
             }
-            EventKind::Exec { .. } => self.snapshot(event.pid, "exec")?,
+            EventKind::Exec { .. } => self.exec_snapshot(event.pid)?,
             EventKind::Exit { .. } => {
+                // Put off and never taken: the process is gone, and so is its image.
+                self.exec_pending.remove(&event.pid);
                 self.python_codes.forget(event.pid);
                 self.followed.remove(&event.pid);
                 if self.root == Some(event.pid) {
@@ -438,19 +616,39 @@ pub fn report_missed(proc: &ProcInterface, before: Option<u64>) {
     }
 }
 
-/// Says how many events a live reader lost, and how to lose none: a larger `buflen`.
+/// Says how many events a live reader lost, and how to lose none: larger rings.
 pub fn report_lost(proc: &ProcInterface, lost: u64) {
     if lost == 0 {
         return;
     }
-    let advice = match proc.stats().ok().and_then(|stats| stats.get_u64("buflen")) {
-        Some(buflen) => format!(
-            ": the module's buffer is buflen={buflen} bytes; load it with a larger one (insmod \
-             memmon.ko buflen=4194304) to keep up with this workload"
-        ),
-        None => String::new(),
-    };
+    let advice = lost_advice(proc);
     eprintln!("memmon: {lost} events were lost (overwritten before memmon read them){advice}");
+}
+
+/// What to do about lost events, from the module's stats: the rings' size and how to grow
+/// them (`buflen`), or, from an older module, its `buflen` and the load option.
+pub fn lost_advice(proc: &ProcInterface) -> String {
+    let Ok(stats) = proc.stats() else {
+        return String::new();
+    };
+    let buflen = proc.path("buflen");
+    match (stats.get_u64("ring_bytes"), stats.get_u64("rings")) {
+        (Some(ring_bytes), Some(rings)) if buflen.exists() => format!(
+            ": the module's rings are {ring_bytes} bytes per CPU; grow them (echo {} > {}) to \
+             keep up with this workload",
+            rings
+                .max(1)
+                .saturating_mul(ring_bytes.max(1 << 20).saturating_mul(4)),
+            buflen.display()
+        ),
+        _ => match stats.get_u64("buflen") {
+            Some(buflen) => format!(
+                ": the module's buffer is buflen={buflen} bytes; load it with a larger one \
+                 (insmod memmon.ko buflen=4194304) to keep up with this workload"
+            ),
+            None => String::new(),
+        },
+    }
 }
 
 /// `run`: start `command` watched and print its events until it exits.
@@ -592,7 +790,7 @@ fn follow_command(
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
-    report_lost(proc, monitor.lost);
+    monitor.report_losses(proc);
     report_missed(proc, missed_before);
     monitor.print_summary();
     let code = exit_code.unwrap_or(1);
@@ -620,6 +818,7 @@ pub fn record_pids(
         proc.watch(pids)?;
     }
     let mut monitor = Monitor::new(Sink::Capture(out), since, false);
+    monitor.losses.not_followed = "record -p without --follow";
     monitor.followed.extend(pids);
     monitor.ever_followed.extend(pids);
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
@@ -647,7 +846,7 @@ pub fn record_pids(
     if interrupted() {
         eprintln!("memmon: interrupted, recording stopped");
     }
-    report_lost(proc, monitor.lost);
+    monitor.report_losses(proc);
     report_missed(proc, missed_before);
     monitor.print_summary();
     Ok(ExitCode::SUCCESS)
@@ -715,7 +914,7 @@ fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool)
         memmon::capture::file::write_header(out, "end", &monotonic_now().to_string())?;
     }
     monitor.sink.flush()?;
-    report_lost(proc, monitor.lost);
+    monitor.report_losses(proc);
     report_missed(proc, missed_before);
     monitor.print_summary();
     Ok(())
@@ -732,7 +931,7 @@ pub fn create_file(path: &Path) -> Result<Box<dyn Write>> {
 pub struct Recording {
     /// The capture file.
     pub output: PathBuf,
-    /// Also the children.
+    /// Also the children (the default with a command; with pids, `--follow`).
     pub follow: bool,
     /// No summary.
     pub quiet: bool,
@@ -759,9 +958,9 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
         .map(memmon::capture::cgroup::validate)
         .transpose()?;
     let file = create_file(&asked.output)?;
+    crate::params::grow_rings(proc);
     let stacks = crate::params::stack_depth(
         params,
-        proc,
         asked.stacks.unwrap_or(crate::params::DEFAULT_STACK_DEPTH),
         asked.stacks.is_some(),
     );
@@ -796,4 +995,126 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
         }
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A capture file in memory, readable after the monitor has written it.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn recording(pids: &[u32]) -> (Monitor, Shared) {
+        let capture = Shared::default();
+        let mut monitor = Monitor::new(
+            Sink::Capture(Box::new(capture.clone())),
+            Timestamp::parse("1.000000000").unwrap(),
+            false,
+        );
+        monitor.followed.extend(pids);
+        monitor.ever_followed.extend(pids);
+        (monitor, capture)
+    }
+
+    #[test]
+    fn losses_are_counted_by_kind_and_process() {
+        // Pids far above pid_max: /proc has no such process, so names come from execs.
+        let (mut monitor, capture) = recording(&[4_000_100]);
+        for line in [
+            "2.000000000 4000100/4000100 exec comm=cc1plus filename=/usr/lib/gcc/cc1plus",
+            "2.100000000 4000100/4000100 fault type=anon access=W addr=0x7f0000000000 ip=0x400100 stack=0x400100,0x400200",
+            "2.100000001 4000100/4000100 fault type=anon access=W addr=0x7f0000001000 ip=0x400100 stack=0x400100 stack_end=shed",
+            "2.100000002 4000100/4000100 fault type=anon access=W addr=0x7f0000002000 ip=0x400100 stack_end=shed",
+            "2.100000003 4000100/4000100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000200000 stack_end=shed",
+            "2.200000000 4000100/4000100 dropped faults=3733",
+            "2.300000000 4000100/4000100 dropped faults=1000",
+            "2.300000001 0/0 dropped faults=12",
+            "2.400000000 0/0 lost count=250",
+            "2.400000001 0/0 lost count=5",
+            "2.500000000 4000100/4000100 fork child=4000101 watched=0",
+            "2.500000001 4000100/4000100 fork child=4000102 watched=0",
+            // Another process's drop, not followed: not counted.
+            "2.600000000 4000200/4000200 dropped faults=99",
+        ] {
+            monitor.handle(line).unwrap();
+        }
+        let losses = &monitor.losses;
+        assert_eq!(losses.lost, 255);
+        assert_eq!(losses.dropped, BTreeMap::from([(4_000_100, 4733)]));
+        assert_eq!(losses.dropped_unattributed, 12);
+        assert_eq!(losses.shed, 3);
+        assert_eq!(losses.unwatched_children, BTreeMap::from([(4_000_100, 2)]));
+        let comms = monitor.comms.clone();
+        let lines = losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them");
+        assert_eq!(
+            lines,
+            [
+                "memmon: 255 events were lost (overwritten before memmon read them): grow them",
+                "memmon: 4745 faults were not recorded (the module dropped them while its ring \
+                 was nearly full): 4000100 (cc1plus) 4733, processes it could not keep apart 12",
+                "memmon: 3 call stacks were cut short or not walked (stack_end=shed): their \
+                 events are whole, their sites shorter",
+                "memmon: 4000100 (cc1plus) forked 2 children memmon did not watch (--no-follow)",
+            ]
+        );
+        // Every line of the followed process went into the capture, the drops and losses
+        // too; the stranger's did not.
+        monitor.sink.flush().unwrap();
+        let text = String::from_utf8(capture.0.borrow().clone()).unwrap();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains("stack_end=shed"))
+                .count(),
+            3
+        );
+        assert_eq!(text.lines().filter(|l| l.contains(" dropped ")).count(), 3);
+        assert!(!text.contains("4000200"));
+    }
+
+    #[test]
+    fn no_losses_no_lines() {
+        assert!(Losses::default().lines(&|_| None, "").is_empty());
+    }
+
+    #[test]
+    fn exec_snapshot_put_off_is_taken_before_the_next_event() {
+        // This test's own process stands for a child whose exec snapshot showed no image.
+        let pid = std::process::id();
+        let (mut monitor, capture) = recording(&[pid]);
+        monitor.exec_pending.insert(pid);
+        let fault = format!(
+            "2.000000000 {pid}/{pid} fault type=anon access=W addr=0x7f0000000000 ip=0x400100"
+        );
+        monitor.handle(&fault).unwrap();
+        monitor.handle(&fault).unwrap();
+        assert!(monitor.exec_pending.is_empty());
+        let text = String::from_utf8(capture.0.borrow().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let snapshot = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("# snapshot maps {pid} ")) && l.ends_with(" exec"))
+            .expect("an exec snapshot");
+        let first_fault = lines.iter().position(|l| *l == fault).unwrap();
+        assert!(snapshot < first_fault, "{text}");
+        // Taken once, both faults written.
+        assert_eq!(lines.iter().filter(|l| l.ends_with(" exec")).count(), 2); // maps, status
+        assert_eq!(lines.iter().filter(|l| **l == fault).count(), 2);
+        // The snapshot names this test's own executable: the image is mapped.
+        let own = std::env::current_exe().unwrap();
+        assert!(text.contains(own.to_str().unwrap()), "{text}");
+    }
 }

@@ -393,9 +393,9 @@ pub fn top(proc: &ProcInterface, args: TopArgs) -> Result<ExitCode> {
     // Live, stacks as deep as record's, set before the command starts (restored when
     // dropped, at the end).
     let _stacks = args.input.is_none().then(|| {
+        params::grow_rings(proc);
         params::stack_depth(
             &ModuleParams::default(),
-            proc,
             args.stacks.unwrap_or(DEFAULT_STACK_DEPTH),
             args.stacks.is_some(),
         )

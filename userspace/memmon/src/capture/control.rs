@@ -551,6 +551,92 @@ impl ProcInterface {
     }
 }
 
+/// The size of each per-CPU ring that `record`, `run`, `attach`, `top` and the agent ask
+/// for when they start ([`ProcInterface::grow_rings`]): 1 MiB, the module's default since
+/// issue 50.
+pub const RING_TARGET_BYTES: u64 = 1 << 20;
+
+/// What [`ProcInterface::grow_rings`] found and did.
+#[derive(Debug)]
+pub enum RingGrowth {
+    /// `stats` could not be read or has no `rings`/`ring_bytes`: nothing was done.
+    Unknown,
+    /// Every ring is already at least the size asked for.
+    LargeEnough {
+        /// Bytes per CPU ring.
+        ring_bytes: u64,
+    },
+    /// The rings were grown through `buflen`.
+    Grown {
+        /// Bytes per CPU ring before.
+        from: u64,
+        /// Bytes per CPU ring after, as `stats` says (the size asked for if it says nothing).
+        to: u64,
+        /// What was written to `buflen` (total bytes of all rings).
+        written: u64,
+    },
+    /// The module has no `buflen` file (an older module): its rings are as loaded.
+    NoBuflen {
+        /// Bytes per CPU ring.
+        ring_bytes: u64,
+        /// Number of rings.
+        rings: u64,
+    },
+    /// Writing `buflen` failed.
+    Failed {
+        /// Bytes per CPU ring.
+        ring_bytes: u64,
+        /// What was written.
+        written: u64,
+        /// Why.
+        error: io::Error,
+    },
+}
+
+impl ProcInterface {
+    /// Grows every per-CPU ring to at least `per_ring` bytes when `stats` says one is
+    /// smaller (`ring_bytes` below it): writes `rings * per_ring` to `buflen`, which the
+    /// module divides among its rings (rounded down to a power of two) and never shrinks.
+    pub fn grow_rings(&self, per_ring: u64) -> RingGrowth {
+        let Ok(stats) = self.stats() else {
+            return RingGrowth::Unknown;
+        };
+        let (Some(rings), Some(ring_bytes)) = (stats.get_u64("rings"), stats.get_u64("ring_bytes"))
+        else {
+            return RingGrowth::Unknown;
+        };
+        if ring_bytes >= per_ring {
+            return RingGrowth::LargeEnough { ring_bytes };
+        }
+        let path = self.path("buflen");
+        if !path.exists() {
+            return RingGrowth::NoBuflen { ring_bytes, rings };
+        }
+        let written = rings.max(1).saturating_mul(per_ring);
+        let result = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(format!("{written}\n").as_bytes()));
+        if let Err(error) = result {
+            return RingGrowth::Failed {
+                ring_bytes,
+                written,
+                error,
+            };
+        }
+        let to = self
+            .stats()
+            .ok()
+            .and_then(|stats| stats.get_u64("ring_bytes"))
+            .unwrap_or(per_ring);
+        RingGrowth::Grown {
+            from: ring_bytes,
+            to,
+            written,
+        }
+    }
+}
+
 const EPERM: i32 = 1;
 const ENOENT: i32 = 2;
 const ESRCH: i32 = 3;
@@ -748,6 +834,65 @@ mod tests {
             std::fs::read_to_string(root.join("marker")).unwrap(),
             "hello there\n"
         );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn grow_rings_writes_buflen_only_when_small() {
+        let root = temp_root("grow");
+        let proc = ProcInterface::new(&root);
+        // No stats: nothing known, nothing written.
+        assert!(matches!(
+            proc.grow_rings(RING_TARGET_BYTES),
+            RingGrowth::Unknown
+        ));
+        // An older module: 4 rings of 16 KiB, no buflen file.
+        std::fs::write(root.join("stats"), "rings 4\nring_bytes 16384\n").unwrap();
+        assert!(matches!(
+            proc.grow_rings(RING_TARGET_BYTES),
+            RingGrowth::NoBuflen {
+                ring_bytes: 16384,
+                rings: 4
+            }
+        ));
+        // With buflen: 4 MiB is written for 4 rings; stats (a plain file here) still says
+        // 16 KiB, which is what is reported as the size after.
+        std::fs::write(root.join("buflen"), "65536\n").unwrap();
+        match proc.grow_rings(RING_TARGET_BYTES) {
+            RingGrowth::Grown { from, to, written } => {
+                assert_eq!((from, to, written), (16384, 16384, 4194304));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("buflen")).unwrap(),
+            "4194304\n"
+        );
+        // Already 1 MiB per ring: nothing written.
+        std::fs::write(root.join("stats"), "rings 2\nring_bytes 1048576\n").unwrap();
+        std::fs::write(root.join("buflen"), "x").unwrap();
+        assert!(matches!(
+            proc.grow_rings(RING_TARGET_BYTES),
+            RingGrowth::LargeEnough {
+                ring_bytes: 1048576
+            }
+        ));
+        assert_eq!(std::fs::read_to_string(root.join("buflen")).unwrap(), "x");
+        // A buflen that cannot be written (a directory here): Failed, with the error.
+        std::fs::write(root.join("stats"), "rings 2\nring_bytes 8192\n").unwrap();
+        std::fs::remove_file(root.join("buflen")).unwrap();
+        std::fs::create_dir(root.join("buflen")).unwrap();
+        match proc.grow_rings(RING_TARGET_BYTES) {
+            RingGrowth::Failed {
+                ring_bytes,
+                written,
+                error,
+            } => {
+                assert_eq!((ring_bytes, written), (8192, 2097152));
+                assert_eq!(error.raw_os_error(), Some(21)); // EISDIR
+            }
+            other => panic!("{other:?}"),
+        }
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -368,3 +368,58 @@ pub fn write_snapshot<'l>(
     }
     Ok(())
 }
+
+/// Whether the `/proc/PID/maps` text of a process that has just exec'd shows its new image
+/// not mapped yet: it has mappings, and none of them is of a file (only `[stack]`,
+/// `[vsyscall]`, `[vdso]`, `[vvar]` or anonymous memory), as between the kernel's
+/// `begin_new_exec` and the ELF loader's mapping of the program (`VmSize: 132 kB`). A
+/// snapshot of that moment names none of the program's code: the recorder takes it again
+/// at the process's next event. Empty text (no address space: the process exited) is not
+/// such a state: nothing will come later.
+pub fn exec_image_missing(maps: &str) -> bool {
+    let mut any = false;
+    for line in maps.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        any = true;
+        // The pathname is the sixth field; a file's starts with '/'.
+        if line
+            .split_whitespace()
+            .nth(5)
+            .is_some_and(|path| path.starts_with('/'))
+        {
+            return false;
+        }
+    }
+    any
+}
+
+#[cfg(test)]
+mod exec_image_tests {
+    use super::exec_image_missing;
+
+    #[test]
+    fn image_not_mapped_yet() {
+        // Between begin_new_exec and the loader: the new stack and the vsyscall page.
+        let early = "7ffc1a2b3000-7ffc1a2d4000 rw-p 00000000 00:00 0                          [stack]\n\
+                     ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+        assert!(exec_image_missing(early));
+        let with_vdso = format!(
+            "{early}7ffc1a3f0000-7ffc1a3f2000 r-xp 00000000 00:00 0 [vdso]\n\
+             7f0000000000-7f0000001000 rw-p 00000000 00:00 0\n"
+        );
+        assert!(exec_image_missing(&with_vdso));
+        // Mapped: the program (and ld.so).
+        let mapped = format!(
+            "55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1234                       /usr/bin/true\n{early}"
+        );
+        assert!(!exec_image_missing(&mapped));
+        // A path with spaces is still a file.
+        assert!(!exec_image_missing(
+            "00400000-00401000 r-xp 00000000 08:01 5 /opt/my app/bin\n"
+        ));
+        // No address space (exited): not worth a retry.
+        assert!(!exec_image_missing(""));
+    }
+}
