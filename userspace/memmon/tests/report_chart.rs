@@ -80,7 +80,7 @@ fn texts<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
 
 #[test]
 fn the_end_is_never_above_the_peak() {
-    let path = write("driver.cap", DRIVER);
+    let path = write("the_end_is_never_above_the_peak.cap", DRIVER);
     let text = run(&path, Format::Text);
     assert_eq!(
         text.lines().nth(1).unwrap(),
@@ -106,7 +106,13 @@ fn the_end_is_never_above_the_peak() {
 
 #[test]
 fn the_axis_counts_from_the_capture_start_as_the_header_does() {
-    let page = run(&write("driver.cap", DRIVER), Format::Html);
+    let page = run(
+        &write(
+            "the_axis_counts_from_the_capture_start_as_the_header_does.cap",
+            DRIVER,
+        ),
+        Format::Html,
+    );
     // 100 s to 104 s on the capture's clock: 0 to 4 s, as the header's 2.0 s.
     assert_eq!(
         texts(&page, "time-tick"),
@@ -117,7 +123,10 @@ fn the_axis_counts_from_the_capture_start_as_the_header_does() {
 
 #[test]
 fn the_counters_are_drawn_where_they_were_sampled() {
-    let page = run(&write("driver.cap", DRIVER), Format::Html);
+    let page = run(
+        &write("the_counters_are_drawn_where_they_were_sampled.cap", DRIVER),
+        Format::Html,
+    );
     let chart = &page[page.find("id=\"rss-chart\"").unwrap()..];
     let chart = &chart[..chart.find("</svg>").unwrap()];
     // Two samples of cc1plus: two dots, no line between them (nor across processes).
@@ -125,9 +134,8 @@ fn the_counters_are_drawn_where_they_were_sampled() {
     assert_eq!(chart.matches("class=\"counter\"").count(), 2);
     assert!(!chart.contains("polyline"), "{chart}");
     assert!(
-        chart.contains(
-            "<title>counters of process 101 (mark &quot;compiling&quot;): 4 MiB</title>"
-        ),
+        chart
+            .contains("<title>counters of process 101 (mark &quot;compiling&quot;): 4 MiB</title>"),
         "{chart}"
     );
     assert!(
@@ -138,7 +146,13 @@ fn the_counters_are_drawn_where_they_were_sampled() {
 
 #[test]
 fn the_peak_label_stays_inside_the_picture() {
-    let page = run(&write("late.cap", LATE_PEAK), Format::Html);
+    let page = run(
+        &write(
+            "the_peak_label_stays_inside_the_picture-late.cap",
+            LATE_PEAK,
+        ),
+        Format::Html,
+    );
     let at = page.find("class=\"moment-label\"").unwrap();
     let label = &page[at..][..page[at..].find("</text>").unwrap()];
     // At 3.9 s of 4 s (x 918.5 of 960): left of the line, ending at it.
@@ -146,7 +160,10 @@ fn the_peak_label_stays_inside_the_picture() {
     assert!(label.contains("text-anchor=\"end\""), "{label}");
     assert!(label.ends_with(">peak"), "{label}");
     // Earlier in the picture, right of the line as before.
-    let page = run(&write("driver.cap", DRIVER), Format::Html);
+    let page = run(
+        &write("the_peak_label_stays_inside_the_picture.cap", DRIVER),
+        Format::Html,
+    );
     let at = page.find("class=\"moment-label\"").unwrap();
     assert!(page[at..][..200].contains("text-anchor=\"start\""));
 }

@@ -161,8 +161,8 @@ fn the_html_page_has_the_banner_on_its_first_screen() {
         debuginfod: None,
         ..memmon::report::ReportOptions::default()
     };
-    let page = String::from_utf8(memmon::report::report(&[path.clone()], &options).unwrap())
-        .unwrap();
+    let page =
+        String::from_utf8(memmon::report::report(&[path.clone()], &options).unwrap()).unwrap();
     let banner = "<p id=\"loss\" role=\"alert\"><b>Incomplete capture:</b> 3 733 events lost (overwritten before memmon read them); 512 faults of 4242 (cc1plus) not recorded; 2 stacks of 4242 (cc1plus) shed (cut short or not walked). The figures below miss what was not recorded.</p>";
     let at = page.find(banner).expect("the banner");
     // Right under the title, before the first paragraph of figures.
@@ -172,7 +172,13 @@ fn the_html_page_has_the_banner_on_its_first_screen() {
     assert!(!page.contains("JIT"));
     // A whole stream: no banner.
     let whole = dir.join("whole.cap");
-    std::fs::write(&whole, capture(false).replace("1.030000000 4242/4242 dropped faults=512\n", "").replace(" stack_end=shed", "")).unwrap();
+    std::fs::write(
+        &whole,
+        capture(false)
+            .replace("1.030000000 4242/4242 dropped faults=512\n", "")
+            .replace(" stack_end=shed", ""),
+    )
+    .unwrap();
     let page = String::from_utf8(memmon::report::report(&[whole], &options).unwrap()).unwrap();
     assert!(!page.contains("id=\"loss\""));
     // The JSON of the lossy one.
@@ -182,7 +188,14 @@ fn the_html_page_has_the_banner_on_its_first_screen() {
     };
     let json: serde_json::Value =
         serde_json::from_slice(&memmon::report::report(&[path], &json_options).unwrap()).unwrap();
-    assert_eq!((json["lost"].as_u64(), json["dropped"].as_u64(), json["shed"].as_u64()), (Some(3733), Some(512), Some(2)));
+    assert_eq!(
+        (
+            json["lost"].as_u64(),
+            json["dropped"].as_u64(),
+            json["shed"].as_u64()
+        ),
+        (Some(3733), Some(512), Some(2))
+    );
 }
 
 fn feed(top: &mut TopModel, text: &str) {
@@ -201,7 +214,10 @@ fn top_shows_the_counts_while_there_are_any() {
     feed(&mut top, before);
     // Nothing lost yet: the status line as it always was.
     let sample = top.sample(1.0);
-    assert_eq!(status_line(&sample), "events 2  lost 0 (0 in the last 1.0 s)");
+    assert_eq!(
+        status_line(&sample),
+        "events 2  lost 0 (0 in the last 1.0 s)"
+    );
     feed(&mut top, after);
     let sample = top.sample(1.0);
     assert_eq!((sample.lost, sample.dropped, sample.shed), (3733, 512, 2));

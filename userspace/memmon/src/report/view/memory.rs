@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::report::model::class::{Class, PageKind};
+use crate::report::model::loss::Loss;
 use crate::report::model::moment::{duration, Holdings, Moment, MomentError, When};
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
-use crate::report::model::loss::Loss;
 use crate::report::model::replay::{Analysis, STACK_ENDS};
 use crate::report::model::sites::{ObjectId, SiteId};
 use crate::report::model::stats::{FaultClass, SiteStats};

@@ -31,7 +31,9 @@ pub fn unnamed_objects(view: &View, sites: &SiteTable, top: usize) -> Vec<Unname
     let mut by_name: HashMap<&str, u32> = HashMap::new();
     for row in &view.sites {
         for object in row.objects.iter().flatten() {
-            by_name.entry(basename(sites.object_path(*object))).or_insert(*object);
+            by_name
+                .entry(basename(sites.object_path(*object)))
+                .or_insert(*object);
         }
     }
     let mut found: Vec<u32> = Vec::new();
@@ -190,8 +192,7 @@ mod tests {
             Some("xz-utils")
         );
         assert_eq!(
-            parse_dpkg_owner("liblzma5:amd64: /usr/lib/x86_64-linux-gnu/liblzma.so.5\n")
-                .as_deref(),
+            parse_dpkg_owner("liblzma5:amd64: /usr/lib/x86_64-linux-gnu/liblzma.so.5\n").as_deref(),
             Some("liblzma5")
         );
         assert_eq!(parse_dpkg_owner("a, b: /usr/share/x\n"), None);

@@ -311,7 +311,11 @@ pub fn render(prepared: &Prepared, top: usize, cold: u64, naming: Naming) -> Str
     body.push_str(&loss_banner(view));
     body.push_str(&summary_line(view));
     if let Some(hint) = &view.stripped_hint {
-        let _ = write!(body, "<p id=\"stripped-hint\" class=\"muted\">{}</p>", escape(hint));
+        let _ = write!(
+            body,
+            "<p id=\"stripped-hint\" class=\"muted\">{}</p>",
+            escape(hint)
+        );
     }
     body.push_str(&your_code(view, top));
     body.push_str("<h2>RSS over time</h2>");
