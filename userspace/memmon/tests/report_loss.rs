@@ -162,7 +162,8 @@ fn the_html_page_has_the_banner_on_its_first_screen() {
         ..memmon::report::ReportOptions::default()
     };
     let page =
-        String::from_utf8(memmon::report::report(&[path.clone()], &options).unwrap()).unwrap();
+        String::from_utf8(memmon::report::report(std::slice::from_ref(&path), &options).unwrap())
+            .unwrap();
     let banner = "<p id=\"loss\" role=\"alert\"><b>Incomplete capture:</b> 3 733 events lost (overwritten before memmon read them); 512 faults of 4242 (cc1plus) not recorded; 2 stacks of 4242 (cc1plus) shed (cut short or not walked). The figures below miss what was not recorded.</p>";
     let at = page.find(banner).expect("the banner");
     // Right under the title, before the first paragraph of figures.

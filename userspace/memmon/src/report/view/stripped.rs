@@ -95,11 +95,7 @@ pub fn stripped_hint(
     names.dedup();
     let mut packages: Vec<String> = Vec::new();
     for object in objects {
-        if object
-            .build_id
-            .as_deref()
-            .is_some_and(|id| debug_installed(id))
-        {
+        if object.build_id.as_deref().is_some_and(debug_installed) {
             continue;
         }
         if let Some(package) = owner(&object.path) {
