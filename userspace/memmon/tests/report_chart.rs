@@ -167,3 +167,29 @@ fn the_peak_label_stays_inside_the_picture() {
     let at = page.find("class=\"moment-label\"").unwrap();
     assert!(page[at..][..200].contains("text-anchor=\"start\""));
 }
+
+#[test]
+fn the_series_counts_a_forked_childs_copy_as_the_peak_does() {
+    // The driver's 1 MiB is in its child's copy from the fork to the exec: the chart's
+    // series is never below what the driver holds, and its highest is the peak's 9 MiB.
+    let mut replay = memmon::report::Replay::new(memmon::report::ReplayOptions::default());
+    replay.capture(DRIVER.as_bytes()).unwrap();
+    let analysis = replay.finish();
+    let totals: Vec<u64> = analysis
+        .series
+        .iter()
+        .map(|point| point.bytes.iter().sum())
+        .collect();
+    assert_eq!(totals.iter().max(), Some(&(9 * MIB)));
+    let after_exec: Vec<u64> = analysis
+        .series
+        .iter()
+        .filter(|point| point.time.to_string().as_str() >= "100.400000000")
+        .filter(|point| point.time.to_string().as_str() < "104.000000000")
+        .map(|point| point.bytes.iter().sum())
+        .collect();
+    assert!(
+        after_exec.iter().all(|&bytes| bytes >= MIB),
+        "{after_exec:?}"
+    );
+}

@@ -300,6 +300,9 @@ impl Replay {
                 }
                 self.peak_tracker
                     .replaced(child_key, &process.space.picture, &space.picture);
+                // The chart's series counts the copy too, as the peak does.
+                self.timeline.picture(&process.space.picture, -1);
+                self.timeline.picture(&space.picture, 1);
                 process.space = space;
             }
             if !self.order.contains(&child_key) {
