@@ -227,3 +227,51 @@ fn top_targets_are_exclusive() {
     }
     fs::remove_dir_all(root.parent().unwrap()).unwrap();
 }
+
+/// Issue 50: a replayed capture that lost events, dropped faults and shed stacks: the
+/// status line says so once they are there.
+#[test]
+fn top_input_shows_the_loss_in_its_status_line() {
+    let root = fake_proc_root("loss");
+    let capture = root.join("lossy.cap");
+    fs::write(
+        &capture,
+        "\
+# memmon-capture 1
+# start 1.000000000
+# pids 4242
+1.000000000 4242/4242 exec comm=cc1plus filename=/usr/libexec/cc1plus
+1.010000000 4242/4242 mmap addr=0x0 len=1048576 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000
+1.015000000 0/0 lost count=3733
+1.020000000 4242/4242 fault type=anon access=W addr=0x7f0000000000 ip=0x401010 pages=128 stack=0x401010
+1.030000000 4242/4242 dropped faults=512
+1.040000000 4242/4242 fault type=anon access=W addr=0x7f0000080000 ip=0x401010 pages=32 stack=0x401010 stack_end=shed
+1.050000000 4242/4242 fault type=anon access=W addr=0x7f00000a0000 ip=0x401010 pages=32 stack_end=shed
+",
+    )
+    .unwrap();
+    let output = memmon(&root)
+        .args(["top", "--interval", "0.2", "--input"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let last = stdout.split_terminator("\n\n").last().unwrap();
+    assert!(
+        last.lines()
+            .next()
+            .unwrap()
+            .starts_with("memmon top: events 7  lost 3733 ("),
+        "{stdout}"
+    );
+    assert!(
+        last.lines()
+            .next()
+            .unwrap()
+            .ends_with(" s)  faults not recorded 512  stacks shed 2"),
+        "{stdout}"
+    );
+    fs::remove_dir_all(root.parent().unwrap()).unwrap();
+}

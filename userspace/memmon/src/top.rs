@@ -19,6 +19,7 @@ use std::fmt::Write;
 use rustc_hash::FxHashMap;
 
 use crate::capture::file::Record;
+use crate::report::model::loss::grouped;
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
 use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{ObjectId, SiteId, SiteTable};
@@ -76,6 +77,10 @@ pub struct TopSample {
     pub lost: u64,
     /// Of those, lost in the interval.
     pub lost_in_interval: u64,
+    /// Faults the module did not record so far (`dropped` lines), all processes.
+    pub dropped: u64,
+    /// Stacks the module shed so far (`stack_end=shed`), all processes.
+    pub shed: u64,
     /// The live processes.
     pub processes: Vec<ProcessRow>,
     /// Sites with resident memory or growth, by `sort`.
@@ -408,12 +413,15 @@ impl TopModel {
         }
         let sites = self.site_rows(&site_pages);
         self.previous_sites = site_pages;
-        let lost = self.replay.lost();
+        let loss = self.replay.loss();
+        let lost = loss.lost;
         let sample = TopSample {
             seconds,
             events: self.replay.events(),
             lost,
             lost_in_interval: lost - self.lost_before,
+            dropped: loss.dropped,
+            shed: loss.shed,
             processes,
             sites,
         };
@@ -562,12 +570,20 @@ pub fn site_cells(row: &SiteGrowthRow) -> [String; 4] {
     ]
 }
 
-/// The one-line status: events, lost (never hidden), the interval.
+/// The one-line status: events, lost (never hidden), the interval, and the faults not
+/// recorded and the stacks shed while any were.
 pub fn status_line(sample: &TopSample) -> String {
-    format!(
+    let mut line = format!(
         "events {}  lost {} ({} in the last {:.1} s)",
         sample.events, sample.lost, sample.lost_in_interval, sample.seconds
-    )
+    );
+    if sample.dropped > 0 {
+        let _ = write!(line, "  faults not recorded {}", grouped(sample.dropped));
+    }
+    if sample.shed > 0 {
+        let _ = write!(line, "  stacks shed {}", grouped(sample.shed));
+    }
+    line
 }
 
 /// The plain periodic table (stdout not a terminal): the status line, the processes,

@@ -32,6 +32,7 @@ use crate::report::symbolize::symbols::{SymbolOptions, Symbols};
 use crate::report::view::diff;
 use crate::report::view::memory::{build, ViewOptions};
 use crate::report::view::own_code::OwnCode;
+use crate::report::view::stripped;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -256,7 +257,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
             own_code.add_executable(&target.to_string_lossy());
         }
     }
-    let view = build(
+    let mut view = build(
         &analysis,
         &symbols,
         &ViewOptions {
@@ -268,6 +269,35 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
         },
     )
     .map_err(|e| ReportError(e.to_string()))?;
+    // Raw addresses of stripped objects among the first rows: where their names are. The
+    // packages are this machine's (dpkg), so not under a sysroot.
+    // Missing objects have their own note.
+    let symbol_options = options.symbol_options();
+    let mut unnamed = stripped::unnamed_objects(&view, &analysis.sites, options.top);
+    unnamed.retain(|object| {
+        crate::report::symbolize::symbols::resolve(
+            &object.path,
+            object.build_id.as_deref(),
+            &symbol_options,
+        )
+        .is_file()
+    });
+    if !unnamed.is_empty() {
+        let root = options
+            .sysroot
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let owner = |path: &str| match options.sysroot {
+            None => stripped::dpkg_owner(path),
+            Some(_) => None,
+        };
+        view.stripped_hint = stripped::stripped_hint(
+            &unnamed,
+            &owner,
+            &|id| stripped::debug_file_installed(&root, id),
+            options.debuginfod.is_some(),
+        );
+    }
     Ok(Prepared {
         analysis,
         symbols,

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod class;
+pub mod loss;
 pub mod maps;
 pub mod moment;
 pub mod peak;

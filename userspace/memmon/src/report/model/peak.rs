@@ -62,6 +62,12 @@ impl PeakTracker {
         Some(&mut since.changes)
     }
 
+    /// Resident pages of the capture's live processes now: the measure the peak is the
+    /// highest of.
+    pub fn live_pages(&self) -> u64 {
+        self.pages
+    }
+
     /// Process `key` exited (its memory released): it holds nothing live any more.
     pub fn exited(&mut self, key: ProcessKey) {
         self.exited.insert(key);

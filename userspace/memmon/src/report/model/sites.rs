@@ -138,6 +138,10 @@ pub struct SiteTable {
     clock: u64,
     /// Sites with code frames, not dropped.
     kept: usize,
+    /// Frames at addresses in no region the model knew when they were seen (not in an
+    /// anonymous region: no JIT's code), whose mapping's events a lossy stream may have
+    /// lost.
+    unmapped: rustc_hash::FxHashSet<Frame>,
     /// Sites dropped so far.
     dropped: u64,
     /// Drops and recycles so far: a cache of site ids made before the last one is stale.
@@ -451,6 +455,18 @@ impl SiteTable {
     /// A one-frame pseudo-site.
     pub fn label(&mut self, label: &'static str) -> SiteId {
         self.intern(vec![Frame::Label(label)])
+    }
+
+    /// Notes that `frame` (a [`Frame::Address`]) was at an address in no region the model
+    /// knew.
+    pub fn note_unmapped(&mut self, frame: Frame) {
+        self.unmapped.insert(frame);
+    }
+
+    /// Whether `frame` was seen at an address in no region the model knew
+    /// ([`SiteTable::note_unmapped`]).
+    pub fn is_unmapped(&self, frame: &Frame) -> bool {
+        self.unmapped.contains(frame)
     }
 
     /// The frames of a site, innermost first.

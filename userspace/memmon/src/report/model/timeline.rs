@@ -231,6 +231,31 @@ impl TimelineBuilder {
         *self.current.site_growth.entry(site).or_insert(0) += delta;
     }
 
+    /// A whole picture's resident pages added (`sign` 1) or taken away (-1) at once: a
+    /// forked child's copy of its parent's.
+    pub fn picture(&mut self, picture: &crate::report::model::picture::Picture, sign: i64) {
+        for (&(kind, class), &pages) in &picture.class_resident {
+            let group = self
+                .class_groups
+                .get(class as usize)
+                .map_or(1, |groups| groups[kind.index().min(2)]);
+            let delta = i64::try_from(pages)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(sign);
+            self.groups[usize::from(group).min(4)] += delta;
+            self.current.resident_growth = self
+                .current
+                .resident_growth
+                .saturating_add(delta.saturating_mul(PAGE as i64));
+        }
+        for (&site, &pages) in &picture.site_resident {
+            let delta = i64::try_from(pages)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(sign);
+            *self.current.site_growth.entry(site).or_insert(0) += delta;
+        }
+    }
+
     /// The intervals, the last one closed at the last event, and the RSS series.
     pub fn finish(mut self) -> (Vec<Interval>, Vec<Point>) {
         if self.started {

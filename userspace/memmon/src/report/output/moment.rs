@@ -18,12 +18,22 @@ pub fn other_moments(view: &Shown, hint: bool) -> Vec<String> {
         ));
     }
     if !view.at_end() {
-        others.push(format!(
-            "at {}: {}{}",
-            view.end.label,
-            size(view.end.resident),
-            if hint { " (--at end)" } else { "" }
-        ));
+        // The end on the peak's measure (never above it), then, when they differ, each
+        // process's last state summed (what --at end shows).
+        let hint = if hint { " (--at end)" } else { "" };
+        if view.end_moment == view.end.resident {
+            others.push(format!(
+                "at {}: {}{hint}",
+                view.end.label,
+                size(view.end.resident)
+            ));
+        } else {
+            others.push(format!("at {}: {}", view.end.label, size(view.end_moment)));
+            others.push(format!(
+                "each process's last state, summed: {}{hint}",
+                size(view.end.resident)
+            ));
+        }
     }
     others
 }

@@ -34,6 +34,9 @@ pub fn summary(analysis: &Analysis) -> String {
         "memmon: summary: {} events, {total} faults (first-touch {}, file {}, swap-in {}, copy-on-write {}, other {})",
         view.events, faults[0], faults[1], faults[2], faults[3], faults[4]
     );
+    if let Some(loss) = view.loss.sentence() {
+        let _ = writeln!(out, "memmon: incomplete: {loss}");
+    }
     let totals = view.totals;
     let others: String = other_moments(&view.shown, false)
         .iter()

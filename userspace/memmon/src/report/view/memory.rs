@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::report::model::class::{Class, PageKind};
+use crate::report::model::loss::Loss;
 use crate::report::model::moment::{duration, Holdings, Moment, MomentError, When};
 use crate::report::model::picture::{KindBytes, Picture, PAGE};
-use crate::report::model::replay::Analysis;
+use crate::report::model::replay::{Analysis, STACK_ENDS};
 use crate::report::model::sites::{ObjectId, SiteId};
 use crate::report::model::stats::{FaultClass, SiteStats};
 use crate::report::model::timeline::Interval;
@@ -21,7 +22,7 @@ use crate::report::view::reach::{classify, StackReach};
 use crate::report::view::reconcile::{reconcile, Check};
 use crate::report::view::runtimes::RuntimeWork;
 use crate::report::view::your_code::{your_code, YourCode};
-use crate::stream::event::{StackEnd, Timestamp};
+use crate::stream::event::Timestamp;
 
 /// An analysis with its symbols and its view: what the outputs render.
 pub struct Prepared {
@@ -150,6 +151,10 @@ pub struct SiteRow {
     /// `loader`): the tables count it in one row of its own ([`View::runtime_work`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_work: Option<RuntimeWork>,
+    /// The stack goes through an address in no region the model knew, in a stream that
+    /// lost events: code whose mapping's events were lost (not generated code).
+    #[serde(skip)]
+    pub lost_mapping: bool,
 }
 
 impl SiteRow {
@@ -174,11 +179,13 @@ impl SiteRow {
             last_swapin: None,
             peak: 0,
             lifetime: Lifetime::None,
+            lost_mapping: false,
         }
     }
 
-    /// Adds one merged site: its resident and mapped bytes and its statistics.
-    fn add(&mut self, resident: u64, mapped: u64, stats: &SiteStats) {
+    /// Adds one merged site: its resident and mapped bytes and its statistics. Its peak is
+    /// the busiest member's, and at least what the merged row holds now.
+    pub fn add(&mut self, resident: u64, mapped: u64, stats: &SiteStats) {
         self.resident = self.resident.saturating_add(resident);
         self.mapped = self.mapped.saturating_add(mapped);
         self.faults.add(&stats.faults);
@@ -186,7 +193,10 @@ impl SiteRow {
         self.released += stats.released * PAGE;
         self.paged_out += stats.paged_out * PAGE;
         self.swapped_in += stats.swapped_in * PAGE;
-        self.peak = self.peak.max(stats.peak_resident * PAGE);
+        self.peak = self
+            .peak
+            .max(stats.peak_resident.saturating_mul(PAGE))
+            .max(self.resident);
         self.first_swapin = match (self.first_swapin, stats.first_swapin) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -216,6 +226,7 @@ impl SiteRow {
         };
         self.last_swapin = self.last_swapin.max(other.last_swapin);
         self.lifetime = Lifetime::of(self.resident, self.released);
+        self.lost_mapping |= other.lost_mapping;
     }
 
     /// The innermost function, as the view names it.
@@ -387,6 +398,11 @@ pub struct Shown {
     pub peak: MomentTotals,
     /// The end (each process's last state before it released its memory).
     pub end: MomentTotals,
+    /// The end as a moment, on the peak's measure ([`Analysis::end_moment`]): resident
+    /// bytes of the live processes together at the capture's last moment (all exited:
+    /// just before the last exit). Never above the peak; below `end.resident` when the
+    /// processes' last states were not held at once (a compiler driver's children).
+    pub end_moment: u64,
     /// The moment shown, to find its pictures in the analysis.
     #[serde(skip)]
     pub at: Moment,
@@ -412,19 +428,26 @@ pub struct View {
     pub aggregate_of: Option<String>,
     /// Events replayed.
     pub events: u64,
-    /// Events lost by the reader.
-    pub lost: u64,
+    /// What the stream did not record: the events lost by the reader (`lost`), with the faults not recorded
+    /// (`dropped`) and the stacks shed (`shed`), and both by process (`loss_by_process`).
+    #[serde(flatten)]
+    pub loss: Loss,
     /// Capture lines that did not parse (skipped).
     pub bad_lines: u64,
     /// Binaries not found or not the capture's build.
     pub symbol_warnings: Vec<String>,
+    /// One line when the first rows are addresses in objects without symbols: where
+    /// their names are ([`crate::report::view::stripped`]; set by
+    /// [`crate::report::prepare`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripped_hint: Option<String>,
     /// Processes.
     pub pids: Vec<u32>,
     /// Whether stacks were present (else sites are fault ips).
     pub stacks: bool,
     /// Events with a stack, by why it ends (whole, depth, unreadable, no_table,
-    /// unsupported: `StackEnd` order).
-    pub stack_ends: [u64; StackEnd::ALL.len()],
+    /// unsupported, shed: `StackEnd` order).
+    pub stack_ends: [u64; STACK_ENDS],
     /// Resident bytes at the moment by where their stacks end (`main`, a thread's
     /// start, start-up, exit, no stack, other).
     pub stack_reach: StackReach,
@@ -612,12 +635,14 @@ pub fn build(
                 peak.when,
             ),
             end: MomentTotals::of(moment_label(&Moment::End, &[], 0), &analysis.end, &[]),
+            end_moment: analysis.end_moment,
             at: options.at.clone(),
         },
         events: analysis.events,
-        lost: analysis.lost,
+        loss: analysis.loss.clone(),
         bad_lines: analysis.bad_lines,
         symbol_warnings: symbols.warnings.clone(),
+        stripped_hint: None,
         pids: analysis.pids.clone(),
         stacks: analysis.has_stacks,
         stack_ends: analysis.stack_ends,
@@ -733,6 +758,9 @@ fn site_rows(
     let mut reach = StackReach::default();
     let empty = SiteStats::default();
     let with_lines = &objects_with_own_lines(symbols);
+    // Addresses in no known region of a stream that lost events: their mapping's `mmap`
+    // may be among the lost.
+    let lossy = analysis.loss.lost > 0;
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
@@ -776,6 +804,10 @@ fn site_rows(
             *best = weight;
         }
         row.add(resident, mapped, stats);
+        row.lost_mapping |= lossy
+            && site_frames
+                .iter()
+                .any(|frame| analysis.sites.is_unmapped(frame));
     }
     let mut rows: Vec<SiteRow> = rows
         .into_values()
@@ -847,6 +879,35 @@ mod tests {
         row.brought_in = resident;
         row.lifetime = Lifetime::of(resident, 0);
         row
+    }
+
+    #[test]
+    fn a_rows_peak_is_never_below_what_it_holds() {
+        // Merged sites of 768 KiB together now, each of which peaked at 64 KiB alone
+        // (16 pages): the row's peak is at least the 768 KiB it holds.
+        let mut row = SiteRow::empty(Vec::new(), Vec::new(), Split::default());
+        let stats = SiteStats {
+            peak_resident: 16,
+            ..SiteStats::default()
+        };
+        for _ in 0..12 {
+            row.add(64 << 10, 0, &stats);
+        }
+        assert_eq!(row.resident, 768 << 10);
+        assert_eq!(row.peak, 768 << 10);
+        // A member's peak above what the row holds stays the row's peak.
+        let mut row = SiteRow::empty(Vec::new(), Vec::new(), Split::default());
+        let busy = SiteStats {
+            peak_resident: 512,
+            ..SiteStats::default()
+        };
+        row.add(64 << 10, 0, &busy);
+        assert_eq!((row.resident, row.peak), (64 << 10, 2 << 20));
+        // Merged rows keep it too.
+        let mut other = SiteRow::empty(Vec::new(), Vec::new(), Split::default());
+        other.add(768 << 10, 0, &stats);
+        other.merge(&row);
+        assert_eq!((other.resident, other.peak), (832 << 10, 2 << 20));
     }
 
     #[test]

@@ -9,4 +9,5 @@ pub mod own_code;
 pub mod reach;
 pub mod reconcile;
 pub mod runtimes;
+pub mod stripped;
 pub mod your_code;

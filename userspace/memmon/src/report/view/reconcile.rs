@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::report::model::class::PageKind;
+use crate::report::model::loss::{grouped, Loss};
 use crate::report::model::maps::Counters;
 use crate::report::model::picture::{KindBytes, PAGE};
 use crate::report::model::replay::{Analysis, Comparison, CounterSource};
@@ -31,7 +32,52 @@ pub fn differs(model: u64, counter: u64) -> bool {
     difference > PAGE && u128::from(difference) * 100 > u128::from(counter)
 }
 
-fn cause(comparison: &Comparison, kind: PageKind, missing: bool, has_pages: bool) -> String {
+/// The stream's loss as the cause of a difference, when there was one that can explain
+/// it: faults of the process (or of processes the module could not keep apart) not
+/// recorded make the model short; events lost (any kind: faults, unmaps, exits) either
+/// way.
+fn loss_cause(loss: &Loss, pid: u32, missing: bool) -> Option<String> {
+    let mut causes = Vec::new();
+    if missing {
+        let apart = loss.process(pid).filter(|_| pid != 0);
+        for process in [apart, loss.process(0)].into_iter().flatten() {
+            if process.dropped > 0 {
+                causes.push(format!(
+                    "{} faults of {} not recorded (the module dropped them while its ring was nearly full)",
+                    grouped(process.dropped),
+                    if process.pid == 0 {
+                        process.name()
+                    } else {
+                        "this process".to_owned()
+                    }
+                ));
+            }
+        }
+    }
+    if loss.lost > 0 {
+        causes.push(format!(
+            "{} events lost (overwritten before memmon read them{})",
+            grouped(loss.lost),
+            if missing {
+                ""
+            } else {
+                ": unmaps, frees and exits among them"
+            }
+        ));
+    }
+    (!causes.is_empty()).then(|| format!("the capture's loss: {}", causes.join(", and ")))
+}
+
+fn cause(
+    comparison: &Comparison,
+    kind: PageKind,
+    missing: bool,
+    has_pages: bool,
+    loss: &Loss,
+) -> String {
+    if let Some(cause) = loss_cause(loss, comparison.pid, missing) {
+        return cause;
+    }
     if missing {
         let before = comparison
             .at_start
@@ -93,7 +139,13 @@ pub fn reconcile(analysis: &Analysis) -> Vec<Check> {
                         CounterSource::StatusSnapshot => "the status snapshot says",
                     },
                     if difference > 0 { "+" } else { "" },
-                    cause(comparison, kind, model < counter, analysis.has_pages)
+                    cause(
+                        comparison,
+                        kind,
+                        model < counter,
+                        analysis.has_pages,
+                        &analysis.loss
+                    )
                 ));
             }
             Check {

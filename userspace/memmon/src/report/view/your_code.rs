@@ -103,6 +103,14 @@ pub struct YourCode {
     /// What went through unnamed generated code, when something did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unnamed_code: Option<UnnamedCode>,
+    /// Resident bytes whose stacks go through code memmon cannot name because its
+    /// mapping's events were lost ([`SiteRow::lost_mapping`]): not generated code.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost_mappings: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The functions of own code of `sites` with the resident bytes they brought in; the
@@ -117,13 +125,20 @@ pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
     let mut work: BTreeMap<RuntimeWork, u64> = BTreeMap::new();
     let mut outside = 0u64;
     let mut unnamed = 0u64;
+    let mut lost_mappings = 0u64;
     for site in sites.iter().filter(|site| site.resident > 0) {
         if site
             .shown
             .iter()
             .any(|frame| frame.function.starts_with("[0x"))
         {
-            unnamed = unnamed.saturating_add(site.resident);
+            // An address in no known region of a lossy stream: its mapping's mmap was
+            // lost, which says nothing of a JIT.
+            if site.lost_mapping {
+                lost_mappings = lost_mappings.saturating_add(site.resident);
+            } else {
+                unnamed = unnamed.saturating_add(site.resident);
+            }
         }
         if let Some(kind) = site.runtime_work {
             let bytes = work.entry(kind).or_insert(0);
@@ -230,6 +245,7 @@ pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
         runtime_work,
         outside,
         unnamed_code,
+        lost_mappings,
     }
 }
 
@@ -270,6 +286,7 @@ mod tests {
             objects: Vec::new(),
             library: (own.first() != Some(&0)).then(|| "[libc.so.6: malloc]".to_owned()),
             runtime_work: None,
+            lost_mapping: false,
         }
     }
 

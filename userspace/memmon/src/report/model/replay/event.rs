@@ -12,7 +12,9 @@ use crate::report::model::sites::{
 use crate::report::model::space::{Ctx, Leave, Page, PageState, Space, Vma};
 use crate::report::model::stats::FaultClass;
 use crate::report::model::ProcessKey;
-use crate::stream::event::{Access, Event, EventKind, FaultType, RssAt, Stack, Timestamp};
+use crate::stream::event::{
+    Access, Event, EventKind, FaultType, RssAt, Stack, StackEnd, Timestamp,
+};
 use crate::stream::flags::{Advice, MmapFlags, MremapFlags, Prot};
 
 /// The most pages one fault can map (a PUD-level mapping: 1 GiB).
@@ -32,7 +34,8 @@ impl Replay {
         self.count(event);
         let key = (self.capture, event.pid);
         match &event.kind {
-            EventKind::Lost { count } => self.lost += count,
+            EventKind::Lost { count } => self.loss.lost(*count),
+            EventKind::Dropped { faults } => self.loss.dropped(event.pid, *faults),
             EventKind::Fault { .. } => self.on_fault(key, event),
             EventKind::Gen { n, armed } => self.on_gen(key, *n, *armed, event.time),
             EventKind::Mmap { ret: Ok(_), .. } => self.on_mmap(key, event),
@@ -80,7 +83,8 @@ impl Replay {
                 advice,
                 ret: Ok(_),
             } => self.on_madvise(key, *addr, *len, *advice),
-            EventKind::Exec { filename, .. } => {
+            EventKind::Exec { filename, comm } => {
+                self.loss.exec(event.pid, &comm.to_string_lossy());
                 let path = filename.to_string_lossy();
                 if path.starts_with('/') && !self.executables.contains(&path) {
                     self.executables.push(path);
@@ -91,7 +95,10 @@ impl Replay {
             EventKind::Fork {
                 child,
                 watched: true,
-            } => self.on_fork(key, (self.capture, *child)),
+            } => {
+                self.loss.fork(event.pid, *child);
+                self.on_fork(key, (self.capture, *child));
+            }
             EventKind::Mark { text } => self.on_mark(text.to_string_lossy(), event.time),
             EventKind::Rss { .. } => self.on_rss(key, event),
             _ => {}
@@ -109,6 +116,9 @@ impl Replay {
         if let Some(stack) = &event.stack {
             self.has_stacks = true;
             self.stack_ends[stack.1 as usize] += 1;
+            if stack.1 == StackEnd::Shed {
+                self.loss.shed(event.pid);
+            }
         }
     }
 
@@ -254,6 +264,7 @@ impl Replay {
 
     /// An exit: the process's last state counts for the end, then its memory goes.
     fn on_exit(&mut self, key: ProcessKey) {
+        self.before_last_exit = self.peak_tracker.live_pages();
         if let Some(process) = self.processes.get(&key) {
             self.finished.add(key, process.space.picture.clone());
         }
@@ -289,6 +300,9 @@ impl Replay {
                 }
                 self.peak_tracker
                     .replaced(child_key, &process.space.picture, &space.picture);
+                // The chart's series counts the copy too, as the peak does.
+                self.timeline.picture(&process.space.picture, -1);
+                self.timeline.picture(&space.picture, 1);
                 process.space = space;
             }
             if !self.order.contains(&child_key) {
@@ -455,6 +469,7 @@ impl Replay {
         // return address: the chain stops at the first caller that is not code.
         let known = !process.space.is_empty();
         let shared_addresses = self.shared_addresses;
+        let mut unmapped: Vec<Frame> = Vec::new();
         let frames: Vec<Frame> = raw
             .iter()
             .enumerate()
@@ -467,15 +482,22 @@ impl Replay {
             })
             .map(|(index, &addr)| {
                 let frame = process.space.frame(addr, index > 0 || !exact_first, space);
-                match frame {
+                let frame = match frame {
                     Frame::Address { addr, .. } if shared_addresses => Frame::Address {
                         addr,
                         space: SpaceId::MAX,
                     },
                     frame => frame,
+                };
+                if matches!(frame, Frame::Address { .. }) && process.space.find(addr).is_none() {
+                    unmapped.push(frame);
                 }
+                frame
             })
             .collect();
+        for frame in unmapped {
+            self.sites.note_unmapped(frame);
+        }
         let frames = match python {
             Some(python) => merge_python(process, &self.sites, raw, frames, &python.0),
             None => frames,

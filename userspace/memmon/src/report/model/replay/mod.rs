@@ -11,10 +11,11 @@ use serde::Serialize;
 use crate::capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
 use crate::report::model::access::AccessLog;
 use crate::report::model::class::Class;
+use crate::report::model::loss::{Loss, LossCounter};
 use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::moment::{after, since, Holdings, MomentState, TimeState, When};
 use crate::report::model::peak::PeakTracker;
-use crate::report::model::picture::{ClassId, KindBytes, Picture};
+use crate::report::model::picture::{ClassId, KindBytes, Picture, PAGE};
 use crate::report::model::sites::{
     ObjectId, SiteId, SiteRemap, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC,
 };
@@ -24,6 +25,9 @@ use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
 use crate::report::model::ProcessKey;
 use crate::stream::event::{StackEnd, Timestamp};
 use rustc_hash::FxHashMap;
+
+/// How many reasons a stack can end for ([`StackEnd::ALL`]).
+pub const STACK_ENDS: usize = StackEnd::ALL.len();
 
 /// Where a counter value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,6 +124,11 @@ pub struct Analysis {
     /// The end: each process's last state before it released its memory (in the order
     /// the processes appeared), and their sum.
     pub end: Holdings,
+    /// The end as a moment, on the peak's measure (the capture's live processes
+    /// together): resident bytes at each capture's last moment, or when its processes
+    /// all exited, just before the last exit; summed over captures. Never above the
+    /// peak; below `end` when the processes' last states were not held at once.
+    pub end_moment: u64,
     /// The peak of each capture: the moment its live processes together held the most
     /// resident memory (the first such), and what they held then, summed over captures.
     pub peak: MomentState,
@@ -137,17 +146,22 @@ pub struct Analysis {
     pub events: u64,
     /// Events the reader lost (`lost` lines).
     pub lost: u64,
+    /// What the stream did not record: lost events, dropped faults and shed stacks.
+    pub loss: Loss,
     /// Lines that did not parse (skipped).
     pub bad_lines: u64,
     /// Any fault or call carried `stack=`.
     pub has_stacks: bool,
     /// Events with a stack, by why it ends ([`crate::stream::event::StackEnd`] order: whole
     /// first).
-    pub stack_ends: [u64; StackEnd::ALL.len()],
+    pub stack_ends: [u64; STACK_ENDS],
     /// Any fault carried `pages=`.
     pub has_pages: bool,
     /// First and last event times.
     pub span: Option<(Timestamp, Timestamp)>,
+    /// Each capture's start (its `# start` header, else its first event), in the order
+    /// replayed: the clock the moments count from (`When::since_start_ns`).
+    pub starts: Vec<Timestamp>,
     /// Processes seen (pid of each).
     pub pids: Vec<u32>,
     /// The commands of the captures (their `# command` or `# pids` headers).
@@ -178,6 +192,10 @@ pub struct Replay {
     spaces: FxHashMap<ProcessKey, SpaceId>,
     order: Vec<ProcessKey>,
     finished: Holdings,
+    /// `Analysis::end_moment` of the captures replayed.
+    end_moment: u64,
+    /// Live resident pages of the capture being replayed just before its latest exit.
+    before_last_exit: u64,
     /// The peak of the capture being replayed.
     peak_tracker: PeakTracker,
     /// The peaks of the captures replayed.
@@ -196,12 +214,13 @@ pub struct Replay {
     command_capture: bool,
     build_ids: HashMap<String, String>,
     events: u64,
-    lost: u64,
+    loss: LossCounter,
     bad_lines: u64,
     has_stacks: bool,
-    stack_ends: [u64; StackEnd::ALL.len()],
+    stack_ends: [u64; STACK_ENDS],
     has_pages: bool,
     span: Option<(Timestamp, Timestamp)>,
+    starts: Vec<Timestamp>,
     commands: Vec<String>,
     /// The programs executed, as `Analysis::executables`.
     pub(super) executables: Vec<String>,
@@ -226,6 +245,8 @@ impl Replay {
             spaces: FxHashMap::default(),
             order: Vec::new(),
             finished: Holdings::default(),
+            end_moment: 0,
+            before_last_exit: 0,
             peak_tracker: PeakTracker::default(),
             peak: MomentState::default(),
             start: None,
@@ -243,12 +264,13 @@ impl Replay {
             command_capture: false,
             build_ids: HashMap::new(),
             events: 0,
-            lost: 0,
+            loss: LossCounter::default(),
             bad_lines: 0,
             has_stacks: false,
-            stack_ends: [0; StackEnd::ALL.len()],
+            stack_ends: [0; STACK_ENDS],
             has_pages: false,
             span: None,
+            starts: Vec::new(),
             commands: Vec::new(),
             executables: Vec::new(),
             access: AccessLog::default(),
@@ -669,7 +691,13 @@ impl Replay {
 
     /// Events lost so far (`lost` lines).
     pub fn lost(&self) -> u64 {
-        self.lost
+        self.loss.lost_events()
+    }
+
+    /// What the stream did not record so far: lost events, dropped faults and shed
+    /// stacks, by process.
+    pub fn loss(&self) -> Loss {
+        self.loss.loss()
     }
 
     /// Ends a capture fed through [`Replay::event`] and [`Replay::snapshot`]: the
@@ -731,6 +759,20 @@ impl Replay {
                 }
             }
         }
+        // The end as a moment: the live processes now, or if none is, just before the last
+        // exit.
+        let live = keys.iter().any(|key| {
+            self.processes
+                .get(key)
+                .is_some_and(|process| !process.exited)
+        });
+        let pages = if live {
+            self.peak_tracker.live_pages()
+        } else {
+            self.before_last_exit
+        };
+        self.end_moment = self.end_moment.saturating_add(pages.saturating_mul(PAGE));
+        self.before_last_exit = 0;
         self.peak_tracker
             .finish(capture, self.start, &keys, &mut self.peak);
         if let (Some(start), Some(last), Some(at_time)) = (self.start, self.last, self.at_time) {
@@ -738,6 +780,9 @@ impl Replay {
             if !self.time_taken {
                 self.take_time_state(start, at_time);
             }
+        }
+        if let Some(start) = self.start {
+            self.starts.push(start);
         }
         self.start = None;
         self.last = None;
@@ -754,17 +799,20 @@ impl Replay {
             classes: self.classes,
             stats: self.stats,
             end: self.finished,
+            end_moment: self.end_moment,
             peak: self.peak,
             at_time: self.at_time.map(|_| self.time_state),
             marks: self.marks,
             comparisons: self.comparisons,
             events: self.events,
-            lost: self.lost,
+            lost: self.loss.lost_events(),
+            loss: self.loss.loss(),
             bad_lines: self.bad_lines,
             has_stacks: self.has_stacks,
             stack_ends: self.stack_ends,
             has_pages: self.has_pages,
             span: self.span,
+            starts: self.starts,
             pids: {
                 let mut pids: Vec<u32> = self.order.iter().map(|k| k.1).collect();
                 pids.dedup();

@@ -25,8 +25,17 @@ const BOTTOM: f64 = 56.0;
 /// Fill colours of the groups.
 pub const COLOURS: [&str; 5] = ["#e6550d", "#fd8d3c", "#fdae6b", "#3182bd", "#31a354"];
 
-fn seconds(nanos: u128) -> f64 {
-    nanos as f64 / 1e9
+/// A time on the axis, from the capture's start, as precise as the axis needs
+/// (`250 ms`, `1.25 s`, `216.0 s`).
+fn axis_time(nanos: u128, span: u128) -> String {
+    let seconds = nanos as f64 / 1e9;
+    if span < 2_000_000_000 {
+        format!("{:.0} ms", seconds * 1e3)
+    } else if span < 20_000_000_000 {
+        format!("{seconds:.2} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
 }
 
 /// The SVG being written. Text content is given escaped, with the page's escape (the
@@ -91,7 +100,8 @@ pub fn rss_chart(analysis: &Analysis, view: &View) -> String {
 
 /// The scales of the plot area: time across, resident bytes up.
 struct Plot {
-    /// The first point's time, at the left edge.
+    /// The left edge: the capture's start (the clock of the report's header: its moments
+    /// count from it), or the first point's time if earlier.
     t0: u128,
     /// Nanoseconds across the plot (at least 1).
     span: u128,
@@ -119,16 +129,25 @@ fn draw(svg: &mut Svg, analysis: &Analysis, view: &View) -> io::Result<()> {
     let (Some(first), Some(last)) = (series.first(), series.last()) else {
         return Ok(());
     };
-    let t0 = first.time.as_nanos();
-    let counters: Vec<(u128, u64)> = analysis
+    let t0 = analysis
+        .starts
+        .first()
+        .map_or(first.time, |start| (*start).min(first.time))
+        .as_nanos();
+    let counters: Vec<Counter> = analysis
         .comparisons
         .iter()
-        .map(|c| (c.time.as_nanos(), c.counters.resident()))
+        .map(|c| Counter {
+            time: c.time.as_nanos(),
+            pid: c.pid,
+            label: c.label.clone(),
+            resident: c.counters.resident(),
+        })
         .collect();
     let top = series
         .iter()
         .map(|p| saturating_sum(p.bytes))
-        .chain(counters.iter().map(|c| c.1))
+        .chain(counters.iter().map(|c| c.resident))
         .max()
         .unwrap_or(0)
         .max(4096) as f64
@@ -272,17 +291,18 @@ fn draw_axes(svg: &mut Svg, plot: &Plot) -> io::Result<()> {
                 ("stroke", "#ddd"),
             ],
         )?;
-        let t = plot.t0 + plot.span * u128::from(tick) / 4;
+        let since = plot.span * u128::from(tick) / 4;
         // The last label ends at the plot's right edge, inside the picture.
         let anchor = if tick == 4 { "end" } else { "middle" };
         svg.text(
             "text",
             &[
-                ("x", &format!("{:.1}", plot.x(t))),
+                ("class", "time-tick"),
+                ("x", &format!("{:.1}", plot.x(plot.t0 + since))),
                 ("y", &format!("{:.1}", TOP + Plot::HEIGHT + 16.0)),
                 ("text-anchor", anchor),
             ],
-            &format!("{:.3} s", seconds(t)),
+            &escape(&axis_time(since, plot.span)),
         )?;
     }
     Ok(())
@@ -344,12 +364,20 @@ fn draw_moment(svg: &mut Svg, plot: &Plot, view: &View) -> io::Result<()> {
             ],
             &escape(&format!("{}: {}", shown.moment_label, size(when.resident))),
         )?;
+        // Near the right edge the label goes left of the line, inside the picture.
+        let x = plot.x(when.time.as_nanos());
+        let (label_x, anchor) = if x > LEFT + Plot::WIDTH - 40.0 {
+            (x - 3.0, "end")
+        } else {
+            (x + 3.0, "start")
+        };
         svg.text(
             "text",
             &[
                 ("class", "moment-label"),
-                ("x", &format!("{:.1}", plot.x(when.time.as_nanos()) + 3.0)),
+                ("x", &format!("{label_x:.1}")),
                 ("y", &format!("{:.1}", TOP + 12.0)),
+                ("text-anchor", anchor),
                 ("fill", "#c00"),
             ],
             label,
@@ -358,37 +386,43 @@ fn draw_moment(svg: &mut Svg, plot: &Plot, view: &View) -> io::Result<()> {
     Ok(())
 }
 
-/// The process's own counters: a line over the areas, a dot with a tooltip per value.
-fn draw_counters(svg: &mut Svg, plot: &Plot, counters: &[(u128, u64)]) -> io::Result<()> {
+/// One sample of a process's own counters (an `rss` line, a status snapshot).
+struct Counter {
+    time: u128,
+    pid: u32,
+    label: String,
+    resident: u64,
+}
+
+/// The processes' own counters where there are samples: a dot per sample (its process and
+/// moment in the tooltip), never a line across processes or between samples: what the
+/// counters were between two samples is not known.
+fn draw_counters(svg: &mut Svg, plot: &Plot, counters: &[Counter]) -> io::Result<()> {
     if counters.is_empty() {
         return Ok(());
     }
-    let line = counters
-        .iter()
-        .map(|&(t, bytes)| (plot.x(t), plot.y(bytes as f64)));
-    svg.empty(
-        "polyline",
-        &[
-            ("id", "counters"),
-            ("points", &points(line)),
-            ("fill", "none"),
-            ("stroke", "#000"),
-            ("stroke-width", "1.5"),
-        ],
-    )?;
-    for &(t, bytes) in counters {
+    svg.0.write_event(Event::Start(Svg::start(
+        "g",
+        &[("id", "counters"), ("fill", "#000"), ("stroke", "#000")],
+    )))?;
+    for counter in counters {
         svg.titled(
             "circle",
             &[
-                ("cx", &format!("{:.1}", plot.x(t))),
-                ("cy", &format!("{:.1}", plot.y(bytes as f64))),
+                ("class", "counter"),
+                ("cx", &format!("{:.1}", plot.x(counter.time))),
+                ("cy", &format!("{:.1}", plot.y(counter.resident as f64))),
                 ("r", "3"),
-                ("fill", "#000"),
             ],
-            &format!("process counters: {}", escape(&size(bytes))),
+            &escape(&format!(
+                "counters of process {} ({}): {}",
+                counter.pid,
+                counter.label,
+                size(counter.resident)
+            )),
         )?;
     }
-    Ok(())
+    svg.0.write_event(Event::End(BytesEnd::new("g")))
 }
 
 /// The legend, under the time axis: the groups' colours, then the counters' line.
@@ -414,16 +448,13 @@ fn draw_legend(svg: &mut Svg) -> io::Result<()> {
         )?;
         lx += 120.0;
     }
-    let line_y = format!("{:.1}", legend_y - 4.0);
     svg.empty(
-        "line",
+        "circle",
         &[
-            ("x1", &format!("{lx:.1}")),
-            ("y1", &line_y),
-            ("x2", &format!("{:.1}", lx + 14.0)),
-            ("y2", &line_y),
-            ("stroke", "#000"),
-            ("stroke-width", "1.5"),
+            ("cx", &format!("{:.1}", lx + 7.0)),
+            ("cy", &format!("{:.1}", legend_y - 4.0)),
+            ("r", "3"),
+            ("fill", "#000"),
         ],
     )?;
     svg.text(

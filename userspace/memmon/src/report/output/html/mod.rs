@@ -14,7 +14,7 @@ use crate::report::output::folded::{folded_lines, render_svg_width, Weight, WHOS
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::moment::{moment_line, other_moments};
-use crate::report::output::text::your_code::unnamed_code_note;
+use crate::report::output::text::your_code::{lost_mappings_note, unnamed_code_note};
 use crate::report::output::text::{signed_size, size};
 use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::name;
@@ -181,6 +181,9 @@ fn your_code_lines(view: &View) -> String {
             escape(&size(code.outside))
         );
     }
+    if let Some(note) = lost_mappings_note(code) {
+        let _ = write!(out, "<p class=\"warning\">Note: {}</p>", escape(&note));
+    }
     if let Some(unnamed) = &code.unnamed_code {
         let _ = write!(
             out,
@@ -251,6 +254,18 @@ fn sites_table(view: &View, top: usize) -> String {
     out
 }
 
+/// The banner of a capture that did not record everything (nothing when it did): the
+/// text report's `incomplete:` line.
+fn loss_banner(view: &View) -> String {
+    match view.loss.sentence() {
+        Some(sentence) => format!(
+            "<p id=\"loss\" role=\"alert\"><b>Incomplete capture:</b> {}. The figures below miss what was not recorded.</p>",
+            escape(&sentence)
+        ),
+        None => String::new(),
+    }
+}
+
 fn summary_line(view: &View) -> String {
     let t = view.totals;
     const LISTED: usize = 8;
@@ -293,7 +308,15 @@ fn summary_line(view: &View) -> String {
 pub fn render(prepared: &Prepared, top: usize, cold: u64, naming: Naming) -> String {
     let view = &prepared.view;
     let mut body = String::from("<h1>memmon report</h1>");
+    body.push_str(&loss_banner(view));
     body.push_str(&summary_line(view));
+    if let Some(hint) = &view.stripped_hint {
+        let _ = write!(
+            body,
+            "<p id=\"stripped-hint\" class=\"muted\">{}</p>",
+            escape(hint)
+        );
+    }
     body.push_str(&your_code(view, top));
     body.push_str("<h2>RSS over time</h2>");
     body.push_str(&rss_chart(&prepared.analysis, view));
@@ -324,6 +347,16 @@ pub fn render(prepared: &Prepared, top: usize, cold: u64, naming: Naming) -> Str
 /// and both RSS charts.
 pub fn render_diff(base: &Prepared, new: &Prepared, diff: &Diff, top: usize) -> String {
     let mut body = String::from("<h1>memmon report --diff</h1>");
+    for (side, prepared) in [("BASE", base), ("NEW", new)] {
+        if let Some(sentence) = prepared.view.loss.sentence() {
+            let _ = write!(
+                body,
+                "<p class=\"loss\" id=\"loss-{}\" role=\"alert\"><b>Incomplete capture ({side}):</b> {}. Its figures miss what was not recorded.</p>",
+                side.to_lowercase(),
+                escape(&sentence)
+            );
+        }
+    }
     let _ = write!(
         body,
         "<p id=\"moment\">Resident change: <b>{}</b>, NEW against BASE. BASE {}; NEW {}.</p>",

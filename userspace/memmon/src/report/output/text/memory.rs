@@ -6,6 +6,7 @@ use std::fmt::{Result, Write};
 
 use crate::report::model::class::PageKind;
 use crate::report::model::picture::saturating_sum;
+use crate::report::model::replay::STACK_ENDS;
 use crate::report::output::moment::other_moments;
 use crate::report::output::text::your_code::write_your_code;
 use crate::report::output::text::{signed_size, size, Table};
@@ -61,21 +62,22 @@ fn write_header(out: &mut String, view: &View) -> Result {
     };
     writeln!(
         out,
-        "{source}; sites from {}{}",
+        "{source}; sites from {}",
         if view.stacks {
             "call stacks"
         } else {
             "fault addresses (no stacks in the capture)"
         },
-        if view.lost > 0 {
-            format!("; {} EVENTS LOST", view.lost)
-        } else {
-            String::new()
-        }
     )?;
+    if let Some(loss) = view.loss.sentence() {
+        writeln!(out, "incomplete: {loss}")?;
+    }
     write_moment(out, view)?;
     for warning in &view.symbol_warnings {
         writeln!(out, "note: {warning}")?;
+    }
+    if let Some(hint) = &view.stripped_hint {
+        writeln!(out, "{hint}")?;
     }
     write_stack_ends(out, &view.stack_ends)?;
     if view.stacks {
@@ -126,7 +128,7 @@ fn write_moment(out: &mut String, view: &View) -> Result {
 }
 
 /// Says how many stacks ended before their outermost frame, and why, if any did.
-fn write_stack_ends(out: &mut String, ends: &[u64; StackEnd::ALL.len()]) -> Result {
+fn write_stack_ends(out: &mut String, ends: &[u64; STACK_ENDS]) -> Result {
     let all: u64 = ends.iter().sum();
     let early: u64 = ends.iter().skip(1).sum();
     if early == 0 {
@@ -145,7 +147,7 @@ fn write_stack_ends(out: &mut String, ends: &[u64; StackEnd::ALL.len()]) -> Resu
         "unreadable: a frame that could not be read",
         "no_table: code without an unwind table or frame pointer",
         "unsupported: a frame whose unwind rule cannot be followed",
-        "shed: cut short or not walked while memmon's reader was behind",
+        "shed: cut short or not walked by the module while the reader was behind",
     ];
     let explained: Vec<&str> = meanings
         .iter()

@@ -85,10 +85,24 @@ fn write_runtime_work(out: &mut String, code: &YourCode) -> std::fmt::Result {
 /// One line when stacks went through generated code that no perf map names: why, and how
 /// the runtime names it.
 fn write_unnamed_code(out: &mut String, code: &YourCode) -> std::fmt::Result {
+    if let Some(note) = lost_mappings_note(code) {
+        writeln!(out, "  note: {note}")?;
+    }
     let Some(unnamed) = &code.unnamed_code else {
         return Ok(());
     };
     writeln!(out, "  note: {}", unnamed_code_note(unnamed))
+}
+
+/// What went through code whose mapping's events were lost, in a sentence (the text and
+/// HTML reports' note), when something did.
+pub fn lost_mappings_note(code: &YourCode) -> Option<String> {
+    (code.lost_mappings > 0).then(|| {
+        format!(
+            "{} resident went through code memmon cannot name: its mapping's events were lost (its frames show as addresses; not generated code)",
+            size(code.lost_mappings)
+        )
+    })
 }
 
 /// Why generated code is unnamed and how to name it, in a sentence (the text and HTML
