@@ -31,7 +31,6 @@ const CAPTURE: &str = "\
 /// and `StackEnd::Shed` is the 6th: any `stack_end=shed` line panics there (index out of
 /// bounds: the len is 5 but the index is 5), in the agent's models and in record's summary.
 #[test]
-#[ignore = "the replay panics on stack_end=shed (report/model/replay/event.rs stack_ends[5])"]
 fn dropped_faults_and_shed_stacks_per_cgroup() {
     let mut model = CgroupModel::new("/work/job-1", 100);
     let mut reader = CaptureReader::new(CAPTURE.as_bytes());

@@ -229,9 +229,11 @@ pub fn parse_line(line: &str) -> Result<Event<'_>, ParseError> {
             Some(Stack(frames, stack_end(&fields)?))
         }
         // A stack the module shed whole: no `stack=`, only `stack_end=shed`.
-        None if kind.may_have_stack() && fields.optional("stack_end") == Some("shed") => {
-            Some(Stack(Vec::new(), StackEnd::Shed))
-        }
+        None if kind.may_have_stack() => match fields.optional("stack_end") {
+            Some("shed") => Some(Stack(Vec::new(), StackEnd::Shed)),
+            Some(end) => return Err(bad_value("stack_end", end, "shed (alone, without stack=)")),
+            None => None,
+        },
         _ => None,
     };
     let python = match (fields.optional("pystack"), fields.optional("pystack_end")) {
