@@ -7,7 +7,6 @@ mod jit;
 mod live;
 mod output;
 mod params;
-mod summary;
 mod sysinfo;
 mod unwind;
 

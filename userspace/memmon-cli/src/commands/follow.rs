@@ -28,9 +28,9 @@ use nix::sys::signal::Signal;
 use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
-use crate::summary::summary;
 use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
 use crate::unwind::UnwindTables;
+use memmon::report::output::summary::summary;
 
 /// Poll timeout: how often the loops look at the child and at Ctrl-C.
 pub const POLL_MS: u16 = 100;
