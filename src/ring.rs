@@ -20,9 +20,9 @@
 //! fills all the same overwrites its oldest block.
 //!
 //! Readers are woken only when one waits (it sets [`Readers::waiting`] before it sleeps) and
-//! not for every event: a producer that sees a waiter wakes it at once when half of its ring
-//! (a quarter, [`WAKE_FILL_DIVISOR`]) has been written since the last wake-up, before any
-//! shedding starts, and otherwise arms a timer that wakes it
+//! not for every event: a producer that sees a waiter wakes it at once when a quarter of its
+//! ring ([`WAKE_FILL_DIVISOR`]: before any shedding starts, at half) has been written since
+//! the last wake-up, and otherwise arms a timer that wakes it
 //! [`WAKE_DELAY_NS`] (1 ms) later, so a lone event reaches a sleeping reader within a few
 //! milliseconds. (Measured under TCG: waking at half a ring and after 1 or 2 ms costs a
 //! 2-thread fault storm 10 to 25 % less than at an eighth and after 0.5 ms, with no event lost
@@ -61,12 +61,19 @@ const WAKE_FILL_DIVISOR: usize = 4;
 /// producers do not wait for it: records it has not read yet may be overwritten.
 pub(crate) const TRACKED_READERS: usize = 8;
 
+const _: () = assert!(TRACKED_READERS <= u8::BITS as usize);
+
 /// A tracked reader slot that no reader holds.
 const NO_READER: u64 = u64::MAX;
 
 /// Processes whose faults not recorded one ring counts apart until it reports them; the
 /// faults of others are counted together, under pid 0.
 const DROPPED_PROCESSES: usize = 4;
+
+/// How many faults per block of a ring may be dropped in a row, for want of a reader that
+/// reads, before that reader is given up on (a fault of a storm takes about 8 bytes: this is
+/// a ring's worth).
+const DROP_PATIENCE_PER_BLOCK: u64 = 128;
 
 /// The most stack entries written under [`Pressure::Shallow`].
 pub(crate) const SHALLOW_DEPTH: usize = 16;
@@ -171,7 +178,11 @@ struct Block {
 /// slot `n % blocks.len()`. The blocks held are `tail_block..=head_block`, with
 /// `head_block - tail_block < blocks.len()`; they hold the records with sequence numbers
 /// `tail_seq..head_seq` in order, `tail_seq` being the first of block `tail_block`, and
-/// `state` is the coding state after the last record of block `head_block`.
+/// `state` is the coding state after the last record of block `head_block`. `readers[i]` is
+/// [`NO_READER`] for a free slot, else a block number at most `head_block` that only grows;
+/// `pressure` is [`Pressure::of`] the blocks after the lowest of them that is at least
+/// `tail_block` and not `abandoned` ([`Pressure::None`] when there is none), as of the last
+/// change to them.
 struct CpuRing {
     buf: VVec<u8>,
     blocks: VVec<Block>,
@@ -186,8 +197,12 @@ struct CpuRing {
     /// Per tracked reader slot: the block its cursor is in, or the block that was the head
     /// when it opened while it reads what the ring held before ([`NO_READER`]: none).
     readers: [u64; TRACKED_READERS],
+    /// Tracked readers given up on until they read again, one bit per slot.
+    abandoned: u8,
     /// What the slowest tracked reader's lag makes the producers shed.
     pressure: Pressure,
+    /// Faults dropped since the ring last left [`Pressure::DropFaults`].
+    dropped_in_a_row: u64,
     /// Faults not recorded and not yet reported, per process (pid 0: a free entry) ...
     dropped: [(i32, u64); DROPPED_PROCESSES],
     /// ... and of the processes that found no entry.
@@ -217,7 +232,9 @@ impl CpuRing {
             unwoken: 0,
             per_kind: [0; Kind::COUNT],
             readers: [NO_READER; TRACKED_READERS],
+            abandoned: 0,
             pressure: Pressure::None,
+            dropped_in_a_row: 0,
             dropped: [(0, 0); DROPPED_PROCESSES],
             dropped_others: 0,
             shed_stacks: 0,
@@ -225,23 +242,52 @@ impl CpuRing {
         })
     }
 
-    /// Recomputes [`CpuRing::pressure`] from the slowest tracked reader's block.
+    /// Recomputes [`CpuRing::pressure`] from the slowest tracked reader's block: of the
+    /// readers whose block is still held and that were not given up on.
     fn update_pressure(&mut self) -> Pressure {
-        let oldest = self.readers.iter().copied().min().unwrap_or(NO_READER);
-        self.pressure = if oldest == NO_READER {
-            Pressure::None
-        } else {
-            // Its own block, partly read, and every one after it.
-            let unread = self.head_block.saturating_sub(oldest) + 1;
+        let tail = self.tail_block;
+        let abandoned = self.abandoned;
+        let oldest = self
+            .readers
+            .iter()
+            .enumerate()
+            .filter(|(slot, block)| abandoned & (1 << slot) == 0 && **block >= tail)
+            .map(|(_, block)| *block)
+            .min();
+        // INVARIANT: `pressure` is that of the slowest reader counted, `None` without one.
+        self.pressure = match oldest {
+            // The blocks after its own (which it may have read to its end).
             // CAST: usize fits in u64.
-            Pressure::of(unread, self.blocks.len() as u64)
+            Some(oldest) => Pressure::of(self.head_block - oldest, self.blocks.len() as u64),
+            None => Pressure::None,
         };
+        if self.pressure != Pressure::DropFaults {
+            self.dropped_in_a_row = 0;
+        }
         self.pressure
     }
 
-    /// Counts a fault of process `pid` that is not recorded.
+    /// Counts a fault of process `pid` that is not recorded. A reader that let a ring's worth
+    /// of faults be dropped in a row without reading is given up on: it no longer holds the
+    /// others to calls, and may lose records (`lost`) until it reads again.
     fn count_dropped(&mut self, pid: i32) {
         self.dropped_faults += 1;
+        self.dropped_in_a_row += 1;
+        // CAST: usize fits in u64.
+        if self.dropped_in_a_row > self.blocks.len() as u64 * DROP_PATIENCE_PER_BLOCK {
+            let tail = self.tail_block;
+            let slowest = self
+                .readers
+                .iter()
+                .enumerate()
+                .filter(|(slot, block)| self.abandoned & (1 << slot) == 0 && **block >= tail)
+                .min_by_key(|(_, block)| **block)
+                .map(|(slot, _)| slot);
+            if let Some(slot) = slowest {
+                self.abandoned |= 1 << slot;
+            }
+            self.update_pressure();
+        }
         let entry = self
             .dropped
             .iter()
@@ -255,19 +301,23 @@ impl CpuRing {
 
     /// Writes a `dropped` record for each process whose faults were not recorded since the
     /// last, stamped `time_ns`, unless faults are still being dropped.
-    fn report_dropped(&mut self, time_ns: u64) {
+    /// Returns whether it wrote any.
+    fn report_dropped(&mut self, time_ns: u64) -> bool {
         if self.pressure == Pressure::DropFaults {
-            return;
+            return false;
         }
         let others = (0, core::mem::take(&mut self.dropped_others));
         let entries = core::mem::replace(&mut self.dropped, [(0, 0); DROPPED_PROCESSES]);
+        let mut wrote = false;
         for (pid, faults) in Iterator::chain(entries.into_iter(), core::iter::once(others)) {
             if faults > 0 {
                 let mut event = Event::new(Kind::Dropped, pid, pid);
                 event.args[0] = faults;
                 self.push(&event, time_ns, &[]);
+                wrote = true;
             }
         }
+        wrote
     }
 
     /// Slot of block number `block`.
@@ -374,6 +424,8 @@ impl CpuRing {
         grown.unwoken = self.unwoken;
         grown.per_kind = self.per_kind;
         grown.readers = self.readers;
+        grown.abandoned = self.abandoned;
+        grown.dropped_in_a_row = self.dropped_in_a_row;
         grown.dropped = self.dropped;
         grown.dropped_others = self.dropped_others;
         grown.shed_stacks = self.shed_stacks;
@@ -643,6 +695,7 @@ impl Ring {
             // written from now on makes the producers shed.
             let head = ring.head_block;
             if let Some(position) = slot.and_then(|slot| ring.readers.get_mut(slot)) {
+                // INVARIANT: the slot was free; its reader starts counting at the head.
                 *position = head;
                 ring.update_pressure();
                 self.publish_pressure(cpu, &ring);
@@ -653,14 +706,20 @@ impl Ring {
 
     /// Stops tracking the reader of `slot` (from [`Ring::attach_reader`]), which is closed.
     pub(crate) fn detach_reader(&self, slot: usize) {
+        let mut reported = false;
         for (cpu, ring) in self.cpus.iter().enumerate() {
             let mut ring = ring.lock();
             if let Some(position) = ring.readers.get_mut(slot) {
+                // INVARIANT: a free slot holds no position and is not given up on.
                 *position = NO_READER;
             }
+            ring.abandoned &= !(1 << slot);
             ring.update_pressure();
-            ring.report_dropped(now_ns());
+            reported |= ring.report_dropped(now_ns());
             self.publish_pressure(cpu, &ring);
+        }
+        if reported {
+            self.readers.handler().wake();
         }
         let mut slots = self.reader_slots.load(Relaxed);
         while let Err(now) = self
@@ -680,13 +739,25 @@ impl Ring {
         if ring_bytes <= self.ring_bytes.load(Relaxed) {
             return Ok(self.ring_bytes.load(Relaxed));
         }
-        for ring in self.cpus.iter() {
-            // Allocated outside the lock, and the old buffers freed outside it.
-            let mut grown = CpuRing::new(ring_bytes)?;
-            ring.lock().move_into(&mut grown);
-            drop(grown);
+        // All allocated first, outside the locks: a failure changes no ring.
+        let mut grown = KVec::with_capacity(self.cpus.len(), GFP_KERNEL)?;
+        for _ in self.cpus.iter() {
+            grown.push(CpuRing::new(ring_bytes)?, GFP_KERNEL)?;
         }
+        let mut reported = false;
+        for (cpu, (ring, larger)) in self.cpus.iter().zip(grown.iter_mut()).enumerate() {
+            let mut ring = ring.lock();
+            // The copy of what the ring holds (at most its old size) is made under its lock.
+            ring.move_into(larger);
+            reported |= ring.report_dropped(now_ns());
+            self.publish_pressure(cpu, &ring);
+        }
+        // The old buffers, freed outside the locks.
+        drop(grown);
         self.ring_bytes.store(ring_bytes, Relaxed);
+        if reported {
+            self.readers.handler().wake();
+        }
         Ok(ring_bytes)
     }
 
@@ -750,12 +821,23 @@ impl Ring {
             cursor.offset = block.used;
             break;
         }
-        if let Some(position) = slot.and_then(|slot| ring.readers.get_mut(slot)) {
-            *position = (*position).max(cursor.block);
-            ring.update_pressure();
-            // Stamped after every record this reader has fetched: it reads them next.
-            ring.report_dropped(now_ns());
-            self.publish_pressure(cpu, &ring);
+        let mut reported = false;
+        if let Some(slot) = slot {
+            if let Some(position) = ring.readers.get_mut(slot) {
+                // INVARIANT: a reader's position only moves on, and counts again once it
+                // reads.
+                *position = (*position).max(cursor.block);
+                ring.abandoned &= !(1 << slot);
+                ring.update_pressure();
+                // Stamped after every record this reader has fetched: it reads them next.
+                reported = ring.report_dropped(now_ns());
+                self.publish_pressure(cpu, &ring);
+            }
+        }
+        drop(ring);
+        if reported {
+            // For the other readers, who may be waiting.
+            self.readers.handler().wake();
         }
         fetched
     }

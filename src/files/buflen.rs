@@ -3,11 +3,14 @@
 //! `/proc/memmon/buflen`: the bytes of all the event rings, and a write that grows them.
 //!
 //! Reading gives the rings' bytes in all (`rings * ring_bytes` of `stats`). Root writes a
-//! number of bytes, as the `buflen` load parameter takes it (8192 to 268435456): every CPU's
+//! number of bytes, 8192 to 268435456 (the `buflen` load parameter's range, without its 0
+//! for the default): every CPU's
 //! ring grows to that share of it, rounded down to a power of two, keeping the records it
 //! holds and its readers' positions. A size no larger than the rings' changes nothing: the
 //! rings never shrink while the module is loaded, so a tool that asks for at least some size
-//! never takes room from another.
+//! never takes room from another. The new rings are allocated before any is changed (a
+//! failure changes nothing); each ring's records are copied into its new one under its lock,
+//! which its CPU's producers wait for (about a millisecond per MiB held).
 
 use super::{check_writer, pin_box, read_generated, read_small_write};
 use crate::kernel_ext::byte_writer::ByteWriter;

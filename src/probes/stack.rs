@@ -65,6 +65,11 @@ pub(crate) fn push_with_user_stack(
     // A reader behind: fewer entries, or none, before any event is lost (`stack_end=shed`).
     let wanted = depth();
     let allowed = state.ring.pressure().depth(wanted);
+    // `wanted` is 0 when root turned stacks off since the caller looked: nothing was shed.
+    if wanted == 0 {
+        state.ring.push(event);
+        return;
+    }
     if allowed == 0 {
         event.stack_end = StackEnd::Shed;
         state.ring.push(event);

@@ -695,7 +695,7 @@ fn write_advice(out: &mut Line, advice: u64) -> fmt::Result {
 }
 
 /// The fields of the events that are not calls: `rss`, `mark`, `exec`, `gen`, `fork`,
-/// `exit`, `cgroup`.
+/// `exit`, `cgroup`, `dropped`.
 fn write_process_event(out: &mut Line, e: &Event) -> fmt::Result {
     let [a0, a1, a2, a3, a4, a5] = e.args;
     match e.kind {
