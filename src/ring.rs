@@ -251,14 +251,19 @@ impl CpuRing {
             .readers
             .iter()
             .enumerate()
-            .filter(|(slot, block)| abandoned & (1 << slot) == 0 && **block >= tail)
+            .filter(|(slot, block)| {
+                **block != NO_READER && abandoned & (1 << slot) == 0 && **block >= tail
+            })
             .map(|(_, block)| *block)
             .min();
         // INVARIANT: `pressure` is that of the slowest reader counted, `None` without one.
         self.pressure = match oldest {
             // The blocks after its own (which it may have read to its end).
             // CAST: usize fits in u64.
-            Some(oldest) => Pressure::of(self.head_block - oldest, self.blocks.len() as u64),
+            Some(oldest) => Pressure::of(
+                self.head_block.saturating_sub(oldest),
+                self.blocks.len() as u64,
+            ),
             None => Pressure::None,
         };
         if self.pressure != Pressure::DropFaults {
@@ -280,7 +285,9 @@ impl CpuRing {
                 .readers
                 .iter()
                 .enumerate()
-                .filter(|(slot, block)| self.abandoned & (1 << slot) == 0 && **block >= tail)
+                .filter(|(slot, block)| {
+                    **block != NO_READER && self.abandoned & (1 << slot) == 0 && **block >= tail
+                })
                 .min_by_key(|(_, block)| **block)
                 .map(|(slot, _)| slot);
             if let Some(slot) = slowest {

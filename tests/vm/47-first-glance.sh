@@ -22,7 +22,7 @@
 # (scripts/tcg-text-poke-race.sh): here it took "Unrecoverable kprobe" at __x64_sys_brk+0x5.
 # vm-accel: tcg,thread=single
 . /host/lib.sh
-load buflen=16777216
+load
 
 # first_table FILE: the rows of the report's "Your code" table (after its header line).
 first_table() {

@@ -24,7 +24,7 @@
 # vm-accel: tcg,thread=single
 # vm-timeout: 900
 . /host/lib.sh
-load buflen=16777216
+load
 
 # first_table FILE: the rows of the report's "Your code" table (after its header line)
 first_table() {

@@ -44,7 +44,7 @@
 # vm-accel: tcg,thread=single
 # vm-timeout: 900
 . /host/lib.sh
-load buflen=16777216
+load
 
 cat > /tmp/app.py <<'EOF'
 import os

@@ -30,7 +30,7 @@
 # vm-accel: tcg,thread=single
 # vm-timeout: 900
 . /host/lib.sh
-load buflen=16777216
+load
 
 cat > /tmp/threads.py <<'PY'
 import mmap
