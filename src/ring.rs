@@ -70,10 +70,9 @@ const NO_READER: u64 = u64::MAX;
 /// faults of others are counted together, under pid 0.
 const DROPPED_PROCESSES: usize = 4;
 
-/// How many faults per block of a ring may be dropped in a row, for want of a reader that
-/// reads, before that reader is given up on (a fault of a storm takes about 8 bytes: this is
-/// a ring's worth).
-const DROP_PATIENCE_PER_BLOCK: u64 = 128;
+/// How long faults may be dropped in a row, for want of a reader that reads, before that
+/// reader is given up on: far longer than a busy machine keeps a reader waiting for a CPU.
+const DROP_PATIENCE_NS: u64 = 5_000_000_000;
 
 /// The most stack entries written under [`Pressure::Shallow`].
 pub(crate) const SHALLOW_DEPTH: usize = 16;
@@ -201,8 +200,9 @@ struct CpuRing {
     abandoned: u8,
     /// What the slowest tracked reader's lag makes the producers shed.
     pressure: Pressure,
-    /// Faults dropped since the ring last left [`Pressure::DropFaults`].
-    dropped_in_a_row: u64,
+    /// When the first fault was dropped since the ring last left [`Pressure::DropFaults`]
+    /// (0: none since).
+    dropping_since: u64,
     /// Faults not recorded and not yet reported, per process (pid 0: a free entry) ...
     dropped: [(i32, u64); DROPPED_PROCESSES],
     /// ... and of the processes that found no entry.
@@ -234,7 +234,7 @@ impl CpuRing {
             readers: [NO_READER; TRACKED_READERS],
             abandoned: 0,
             pressure: Pressure::None,
-            dropped_in_a_row: 0,
+            dropping_since: 0,
             dropped: [(0, 0); DROPPED_PROCESSES],
             dropped_others: 0,
             shed_stacks: 0,
@@ -267,19 +267,21 @@ impl CpuRing {
             None => Pressure::None,
         };
         if self.pressure != Pressure::DropFaults {
-            self.dropped_in_a_row = 0;
+            self.dropping_since = 0;
         }
         self.pressure
     }
 
-    /// Counts a fault of process `pid` that is not recorded. A reader that let a ring's worth
-    /// of faults be dropped in a row without reading is given up on: it no longer holds the
-    /// others to calls, and may lose records (`lost`) until it reads again.
-    fn count_dropped(&mut self, pid: i32) {
+    /// Counts a fault of process `pid`, at `time_ns`, that is not recorded. A reader that let
+    /// faults be dropped for [`DROP_PATIENCE_NS`] in a row without reading is given up on: it
+    /// no longer holds the others to calls, and may lose records (`lost`) until it reads
+    /// again.
+    fn count_dropped(&mut self, pid: i32, time_ns: u64) {
         self.dropped_faults += 1;
-        self.dropped_in_a_row += 1;
-        // CAST: usize fits in u64.
-        if self.dropped_in_a_row > self.blocks.len() as u64 * DROP_PATIENCE_PER_BLOCK {
+        if self.dropping_since == 0 {
+            self.dropping_since = time_ns;
+        }
+        if time_ns.saturating_sub(self.dropping_since) > DROP_PATIENCE_NS {
             let tail = self.tail_block;
             let slowest = self
                 .readers
@@ -432,7 +434,7 @@ impl CpuRing {
         grown.per_kind = self.per_kind;
         grown.readers = self.readers;
         grown.abandoned = self.abandoned;
-        grown.dropped_in_a_row = self.dropped_in_a_row;
+        grown.dropping_since = self.dropping_since;
         grown.dropped = self.dropped;
         grown.dropped_others = self.dropped_others;
         grown.shed_stacks = self.shed_stacks;
@@ -629,7 +631,7 @@ impl Ring {
             let mut ring = ring.lock();
             if event.kind == Kind::Fault && ring.pressure == Pressure::DropFaults {
                 // Room kept for the calls, execs, forks and exits.
-                ring.count_dropped(event.pid);
+                ring.count_dropped(event.pid, now_ns());
                 return;
             }
             if event.stack_end == StackEnd::Shed {
