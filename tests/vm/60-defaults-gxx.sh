@@ -26,6 +26,19 @@
 load
 export PATH=/usr/bin:$PATH
 
+# first_table FILE: the rows of the report's "Your code" table (after its header line)
+first_table() {
+    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
+}
+
+# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of "Your code", exact
+row_bytes() {
+    awk -v want="\"function\": \"$2\"," '
+        /"your_code":/ { code = 1 }
+        code && index($0, want) { found = 1; next }
+        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
+}
+
 # record NAME: `memmon record -o /tmp/NAME.cap -- g++ -O2 -c ...`, no option; its reports
 record() {
     memmon record -o "/tmp/$1.cap" -- g++ -O2 -c /progs/runtimes/stl_unit.ii -o "/tmp/$1.o" \
@@ -37,6 +50,7 @@ record() {
     echo "== $1: record's summary and the report's first lines"
     cat "/tmp/$1.err"
     sed -n '1,/^RSS tree/p' "/tmp/$1.txt"
+    first_table "/tmp/$1.txt" > "/tmp/$1.first"
 }
 
 for cpu in 1 2; do (while :; do :; done) & done
@@ -52,5 +66,17 @@ for prog in cc1plus as; do
 done
 echo 16777216 > /proc/memmon/buflen || fail "the grow to 16 MiB"
 record gxx-ref
+# cc1plus's own functions are named, and the two largest hold what they hold in the
+# reference run, within 5 %.
+grep -q ' (cc1plus)\| ggc_' /tmp/gxx.first || grep -q 'ggc_' /tmp/gxx.first ||
+    fail "the first table names no function of cc1plus"
+for function in $(awk '{ print $3 }' /tmp/gxx-ref.first | grep -E '^[A-Za-z_][A-Za-z0-9_:]*$' | head -n 2); do
+    got=$(row_bytes /tmp/gxx.json "$function")
+    want=$(row_bytes /tmp/gxx-ref.json "$function")
+    [ -n "$got" ] && [ -n "$want" ] || fail "no $function in both JSON reports ($got, $want)"
+    echo "$function: $got bytes, $want in the reference run"
+    [ $((got * 100)) -ge $((want * 95)) ] && [ $((got * 100)) -le $((want * 105)) ] ||
+        fail "$function holds $got bytes, not within 5 % of the reference's $want"
+done
 kill %1 %2 2>/dev/null
 unload
