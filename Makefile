@@ -11,6 +11,8 @@
 #   make check-debug  the VM scenarios on a debug kernel (lockdep, KASAN, UBSAN, kmemleak...,
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
+#   make check-gxx  g++ -O2 -c under memmon record with the defaults on a busy guest
+#                 (tests/defaults/gxx.sh; two compiles under single-threaded TCG, up to 25 min)
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
 #                 beside the memmon binary
 #   make check-fleet  memmon-fleet's tests with Ballista (a loopback cluster of a scheduler
@@ -48,7 +50,7 @@ USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
 PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
-.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall \
+.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall check-gxx \
 	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
@@ -203,6 +205,9 @@ check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
 
 # DEBUG=1: on the debug kernel (MEMMON_KERNEL/MEMMON_MODULE/MEMMON_VM_TIMEOUT are read by
 # scripts/vm-run; the guest's init scans for kmemleak leaks after the command there)
+check-gxx: deps all
+	@MEMMON_CHECK_VM_ONLY=1 MEMMON_CHECK_SCENARIOS=$(TOP)/tests/defaults/gxx.sh $(TOP)/scripts/check.sh
+
 check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
 	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1 \
 		MEMMON_VM_TIMEOUT=$${MEMMON_VM_TIMEOUT:-3000}) $(TOP)/scripts/check-stress.sh

@@ -3,7 +3,7 @@
 # tests/vm/51-runtimes.sh: a C++ program built with g++ against Debian's libstdc++
 # (templates, an anonymous namespace, a lambda), a Go program built with Debian's Go that
 # forces collections, the Node.js script, copied (the guest runs the host's node), and an
-# STL-heavy C++ unit preprocessed here (stl_unit.ii), which tests/vm/60-defaults-gxx.sh
+# STL-heavy C++ unit preprocessed here (stl_unit.ii), which tests/defaults/gxx.sh
 # compiles in the guest with the host's g++ and no headers.
 set -euo pipefail
 src=$(cd "$(dirname "$0")" && pwd)

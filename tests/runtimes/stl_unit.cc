@@ -1,4 +1,4 @@
-// An STL-heavy translation unit for tests/vm/60-defaults-gxx.sh: g++ -O2 -c of it keeps
+// An STL-heavy translation unit for tests/defaults/gxx.sh: g++ -O2 -c of it keeps
 // cc1plus busy with templates (maps, vectors of strings, sorting, std::function).
 #include <algorithm>
 #include <functional>
