@@ -26,19 +26,6 @@
 load
 export PATH=/usr/bin:$PATH
 
-# first_table FILE: the rows of the report's "Your code" table (after its header line)
-first_table() {
-    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
-}
-
-# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of "Your code", exact
-row_bytes() {
-    awk -v want="\"function\": \"$2\"," '
-        /"your_code":/ { code = 1 }
-        code && index($0, want) { found = 1; next }
-        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
-}
-
 # record NAME: `memmon record -o /tmp/NAME.cap -- g++ -O2 -c ...`, no option; its reports
 record() {
     memmon record -o "/tmp/$1.cap" -- g++ -O2 -c /progs/runtimes/stl_unit.ii -o "/tmp/$1.o" \

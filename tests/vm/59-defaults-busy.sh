@@ -64,19 +64,6 @@ with open("/proc/memmon/marker", "w") as marker:
     marker.write("held\n")
 sys.stdout.write("held %d %d\n" % (len(table), len(blocks)))
 PY
-# first_table FILE: the rows of the report's "Your code" table (after its header line)
-first_table() {
-    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
-}
-
-# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of "Your code", exact
-row_bytes() {
-    awk -v want="\"function\": \"$2\"," '
-        /"your_code":/ { code = 1 }
-        code && index($0, want) { found = 1; next }
-        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
-}
-
 # record NAME CMD...: `memmon record -o /tmp/NAME.cap -- CMD`, no option; its reports
 record() {
     name=$1

@@ -156,3 +156,16 @@ check_expected() {
 pages_sum() {
     printf '%s\n' "$1" | awk '$3 == "fault" { n = 1; for (i = 4; i <= NF; i++) if ($i ~ /^pages=/) n = substr($i, 7); s += n } END { print s + 0 }'
 }
+
+# first_table FILE: the rows of the report's "Your code" table (after its header line)
+first_table() {
+    awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
+}
+
+# row_bytes JSON FUNCTION: the resident bytes of FUNCTION's row of "Your code", exact
+row_bytes() {
+    awk -v want="\"function\": \"$2\"," '
+        /"your_code":/ { code = 1 }
+        code && index($0, want) { found = 1; next }
+        found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
+}
