@@ -57,13 +57,17 @@ record gxx-ref
 # reference run, within 5 %.
 grep -q ' (cc1plus)\| ggc_' /tmp/gxx.first || grep -q 'ggc_' /tmp/gxx.first ||
     fail "the first table names no function of cc1plus"
-for function in $(awk '{ print $3 }' /tmp/gxx-ref.first | grep -E '^[A-Za-z_][A-Za-z0-9_:]*$' | head -n 2); do
+# (a row: resident and inclusive, each a number and a unit, then the function)
+compared=0
+for function in $(awk '{ print $5 }' /tmp/gxx-ref.first | grep -E '^[A-Za-z_][A-Za-z0-9_:]*$' | head -n 2); do
     got=$(row_bytes /tmp/gxx.json "$function")
     want=$(row_bytes /tmp/gxx-ref.json "$function")
     [ -n "$got" ] && [ -n "$want" ] || fail "no $function in both JSON reports ($got, $want)"
     echo "$function: $got bytes, $want in the reference run"
     [ $((got * 100)) -ge $((want * 95)) ] && [ $((got * 100)) -le $((want * 105)) ] ||
         fail "$function holds $got bytes, not within 5 % of the reference's $want"
+    compared=$((compared + 1))
 done
+expect_eq "functions of cc1plus compared with the reference" "$compared" 2
 kill %1 %2 2>/dev/null
 unload
