@@ -725,34 +725,6 @@ pub fn grow_rings(proc: &ProcInterface) -> RingGrowth {
 
 /// The log line of [`grow_rings`], if any.
 pub fn ring_growth_line(growth: &RingGrowth, buflen: &std::path::Path) -> Option<String> {
-    let buflen = buflen.display();
-    match growth {
-        RingGrowth::Unknown | RingGrowth::LargeEnough { .. } => None,
-        RingGrowth::Grown { from, to, written } if to > from => Some(format!(
-            "memmon agent: grew the module's event rings from {from} to {to} bytes per CPU \
-             (wrote {written} to {buflen})"
-        )),
-        RingGrowth::Grown { from, written, .. } => Some(format!(
-            "memmon agent: wrote {written} to {buflen} but the module's event rings are still \
-             {from} bytes per CPU"
-        )),
-        RingGrowth::NoBuflen { ring_bytes, rings } => Some(format!(
-            "memmon agent: the module's {rings} event rings are {ring_bytes} bytes per CPU and \
-             a burst of faults can outrun the agent; this module cannot grow them ({buflen} \
-             does not exist): load it with a larger buflen (insmod memmon.ko buflen={})",
-            rings.max(&1).saturating_mul(RING_TARGET_BYTES)
-        )),
-        RingGrowth::Failed {
-            ring_bytes,
-            written,
-            error,
-        } => Some(format!(
-            "memmon agent: cannot grow the module's event rings from {ring_bytes} bytes per \
-             CPU (writing {written} to {buflen}): {}",
-            match error.raw_os_error() {
-                Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
-                None => error.to_string(),
-            }
-        )),
-    }
+    let (_, text) = growth.describe(buflen, "the agent")?;
+    Some(format!("memmon agent: {text}"))
 }

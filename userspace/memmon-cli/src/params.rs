@@ -99,41 +99,9 @@ pub fn grow_rings(proc: &ProcInterface) -> RingGrowth {
 
 /// The line [`grow_rings`] prints, if any.
 pub fn ring_growth_message(growth: &RingGrowth, buflen: &Path) -> Option<String> {
-    let buflen = buflen.display();
-    match growth {
-        RingGrowth::Unknown | RingGrowth::LargeEnough { .. } => None,
-        RingGrowth::Grown { from, to, written } if to > from => Some(format!(
-            "memmon: grew the module's event rings from {from} to {to} bytes per CPU \
-             (wrote {written} to {buflen})"
-        )),
-        RingGrowth::Grown { from, written, .. } => Some(format!(
-            "memmon: warning: wrote {written} to {buflen} but the module's event rings are \
-             still {from} bytes per CPU"
-        )),
-        RingGrowth::NoBuflen { ring_bytes, rings } => Some(format!(
-            "memmon: warning: the module's {rings} event rings are {ring_bytes} bytes per CPU \
-             and a burst of faults can outrun memmon; this module cannot grow them ({buflen} \
-             does not exist): load it with a larger buflen (insmod memmon.ko buflen={})",
-            rings.max(&1).saturating_mul(RING_TARGET_BYTES)
-        )),
-        RingGrowth::Failed {
-            ring_bytes,
-            written,
-            error,
-        } => Some(format!(
-            "memmon: warning: cannot grow the module's event rings from {ring_bytes} bytes per \
-             CPU (writing {written} to {buflen}): {}",
-            errno_text(error)
-        )),
-    }
-}
-
-/// An I/O error with its errno's name (`EACCES: Permission denied`).
-fn errno_text(error: &io::Error) -> String {
-    match error.raw_os_error() {
-        Some(code) => format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
-        None => error.to_string(),
-    }
+    let (warning, text) = growth.describe(buflen, "memmon")?;
+    let warning = if warning { "warning: " } else { "" };
+    Some(format!("memmon: {warning}{text}"))
 }
 
 /// The shortest and longest sampling periods the module takes (0 is off).

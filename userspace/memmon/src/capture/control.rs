@@ -593,6 +593,57 @@ pub enum RingGrowth {
     },
 }
 
+impl RingGrowth {
+    /// What to say of it, if anything: whether it is a warning, and the sentence (without
+    /// the speaker's prefix); `reader` names who could be outrun ("memmon", "the agent"),
+    /// `buflen` the file written.
+    pub fn describe(&self, buflen: &std::path::Path, reader: &str) -> Option<(bool, String)> {
+        let buflen = buflen.display();
+        Some(match self {
+            RingGrowth::Unknown | RingGrowth::LargeEnough { .. } => return None,
+            RingGrowth::Grown { from, to, written } if to > from => (
+                false,
+                format!(
+                    "grew the module's event rings from {from} to {to} bytes per CPU \
+                     (wrote {written} to {buflen})"
+                ),
+            ),
+            RingGrowth::Grown { from, written, .. } => (
+                true,
+                format!(
+                    "wrote {written} to {buflen} but the module's event rings are still {from} \
+                     bytes per CPU"
+                ),
+            ),
+            RingGrowth::NoBuflen { ring_bytes, rings } => (
+                true,
+                format!(
+                    "the module's {rings} event rings are {ring_bytes} bytes per CPU and a burst \
+                     of faults can outrun {reader}; this module cannot grow them ({buflen} does \
+                     not exist): load it with a larger buflen (insmod memmon.ko buflen={})",
+                    rings.max(&1).saturating_mul(RING_TARGET_BYTES)
+                ),
+            ),
+            RingGrowth::Failed {
+                ring_bytes,
+                written,
+                error,
+            } => (
+                true,
+                format!(
+                    "cannot grow the module's event rings from {ring_bytes} bytes per CPU \
+                     (writing {written} to {buflen}): {}",
+                    match error.raw_os_error() {
+                        Some(code) =>
+                            format!("{} (os error {code})", nix::errno::Errno::from_raw(code)),
+                        None => error.to_string(),
+                    }
+                ),
+            ),
+        })
+    }
+}
+
 impl ProcInterface {
     /// Grows every per-CPU ring to at least `per_ring` bytes when `stats` says one is
     /// smaller (`ring_bytes` below it): writes `rings * per_ring` to `buflen`, which the
