@@ -308,6 +308,23 @@ impl CpuRing {
         }
     }
 
+    /// Whether it counts faults not recorded of some process that it has not reported yet.
+    fn holds_dropped(&self) -> bool {
+        self.dropped.iter().any(|(_, faults)| *faults > 0)
+    }
+
+    /// Takes the count of faults not recorded of process `pid` that it has not reported.
+    fn take_dropped_of(&mut self, pid: i32) -> u64 {
+        match self
+            .dropped
+            .iter_mut()
+            .find(|(p, faults)| *p == pid && *faults > 0)
+        {
+            Some(entry) => core::mem::take(entry).1,
+            None => 0,
+        }
+    }
+
     /// Writes a `dropped` record for each process whose faults were not recorded since the
     /// last, stamped `time_ns`, unless faults are still being dropped.
     /// Returns whether it wrote any.
@@ -444,12 +461,13 @@ impl CpuRing {
     }
 
     /// Moves a cursor whose block was overwritten to the oldest record held; returns how
-    /// many records it missed.
+    /// many records it missed: those written since its reader opened (what the ring held
+    /// before is read as far as it is still there).
     fn catch_up(&self, cursor: &mut Cursor) -> u64 {
         if cursor.block >= self.tail_block {
             return 0;
         }
-        let lost = self.tail_seq.saturating_sub(cursor.seq);
+        let lost = self.tail_seq.saturating_sub(cursor.seq.max(cursor.since));
         self.rewind(cursor);
         lost
     }
@@ -468,6 +486,9 @@ impl CpuRing {
 pub(crate) struct Cursor {
     /// Sequence number of the next record to read.
     pub(crate) seq: u64,
+    /// Sequence number of the first record written after the reader opened: the ones before
+    /// it that are overwritten unread are not lost to it.
+    since: u64,
     /// Its block and byte offset in it.
     block: u64,
     offset: usize,
@@ -488,6 +509,7 @@ impl Default for Cursor {
     fn default() -> Self {
         Self {
             seq: 0,
+            since: 0,
             block: 0,
             offset: 0,
             state: State::ZERO,
@@ -545,6 +567,9 @@ pub(crate) struct Ring {
     cpus: KVec<Pin<KBox<SpinLock<CpuRing>>>>,
     /// Per CPU: its ring's [`Pressure`], read without the lock before a stack is walked.
     pressure: KVec<Atomic<u32>>,
+    /// Per CPU: whether its ring counts faults not recorded that it has not reported
+    /// ([`CpuRing::holds_dropped`]), read without the lock at a process's exit.
+    holds_dropped: KVec<Atomic<bool>>,
     /// Bytes of each ring; grows ([`Ring::grow`]), never shrinks.
     ring_bytes: Atomic<usize>,
     /// Serialises [`Ring::grow`].
@@ -578,6 +603,7 @@ impl Ring {
         let ring_bytes = Self::ring_bytes_for(buflen);
         let mut cpus = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         let mut pressure = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        let mut holds_dropped = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         for _ in 0..ncpus {
             cpus.push(
                 KBox::pin_init(
@@ -587,10 +613,12 @@ impl Ring {
                 GFP_KERNEL,
             )?;
             pressure.push(Atomic::new(Pressure::None as u32), GFP_KERNEL)?;
+            holds_dropped.push(Atomic::new(false), GFP_KERNEL)?;
         }
         Ok(try_pin_init!(Self {
             cpus,
             pressure,
+            holds_dropped,
             ring_bytes: Atomic::new(ring_bytes),
             growing <- new_mutex!((), "memmon_ring_growing"),
             reader_slots: Atomic::new(0),
@@ -632,6 +660,7 @@ impl Ring {
             if event.kind == Kind::Fault && ring.pressure == Pressure::DropFaults {
                 // Room kept for the calls, execs, forks and exits.
                 ring.count_dropped(event.pid, now_ns());
+                self.publish_pressure(cpu, &ring);
                 return;
             }
             if event.stack_end == StackEnd::Shed {
@@ -671,13 +700,46 @@ impl Ring {
         })
     }
 
-    /// Makes ring `cpu`'s pressure, computed under its lock, visible to producers.
+    /// Makes ring `cpu`'s pressure, computed under its lock, visible to producers, and
+    /// whether it holds faults not reported to [`Ring::report_dropped_of`].
     fn publish_pressure(&self, cpu: usize, ring: &CpuRing) {
         if let Some(level) = self.pressure.get(cpu) {
             let pressure = ring.pressure as u32;
             if level.load(Relaxed) != pressure {
                 level.store(pressure, Relaxed);
             }
+        }
+        if let Some(holds) = self.holds_dropped.get(cpu) {
+            let now = ring.holds_dropped();
+            if holds.load(Relaxed) != now {
+                holds.store(now, Release);
+            }
+        }
+    }
+
+    /// Writes to the current CPU's ring one `dropped` record of the faults of process `pid`
+    /// that the rings counted and have not reported yet, whatever the pressure. Called as
+    /// the process exits, before its `exit` record: readers learn of its faults not recorded
+    /// while they still know the process.
+    pub(crate) fn report_dropped_of(&self, pid: i32) {
+        let mut faults = 0u64;
+        for (cpu, ring) in self.cpus.iter().enumerate() {
+            // The process ran on that CPU before it runs here, so the flag set then is seen.
+            if !self
+                .holds_dropped
+                .get(cpu)
+                .is_some_and(|holds| holds.load(Acquire))
+            {
+                continue;
+            }
+            let mut ring = ring.lock();
+            faults = faults.saturating_add(ring.take_dropped_of(pid));
+            self.publish_pressure(cpu, &ring);
+        }
+        if faults > 0 {
+            let mut event = Event::new(Kind::Dropped, pid, pid);
+            event.args[0] = faults;
+            self.push(&event);
         }
     }
 
@@ -700,8 +762,9 @@ impl Ring {
         for (cpu, (ring, cursor)) in self.cpus.iter().zip(cursors.iter_mut()).enumerate() {
             let mut ring = ring.lock();
             ring.rewind(cursor);
-            // What the ring held before the reader came is not waited for: only what is
-            // written from now on makes the producers shed.
+            // What the ring held before the reader came is not waited for, nor a loss when
+            // it is overwritten: only what is written from now on makes the producers shed.
+            cursor.since = ring.head_seq;
             let head = ring.head_block;
             if let Some(position) = slot.and_then(|slot| ring.readers.get_mut(slot)) {
                 // INVARIANT: the slot was free; its reader starts counting at the head.

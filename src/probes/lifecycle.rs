@@ -115,6 +115,8 @@ unsafe extern "C" fn process_exit(
     // this tracepoint cannot be missed: the mark lets a new process with this number see a
     // stale bit.
     state.watch.exiting(tgid);
+    // Its faults not recorded, while readers know it: before its `rss` and `exit` lines.
+    state.ring.report_dropped_of(tgid);
     let task = kernel::task::Task::current_raw();
     // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address
     // space (null for a kernel thread).

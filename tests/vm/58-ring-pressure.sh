@@ -2,11 +2,13 @@
 # `events` and does not read while a watched process maps, writes and unmaps 2000 pages 20
 # times with 64-entry stacks (30 frames of recursion over it), into two rings of 32 KiB. The module cuts the stacks short,
 # then leaves them out, then stops recording faults and counts them per process, and keeps
-# every call: the reader then reads no `lost` line; all 20 mmap and 20 munmap lines are
+# every call: the reader then reads no `lost` line; the child's `dropped` lines come before
+# its exit line; all 20 mmap and 20 munmap lines are
 # there; the process's fault lines plus its `dropped` lines' faults equal the faults the
 # kernel counted for it (wait4), exactly; `stack_end=shed` and `dropped` lines agree with
 # stats. Then the rings grow at run time through /proc/memmon/buflen under a reader that
-# holds records: it reads both workloads whole.
+# holds records: it reads both workloads whole, and no `lost` line for what the ring held
+# before it opened.
 . /host/lib.sh
 load buflen=65536
 expect_eq "buflen file" "$(cat /proc/memmon/buflen)" 65536
@@ -46,6 +48,10 @@ lines=$(grep -c "^[0-9.]* $child/[0-9]* fault " /tmp/ev)
 dropped=$(awk -v p="$child/$child" '$2 == p && $3 == "dropped" { sub("faults=", "", $4); n += $4 } END { print n + 0 }' /tmp/ev)
 echo "fault lines $lines, dropped $dropped"
 [ "$dropped" -gt 0 ] || fail "no fault was dropped: the scenario did not reach the drop level"
+# The ring was still seven eighths unread when the child exited: its drops were reported
+# then, before its exit line, while readers know it.
+expect_eq "dropped lines of the child after its exit line" \
+    "$(awk -v p="$child/$child" '$2 == p && $3 == "exit" { gone = 1 } gone && $2 == p && $3 == "dropped" { n++ } END { print n + 0 }' /tmp/ev)" 0
 [ "$lines" -gt 0 ] || fail "no fault line"
 expect_eq "fault lines + dropped = the kernel's faults" $((lines + dropped + base)) "$kernel_faults"
 shed=$(grep -c 'stack_end=shed' /tmp/ev)
@@ -59,10 +65,12 @@ expect_eq "stats: dropped_faults" "$(stat_of dropped_faults)" \
     "$(cat /tmp/ev0 /tmp/ev | awk '$3 == "dropped" { sub("faults=", "", $4); n += $4 } END { print n + 0 }')"
 expect_eq "stats: lost_reported" "$(stat_of lost_reported)" 0
 
-# Growing: a reader holds the first workload's records while the rings grow.
+# Growing: a reader holds the first workload's records while the rings grow. It opens on
+# a full ring, whose records it is not owed: their overwriting is no `lost` line.
 echo 0 > /sys/module/memmon/parameters/stack_depth
+taskset 1 /progs/watchexec /progs/memtest anon 3000 > /dev/null || fail "filling CPU 0's ring"
 exec 3</proc/memmon/events
-/progs/watchexec /progs/memtest anon 1000 > /tmp/out1 || fail "workload 1"
+taskset 1 /progs/watchexec /progs/memtest anon 1000 > /tmp/out1 || fail "workload 1"
 kmsg_mark
 echo 4194304 > /proc/memmon/buflen || fail "the grow was refused"
 expect_match "grow line" "$(kmsg_new)" 'memmon: buflen: rings grown from 32768 to 2097152 bytes per CPU \(2 rings\)'
