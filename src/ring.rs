@@ -242,20 +242,23 @@ impl CpuRing {
         })
     }
 
-    /// Recomputes [`CpuRing::pressure`] from the slowest tracked reader's block: of the
-    /// readers whose block is still held and that were not given up on.
-    fn update_pressure(&mut self) -> Pressure {
+    /// The tracked readers the producers wait for, as (slot, block): those whose block is
+    /// still held and that were not given up on.
+    fn counted_readers(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         let tail = self.tail_block;
-        let abandoned = self.abandoned;
-        let oldest = self
-            .readers
+        self.readers
             .iter()
+            .copied()
             .enumerate()
-            .filter(|(slot, block)| {
-                **block != NO_READER && abandoned & (1 << slot) == 0 && **block >= tail
+            .filter(move |(slot, block)| {
+                *block != NO_READER && self.abandoned & (1 << slot) == 0 && *block >= tail
             })
-            .map(|(_, block)| *block)
-            .min();
+    }
+
+    /// Recomputes [`CpuRing::pressure`] from the slowest counted reader's block
+    /// ([`CpuRing::counted_readers`]).
+    fn update_pressure(&mut self) -> Pressure {
+        let oldest = self.counted_readers().map(|(_, block)| block).min();
         // INVARIANT: `pressure` is that of the slowest reader counted, `None` without one.
         self.pressure = match oldest {
             // The blocks after its own (which it may have read to its end).
@@ -282,19 +285,15 @@ impl CpuRing {
             self.dropping_since = time_ns;
         }
         if time_ns.saturating_sub(self.dropping_since) > DROP_PATIENCE_NS {
-            let tail = self.tail_block;
             let slowest = self
-                .readers
-                .iter()
-                .enumerate()
-                .filter(|(slot, block)| {
-                    **block != NO_READER && self.abandoned & (1 << slot) == 0 && **block >= tail
-                })
-                .min_by_key(|(_, block)| **block)
+                .counted_readers()
+                .min_by_key(|(_, block)| *block)
                 .map(|(slot, _)| slot);
             if let Some(slot) = slowest {
                 self.abandoned |= 1 << slot;
             }
+            // The next slowest, if faults are still dropped for it, gets its own patience.
+            self.dropping_since = time_ns;
             self.update_pressure();
         }
         let entry = self
@@ -724,7 +723,10 @@ impl Ring {
     pub(crate) fn report_dropped_of(&self, pid: i32) {
         let mut faults = 0u64;
         for (cpu, ring) in self.cpus.iter().enumerate() {
-            // The process ran on that CPU before it runs here, so the flag set then is seen.
+            // A flag set as this thread dropped a fault on another CPU is seen: it migrated
+            // since, through the scheduler's barriers. Other threads' drops are ordered
+            // before their exit (the fully ordered decrement of `signal->live`). A flag
+            // missed all the same only delays the report to the next reader's read.
             if !self
                 .holds_dropped
                 .get(cpu)
@@ -882,7 +884,7 @@ impl Ring {
             fetched.bytes = copy_bytes(out, bytes);
             if fetched.bytes < bytes.len() {
                 // `out` is smaller than a block (it cannot happen): skip the rest.
-                fetched.lost += end.saturating_sub(cursor.seq);
+                fetched.lost += end.saturating_sub(cursor.seq.max(cursor.since));
                 fetched.bytes = 0;
                 cursor.seq = end;
                 cursor.offset = BLOCK_BYTES;
@@ -895,11 +897,19 @@ impl Ring {
         }
         let mut reported = false;
         if let Some(slot) = slot {
+            let slowest = ring.counted_readers().map(|(_, block)| block).min();
             if let Some(position) = ring.readers.get_mut(slot) {
+                let was = *position;
                 // INVARIANT: a reader's position only moves on, and counts again once it
                 // reads.
-                *position = (*position).max(cursor.block);
+                *position = was.max(cursor.block);
+                let moved = *position > was;
                 ring.abandoned &= !(1 << slot);
+                if moved && slowest == Some(was) {
+                    // The slowest reader reads: faults dropped from now on are not "in a row
+                    // without reading" (DROP_PATIENCE_NS) with those before.
+                    ring.dropping_since = 0;
+                }
                 ring.update_pressure();
                 // Stamped after every record this reader has fetched: it reads them next.
                 reported = ring.report_dropped(now_ns());

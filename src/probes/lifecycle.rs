@@ -213,6 +213,9 @@ impl KprobeHandler for ExitProbe {
                 (*(*task).group_leader).exit_code
             }
         });
+        // Faults after the exit tracepoint's report (put_user() of clear_child_tid, the robust
+        // futex list, at exit_mm()) that were dropped: reported before the exit line too.
+        self.state.ring.report_dropped_of(tgid);
         self.state.ring.push(&event);
         self.state.watch.remove(tgid);
     }

@@ -88,6 +88,17 @@ fn write_line(out: &mut dyn Write, line: &str) -> Result<()> {
         .context("cannot write the capture file")
 }
 
+/// The summary printed at the end, which counts the lost, dropped and shed events itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndSummary {
+    /// None (`--quiet`).
+    None,
+    /// From a model kept while following (`run`).
+    Live,
+    /// From the capture file, by the caller, once it is written (`record`).
+    FromCapture,
+}
+
 /// What the module could not give a recording (issue 50), counted as the stream says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Losses {
@@ -121,13 +132,40 @@ impl Default for Losses {
 
 impl Losses {
     /// The end-of-record lines (each `memmon: ...`), naming processes by `comm` where
-    /// known; `advice` follows the lost events' line.
-    pub fn lines(&self, comm: &dyn Fn(u32) -> Option<String>, advice: &str) -> Vec<String> {
+    /// known; `advice` follows the lost events' line. With `summarised`, the summary that
+    /// follows counts the lost, dropped and shed events itself (its `incomplete:` line):
+    /// only the advice and the children not watched are said here.
+    pub fn lines(
+        &self,
+        comm: &dyn Fn(u32) -> Option<String>,
+        advice: &str,
+        summarised: bool,
+    ) -> Vec<String> {
         let named = |pid: u32| match comm(pid) {
             Some(name) => format!("{pid} ({name})"),
             None => pid.to_string(),
         };
         let mut lines = Vec::new();
+        if summarised {
+            if self.lost > 0 && !advice.is_empty() {
+                lines.push(format!("memmon: events were lost{advice}",));
+            }
+        } else {
+            self.loss_lines(&named, advice, &mut lines);
+        }
+        for (&pid, &children) in &self.unwatched_children {
+            lines.push(format!(
+                "memmon: {} forked {children} {} memmon did not watch ({})",
+                named(pid),
+                if children == 1 { "child" } else { "children" },
+                self.not_followed
+            ));
+        }
+        lines
+    }
+
+    /// The lost, dropped and shed events' lines.
+    fn loss_lines(&self, named: &dyn Fn(u32) -> String, advice: &str, lines: &mut Vec<String>) {
         if self.lost > 0 {
             lines.push(format!(
                 "memmon: {} events were lost (overwritten before memmon read them){advice}",
@@ -160,15 +198,6 @@ impl Losses {
                 self.shed
             ));
         }
-        for (&pid, &children) in &self.unwatched_children {
-            lines.push(format!(
-                "memmon: {} forked {children} {} memmon did not watch ({})",
-                named(pid),
-                if children == 1 { "child" } else { "children" },
-                self.not_followed
-            ));
-        }
-        lines
     }
 }
 
@@ -187,8 +216,11 @@ struct Monitor {
     root: Option<u32>,
     root_exit_seen: bool,
     output_gone: bool,
-    /// The model behind the end-of-run summary (None with --quiet).
+    /// The model behind the end-of-run summary (None with --quiet, or when the summary is
+    /// made from the capture file).
     summary: Option<Box<Replay>>,
+    /// Which summary follows the end's lines.
+    end_summary: EndSummary,
     /// The unwind tables of the followed processes.
     tables: UnwindTables,
     /// The Python code objects named in the capture.
@@ -224,7 +256,7 @@ impl Monitor {
         Ok(())
     }
 
-    fn new(sink: Sink, since: Timestamp, summary: bool) -> Monitor {
+    fn new(sink: Sink, since: Timestamp, end_summary: EndSummary) -> Monitor {
         Monitor {
             sink,
             followed: BTreeSet::new(),
@@ -234,7 +266,9 @@ impl Monitor {
             root: None,
             root_exit_seen: false,
             output_gone: false,
-            summary: summary.then(|| Box::new(Replay::new(ReplayOptions::default()))),
+            summary: (end_summary == EndSummary::Live)
+                .then(|| Box::new(Replay::new(ReplayOptions::default()))),
+            end_summary,
             tables: UnwindTables::off(),
             python_codes: Default::default(),
             follow_any: false,
@@ -326,7 +360,11 @@ impl Monitor {
         }
         let advice = lost_advice(proc);
         let comms = &self.comms;
-        for line in self.losses.lines(&|pid| comms.get(&pid).cloned(), &advice) {
+        let summarised = self.end_summary != EndSummary::None;
+        for line in self
+            .losses
+            .lines(&|pid| comms.get(&pid).cloned(), &advice, summarised)
+        {
             eprintln!("{line}");
         }
     }
@@ -659,7 +697,12 @@ pub fn run_command(
     printer: Printer,
     summary: bool,
 ) -> Result<ExitCode> {
-    follow_command(proc, command, follow, Sink::Print(printer), summary)
+    let end = if summary {
+        EndSummary::Live
+    } else {
+        EndSummary::None
+    };
+    follow_command(proc, command, follow, Sink::Print(printer), end)
 }
 
 /// `record -- CMD`: like `run`, into a capture file with snapshots.
@@ -669,10 +712,11 @@ pub fn record_command(
     command: &[String],
     follow: bool,
     mut out: Box<dyn Write>,
+    end: EndSummary,
 ) -> Result<ExitCode> {
     write_capture_header(&mut out, proc, params, ("command", &command.join(" ")))
         .context("cannot write the capture file")?;
-    follow_command(proc, command, follow, Sink::Capture(out), false)
+    follow_command(proc, command, follow, Sink::Capture(out), end)
 }
 
 fn follow_command(
@@ -680,7 +724,7 @@ fn follow_command(
     command: &[String],
     follow: bool,
     sink: Sink,
-    summary: bool,
+    end: EndSummary,
 ) -> Result<ExitCode> {
     // Open the stream before the command can run, so none of its events are missed.
     let mut events = LiveEvents::open(proc)?;
@@ -700,7 +744,7 @@ fn follow_command(
         child.abandon();
         return Err(error.into());
     }
-    let mut monitor = Monitor::new(sink, since, summary);
+    let mut monitor = Monitor::new(sink, since, end);
     if let Some(replay) = &mut monitor.summary {
         replay.header("command", &command.join(" "));
     }
@@ -804,6 +848,7 @@ pub fn record_pids(
     pids: &[u32],
     follow: bool,
     mut out: Box<dyn Write>,
+    end: EndSummary,
 ) -> Result<ExitCode> {
     let pid_list: Vec<String> = pids.iter().map(u32::to_string).collect();
     write_capture_header(&mut out, proc, params, ("pids", &pid_list.join(" ")))
@@ -817,7 +862,7 @@ pub fn record_pids(
     } else {
         proc.watch(pids)?;
     }
-    let mut monitor = Monitor::new(Sink::Capture(out), since, false);
+    let mut monitor = Monitor::new(Sink::Capture(out), since, end);
     monitor.losses.not_followed = "record -p without --follow";
     monitor.followed.extend(pids);
     monitor.ever_followed.extend(pids);
@@ -860,11 +905,12 @@ pub fn record_cgroup(
     params: &ModuleParams,
     cgroup: &Path,
     mut out: Box<dyn Write>,
+    end: EndSummary,
 ) -> Result<ExitCode> {
     let shown = cgroup.display().to_string();
     write_capture_header(&mut out, proc, params, ("cgroup-watched", &shown))
         .context("cannot write the capture file")?;
-    follow_cgroup(proc, cgroup, Sink::Capture(out), false)?;
+    follow_cgroup(proc, cgroup, Sink::Capture(out), end)?;
     eprintln!("memmon: interrupted, recording stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -877,20 +923,25 @@ pub fn run_cgroup(
     printer: Printer,
     summary: bool,
 ) -> Result<ExitCode> {
-    follow_cgroup(proc, cgroup, Sink::Print(printer), summary)?;
+    let end = if summary {
+        EndSummary::Live
+    } else {
+        EndSummary::None
+    };
+    follow_cgroup(proc, cgroup, Sink::Print(printer), end)?;
     eprintln!("memmon: interrupted");
     Ok(ExitCode::SUCCESS)
 }
 
 /// Follows every process of `cgroup` on the live stream into `sink` until Ctrl-C.
-fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, summary: bool) -> Result<()> {
+fn follow_cgroup(proc: &ProcInterface, cgroup: &Path, sink: Sink, end: EndSummary) -> Result<()> {
     let shown = cgroup.display().to_string();
     let mut events = LiveEvents::open(proc)?;
     let missed_before = probe_missed(proc);
     catch_interrupts()?;
     let since = monotonic_now();
     proc.watch_cgroup(cgroup)?;
-    let mut monitor = Monitor::new(sink, since, summary);
+    let mut monitor = Monitor::new(sink, since, end);
     if let Some(replay) = &mut monitor.summary {
         replay.header("cgroup-watched", &shown);
     }
@@ -965,12 +1016,17 @@ pub fn record(proc: &ProcInterface, params: &ModuleParams, asked: Recording) -> 
         asked.stacks.is_some(),
     );
     let sample = crate::params::sample_period(params, proc, asked.sample)?;
-    let code = if let Some(cgroup) = &cgroup {
-        record_cgroup(proc, params, cgroup, file)
-    } else if asked.command.is_empty() {
-        record_pids(proc, params, &asked.pids, asked.follow, file)
+    let end = if asked.quiet {
+        EndSummary::None
     } else {
-        record_command(proc, params, &asked.command, asked.follow, file)
+        EndSummary::FromCapture
+    };
+    let code = if let Some(cgroup) = &cgroup {
+        record_cgroup(proc, params, cgroup, file, end)
+    } else if asked.command.is_empty() {
+        record_pids(proc, params, &asked.pids, asked.follow, file, end)
+    } else {
+        record_command(proc, params, &asked.command, asked.follow, file, end)
     }?;
     drop(sample);
     drop(stacks);
@@ -1023,7 +1079,7 @@ mod tests {
         let mut monitor = Monitor::new(
             Sink::Capture(Box::new(capture.clone())),
             Timestamp::parse("1.000000000").unwrap(),
-            false,
+            EndSummary::None,
         );
         monitor.followed.extend(pids);
         monitor.ever_followed.extend(pids);
@@ -1059,7 +1115,7 @@ mod tests {
         assert_eq!(losses.shed, 3);
         assert_eq!(losses.unwatched_children, BTreeMap::from([(4_000_100, 2)]));
         let comms = monitor.comms.clone();
-        let lines = losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them");
+        let lines = losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them", false);
         assert_eq!(
             lines,
             [
@@ -1068,6 +1124,14 @@ mod tests {
                  was nearly full): 4000100 (cc1plus) 4733, processes it could not keep apart 12",
                 "memmon: 3 call stacks were cut short or not walked (stack_end=shed): their \
                  events are whole, their sites shorter",
+                "memmon: 4000100 (cc1plus) forked 2 children memmon did not watch (--no-follow)",
+            ]
+        );
+        // With the summary, which counts them itself: the advice and the children only.
+        assert_eq!(
+            losses.lines(&|pid| comms.get(&pid).cloned(), ": grow them", true),
+            [
+                "memmon: events were lost: grow them",
                 "memmon: 4000100 (cc1plus) forked 2 children memmon did not watch (--no-follow)",
             ]
         );
@@ -1087,7 +1151,7 @@ mod tests {
 
     #[test]
     fn no_losses_no_lines() {
-        assert!(Losses::default().lines(&|_| None, "").is_empty());
+        assert!(Losses::default().lines(&|_| None, "", false).is_empty());
     }
 
     #[test]

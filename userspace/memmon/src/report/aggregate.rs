@@ -196,9 +196,7 @@ impl StackTable {
     ) -> Result<Prepared, ReportError> {
         let analysis = self.analysis(aggregate)?;
         let mut own_code = own_code.clone();
-        for executable in &analysis.executables {
-            own_code.add_executable(executable);
-        }
+        own_code.add_executables(&analysis.executables);
         let mut view = build(
             &analysis,
             symbols,

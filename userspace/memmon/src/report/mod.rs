@@ -249,14 +249,7 @@ pub fn prepare(paths: &[PathBuf], options: &ReportOptions) -> Result<Prepared, R
     let analysis = analyze(paths, options.replay_options())?;
     let symbols = Symbols::new(&analysis.sites, &options.symbol_options());
     let mut own_code = options.own_code.clone();
-    for executable in &analysis.executables {
-        own_code.add_executable(executable);
-        // Run through a link (`/usr/bin/firefox`), the object is named by the file the link
-        // names, as here.
-        if let Ok(target) = std::fs::canonicalize(executable) {
-            own_code.add_executable(&target.to_string_lossy());
-        }
-    }
+    own_code.add_executables(&analysis.executables);
     let mut view = build(
         &analysis,
         &symbols,

@@ -17,7 +17,10 @@ const TOP: usize = 5;
 /// The summary text (several lines, each starting with `memmon: `).
 pub fn summary(analysis: &Analysis) -> String {
     let symbols = Symbols::new(&analysis.sites, &SymbolOptions::default());
-    let Ok(view) = build(analysis, &symbols, &ViewOptions::default()) else {
+    // The programs it ran are own code, as `memmon report` counts them (cc1plus under g++).
+    let mut options = ViewOptions::default();
+    options.own_code.add_executables(&analysis.executables);
+    let Ok(view) = build(analysis, &symbols, &options) else {
         return String::new();
     };
     let mut out = String::new();

@@ -317,6 +317,18 @@ impl OwnCode {
         }
     }
 
+    /// Counts every program a capture executed (`executables`, absolute) as own code, and
+    /// the file each names when it is a link (`/usr/bin/g++` runs
+    /// `/usr/bin/x86_64-linux-gnu-g++-14`, which its mappings name).
+    pub fn add_executables<'a>(&mut self, executables: impl IntoIterator<Item = &'a String>) {
+        for executable in executables {
+            self.add_executable(executable);
+            if let Ok(target) = std::fs::canonicalize(executable) {
+                self.add_executable(&target.to_string_lossy());
+            }
+        }
+    }
+
     /// Counts the objects whose path matches `pattern` (a shell glob: `/opt/app/*`,
     /// `*/libmine.so*`) as own code.
     pub fn add_own(&mut self, pattern: &str) -> Result<(), glob::PatternError> {
