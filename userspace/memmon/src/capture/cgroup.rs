@@ -184,7 +184,12 @@ pub fn place(given: &str, mounts: &[PathBuf], root: &Path) -> Result<Placed, Cgr
                 && Path::new("/").join(first).is_dir()
                 && !root.join(first).is_dir();
             if outside {
-                let list: Vec<String> = mounts.iter().map(|m| m.display().to_string()).collect();
+                // The mounts in the table's order, and the root if it is none of them.
+                let list: Vec<String> = mounts
+                    .iter()
+                    .chain((!mounts.iter().any(|m| m == root)).then_some(&root.to_path_buf()))
+                    .map(|m| m.display().to_string())
+                    .collect();
                 return Err(CgroupError::NotCgroup2(
                     given.to_owned(),
                     if list.is_empty() {
