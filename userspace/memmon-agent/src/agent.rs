@@ -624,9 +624,11 @@ impl Agent {
             self.python_codes.forget(pid);
         }
         if let Some(model) = self.models.get_mut(name) {
+            // Its status first, the closest to the watch: the pages it faults between the
+            // two reads count in both (seen, and held when adopted).
+            self.adopted.insert(pid, resident_now(pid));
             model.adopt(pid);
             *self.adopted_count.entry(name.to_owned()).or_insert(0) += 1;
-            self.adopted.insert(pid, resident_now(pid));
         }
         self.tables.sync(pid);
     }
