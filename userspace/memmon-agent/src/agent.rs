@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use memmon::capture::cgroup::process_cgroup;
-use memmon::capture::control::{RingGrowth, RING_TARGET_BYTES};
-use memmon::capture::live::LiveEvents;
+use memmon::capture::cgroup::{cgroup_processes, process_cgroup};
+use memmon::capture::control::{process_path, RingGrowth, RING_TARGET_BYTES};
+use memmon::capture::live::{monotonic_now, LiveEvents};
 use memmon::capture::python_codes::PythonCodes;
 use memmon::capture::unwind::UnwindTables;
 use memmon::{parse_line, EventKind, ModuleParams, ProcInterface};
 
-use crate::cgroups::{memory_use, owner, unit, Matcher};
+use crate::cgroups::{memory_use, owner, unit, Matcher, UnmatchedGlobs, MAX_DIRECTORIES};
 use crate::config::{Config, Overrides};
 use crate::metrics::{self, Metrics, Shared};
 use crate::model::CgroupModel;
@@ -111,6 +111,15 @@ struct Agent {
     pids: HashMap<u32, Rc<str>>,
     /// Pids not in a watched cgroup (someone else's watch), so as not to look again.
     strangers: HashMap<u32, ()>,
+    /// The live processes adopted (found running: their earlier faults not seen), with
+    /// the resident bytes they held then.
+    adopted: HashMap<u32, u64>,
+    /// Processes adopted so far, per watched cgroup.
+    adopted_count: BTreeMap<String, u64>,
+    /// The globs said to match nothing.
+    unmatched: UnmatchedGlobs,
+    /// The lost events counted at the last look for processes whose lines were lost.
+    lost_seen: u64,
     events: Option<LiveEvents>,
     tables: UnwindTables,
     /// Processes whose build IDs to read once the events read are handled.
@@ -160,6 +169,10 @@ impl Agent {
             models: BTreeMap::new(),
             pids: HashMap::new(),
             strangers: HashMap::new(),
+            adopted: HashMap::new(),
+            adopted_count: BTreeMap::new(),
+            unmatched: UnmatchedGlobs::default(),
+            lost_seen: 0,
             events: None,
             tables: UnwindTables::off(),
             new_code: BTreeSet::new(),
@@ -199,6 +212,8 @@ impl Agent {
             }
             match self.events.take() {
                 Some(mut events) => {
+                    // Every event older than this has been read once the poll returns.
+                    let read_from = monotonic_now();
                     // Each line handled where it was read, not copied out first.
                     let mut count = 0;
                     let polled = events.poll_lines(POLL_MS, |line| {
@@ -208,9 +223,16 @@ impl Agent {
                     });
                     self.events = Some(events);
                     self.metrics().events.inc_by(count);
-                    if let Err(error) = polled {
-                        eprintln!("memmon agent: {error:#}");
-                        self.module_gone();
+                    match polled {
+                        Ok(()) => {
+                            for model in self.models.values_mut() {
+                                model.stream_reached(read_from);
+                            }
+                        }
+                        Err(error) => {
+                            eprintln!("memmon agent: {error:#}");
+                            self.module_gone();
+                        }
                     }
                     self.tables.flush();
                     self.python_codes.new_batch();
@@ -306,6 +328,7 @@ impl Agent {
         self.matcher = Matcher::new(&config.cgroups);
         self.config = config;
         self.watch_failed.clear();
+        self.unmatched.clear();
         self.log_config("reloaded");
         self.sync_cgroups();
     }
@@ -320,6 +343,7 @@ impl Agent {
         }
         if self.events.is_some() {
             self.sync_cgroups();
+            self.adopt_after_losses();
             if let Some(missed) = self
                 .proc
                 .stats()
@@ -343,6 +367,12 @@ impl Agent {
             Err(poisoned) => poisoned.into_inner(),
         };
         metrics.refresh_cgroups(self.models.values());
+        let adopted_bytes = self.adopted_bytes();
+        metrics.refresh_adoptions(self.models.keys().map(|name| {
+            let count = self.adopted_count.get(name).copied().unwrap_or(0);
+            let bytes = adopted_bytes.get(name.as_str()).copied().unwrap_or(0);
+            (name.as_str(), count, bytes)
+        }));
         metrics.refresh_self();
         metrics.spool_bytes.set(spool_bytes as i64);
         metrics.spool_full.set(i64::from(full));
@@ -402,18 +432,19 @@ impl Agent {
                  (the models start afresh; what happened in the gap is not in them)"
             );
             // The module forgot the watches; the models start again from the processes'
-            // maps.
+            // state when watched again.
+            self.pids.clear();
+            self.strangers.clear();
+            self.adopted.clear();
+            // The new models have none of the Python headers given to the old ones.
+            self.python_codes = PythonCodes::default();
             let names: Vec<String> = self.models.keys().cloned().collect();
             for name in &names {
                 if let Some(model) = self.models.get_mut(name) {
                     model.restart();
                 }
-                self.watch(name);
+                self.start_watching(name);
             }
-            self.pids.clear();
-            self.strangers.clear();
-            // The new models have none of the Python headers given to the old ones.
-            self.python_codes = PythonCodes::default();
         } else {
             eprintln!(
                 "memmon agent: reading {}",
@@ -430,6 +461,12 @@ impl Agent {
             return;
         }
         let found = self.matcher.discover(&self.config.cgroup_root);
+        for line in self
+            .unmatched
+            .lines(&self.matcher, &found, &self.config.cgroup_root)
+        {
+            eprintln!("memmon agent: {line}");
+        }
         let gone: Vec<String> = self
             .models
             .keys()
@@ -442,6 +479,11 @@ impl Agent {
                 .cgroup_root
                 .join(name.trim_start_matches('/'))
                 .is_dir();
+            if exists && self.matcher.matches(&name) {
+                // Still there and matched: a walk cut short (its bounds, a directory it
+                // could not read) is no reason to drop a model.
+                continue;
+            }
             if exists {
                 eprintln!("memmon agent: {name}: no longer matched: last snapshot, unwatched");
                 self.snapshot(&name, "unwatched");
@@ -451,13 +493,63 @@ impl Agent {
             self.unwatch(&name);
         }
         for name in found {
-            if !self.models.contains_key(&name) && self.watch(&name) {
+            if !self.models.contains_key(&name) && self.start_watching(&name) {
                 eprintln!("memmon agent: {name}: watched");
-                // Its processes come with `cgroup` lines, which adopt them.
-                self.models
-                    .insert(name.clone(), CgroupModel::new(&name, self.config.max_sites));
             }
         }
+    }
+
+    /// Watches cgroup `name` (its model made if there is none), then adopts every process
+    /// in it: watched first, so that the module records their faults from then on, then
+    /// their state read ([`Agent::join`]), so that nothing falls in between. Their `cgroup`
+    /// lines, read later, find them adopted.
+    fn start_watching(&mut self, name: &str) -> bool {
+        if !self.watch(name) {
+            return false;
+        }
+        if !self.models.contains_key(name) {
+            self.models.insert(
+                name.to_owned(),
+                CgroupModel::new(name, self.config.max_sites),
+            );
+        }
+        self.adopt_members(name);
+        true
+    }
+
+    /// Adopts the processes of cgroup `name` (and below it) not known yet.
+    fn adopt_members(&mut self, name: &str) {
+        let dir = self.config.cgroup_root.join(name.trim_start_matches('/'));
+        for pid in cgroup_processes(&dir, MAX_DIRECTORIES) {
+            if pid != std::process::id() {
+                self.join(pid, name);
+            }
+        }
+    }
+
+    /// After lost events: the processes whose `fork` or `cgroup` lines were lost, and that
+    /// have had no event since, are adopted from the watched cgroups' members.
+    fn adopt_after_losses(&mut self) {
+        let lost = self.metrics().events_lost.get();
+        if lost == self.lost_seen {
+            return;
+        }
+        self.lost_seen = lost;
+        let names: Vec<String> = self.models.keys().cloned().collect();
+        for name in &names {
+            self.adopt_members(name);
+        }
+    }
+
+    /// The resident bytes the live adopted processes of each cgroup held when adopted.
+    fn adopted_bytes(&self) -> HashMap<&str, u64> {
+        let mut bytes: HashMap<&str, u64> = HashMap::new();
+        for (pid, held) in &self.adopted {
+            if let Some(name) = self.pids.get(pid) {
+                *bytes.entry(&**name).or_insert(0) += held;
+            }
+        }
+        bytes
     }
 
     fn watch(&mut self, name: &str) -> bool {
@@ -482,11 +574,14 @@ impl Agent {
         let _ = self.proc.unwatch_cgroup(&path);
         self.models.remove(name);
         self.last_near.remove(name);
+        self.adopted_count.remove(name);
         let python_codes = &mut self.python_codes;
+        let adopted = &mut self.adopted;
         self.pids.retain(|&pid, cgroup| {
             let keep = &**cgroup != name;
             if !keep {
                 python_codes.forget(pid);
+                adopted.remove(&pid);
             }
             keep
         });
@@ -516,7 +611,9 @@ impl Agent {
         }
     }
 
-    /// `pid` is a member of cgroup `name` from now on.
+    /// `pid` is a member of cgroup `name` from now on: a process whose start the model did
+    /// not see (there at the watch, moved in, or its lines lost), adopted with its state
+    /// now ([`CgroupModel::adopt`]; every adoption goes through here).
     fn join(&mut self, pid: u32, name: &str) {
         self.strangers.remove(&pid);
         if self.pids.get(&pid).map(|c| &**c) == Some(name) {
@@ -527,7 +624,11 @@ impl Agent {
             self.python_codes.forget(pid);
         }
         if let Some(model) = self.models.get_mut(name) {
+            // Its status first, the closest to the watch: the pages it faults between the
+            // two reads count in both (seen, and held when adopted).
+            self.adopted.insert(pid, resident_now(pid));
             model.adopt(pid);
+            *self.adopted_count.entry(name.to_owned()).or_insert(0) += 1;
         }
         self.tables.sync(pid);
     }
@@ -556,6 +657,7 @@ impl Agent {
                     Some(name) => self.join(event.pid, name),
                     None => {
                         self.pids.remove(&event.pid);
+                        self.adopted.remove(&event.pid);
                         self.python_codes.forget(event.pid);
                     }
                 }
@@ -572,8 +674,10 @@ impl Agent {
                 child,
                 watched: true,
             } => {
+                // Seen from its start: not adopted.
                 self.pids.insert(*child, name.clone());
                 self.strangers.remove(child);
+                self.adopted.remove(child);
             }
             EventKind::Mmap { prot, .. } if prot.contains(memmon::Prot::EXEC) => {
                 self.new_code.insert(event.pid);
@@ -600,6 +704,7 @@ impl Agent {
         match event.kind {
             EventKind::Exit { .. } => {
                 self.pids.remove(&event.pid);
+                self.adopted.remove(&event.pid);
                 self.new_code.remove(&event.pid);
                 self.python_codes.forget(event.pid);
             }
@@ -677,6 +782,14 @@ impl Agent {
             model.faults_dropped.to_string(),
         );
         labels.insert("stacks_shed".to_owned(), model.stacks_shed.to_string());
+        // Processes found running (their earlier faults not seen), and what they held then.
+        let adopted = self.adopted_count.get(name).copied().unwrap_or(0);
+        let adopted_bytes = self.adopted_bytes().get(name).copied().unwrap_or(0);
+        labels.insert("processes_adopted".to_owned(), adopted.to_string());
+        labels.insert(
+            "adopted_resident_bytes".to_owned(),
+            adopted_bytes.to_string(),
+        );
         let executables = model.executables();
         if !executables.is_empty() {
             labels.insert("build_id".to_owned(), executables.join(","));
@@ -710,6 +823,15 @@ impl Agent {
             }
         }
     }
+}
+
+/// The resident bytes of process `pid` now (RssAnon + RssFile + RssShmem of its status; 0
+/// if it is gone).
+fn resident_now(pid: u32) -> u64 {
+    std::fs::read_to_string(process_path(pid, "status"))
+        .ok()
+        .and_then(|status| memmon::report::model::maps::Counters::from_status(status.lines()))
+        .map_or(0, |counters| counters.resident())
 }
 
 /// Grows the module's per-CPU rings to 1 MiB each when they are smaller (at start, and

@@ -11,26 +11,38 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use glob::{MatchOptions, Pattern};
+use memmon::capture::cgroup::is_glob;
 
 /// How deep below the root the walk looks, at most.
 const MAX_DEPTH: usize = 16;
 /// Directories the walk looks at, at most (a bound on its cost).
-const MAX_DIRECTORIES: usize = 100_000;
+pub const MAX_DIRECTORIES: usize = 100_000;
+
+/// How the globs match: `*`, `?` and `[...]` within one path component.
+const OPTIONS: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
 
 /// The config's globs.
 #[derive(Debug, Clone)]
 pub struct Matcher {
-    patterns: Vec<Pattern>,
+    /// Each glob as the config has it, and its pattern.
+    patterns: Vec<(String, Pattern)>,
 }
 
 impl Matcher {
-    /// The globs (relative to the root, checked by [`crate::config::Config::merge`]); a bad
-    /// one matches nothing.
+    /// The globs (relative to the root, placed and checked by
+    /// [`crate::config::Config::merge`]); a bad one matches nothing.
     pub fn new(globs: &[String]) -> Matcher {
         Matcher {
             patterns: globs
                 .iter()
-                .filter_map(|glob| Pattern::new(glob.trim_start_matches('/')).ok())
+                .filter_map(|glob| {
+                    let glob = glob.trim_start_matches('/');
+                    Some((glob.to_owned(), Pattern::new(glob).ok()?))
+                })
                 .collect(),
         }
     }
@@ -39,16 +51,39 @@ impl Matcher {
     /// within one path component; `**` any number of them.
     pub fn matches(&self, name: &str) -> bool {
         let relative = name.trim_start_matches('/');
-        let options = MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            require_literal_leading_dot: false,
-        };
         !relative.is_empty()
             && self
                 .patterns
                 .iter()
-                .any(|pattern| pattern.matches_with(relative, options))
+                .any(|(_, pattern)| pattern.matches_with(relative, OPTIONS))
+    }
+
+    /// Whether the config's glob `glob` matches the cgroup `name`.
+    fn glob_matches(&self, glob: &str, name: &str) -> bool {
+        self.patterns.iter().any(|(text, pattern)| {
+            text == glob && pattern.matches_with(name.trim_start_matches('/'), OPTIONS)
+        })
+    }
+
+    /// The globs that match none of the cgroups `found` ([`Matcher::discover`]), in the
+    /// config's order. A glob whose cgroups are below a found one (watched through it,
+    /// so not listed) matches.
+    pub fn unmatched(&self, found: &BTreeSet<String>) -> Vec<&str> {
+        self.patterns
+            .iter()
+            .filter(|(glob, pattern)| {
+                let below_found = || {
+                    let literal: Vec<&str> = glob.split('/').take_while(|c| !is_glob(c)).collect();
+                    !literal.is_empty()
+                        && owner(found, &format!("/{}", literal.join("/"))).is_some()
+                };
+                !found
+                    .iter()
+                    .any(|name| pattern.matches_with(name.trim_start_matches('/'), OPTIONS))
+                    && !below_found()
+            })
+            .map(|(glob, _)| glob.as_str())
+            .collect()
     }
 
     /// The cgroups under `root` (the cgroup2 mount) that match: walks the hierarchy.
@@ -80,6 +115,56 @@ impl Matcher {
             }
         }
         found
+    }
+}
+
+/// The globs that match no cgroup, each said once in the log, and once again when it
+/// matches one (then once more if it matches none again).
+#[derive(Debug, Default)]
+pub struct UnmatchedGlobs {
+    said: BTreeSet<String>,
+}
+
+impl UnmatchedGlobs {
+    /// The log lines after a walk of `root` that found `found` with `matcher`: one per glob
+    /// that has just stopped matching (or matches nothing from the start), one per glob
+    /// said so before that matches now.
+    pub fn lines(
+        &mut self,
+        matcher: &Matcher,
+        found: &BTreeSet<String>,
+        root: &Path,
+    ) -> Vec<String> {
+        let unmatched: BTreeSet<&str> = matcher.unmatched(found).into_iter().collect();
+        let mut lines = Vec::new();
+        for (glob, _) in &matcher.patterns {
+            let none = unmatched.contains(glob.as_str());
+            if none && self.said.insert(glob.clone()) {
+                lines.push(format!(
+                    "cgroup glob {glob}: matches no cgroup under {} (said again when one \
+                     appears)",
+                    root.display()
+                ));
+            } else if !none && self.said.remove(glob) {
+                let names: Vec<&str> = found
+                    .iter()
+                    .filter(|name| matcher.glob_matches(glob, name))
+                    .map(String::as_str)
+                    .collect();
+                let names = if names.is_empty() {
+                    "a cgroup below a watched one".to_owned()
+                } else {
+                    names.join(", ")
+                };
+                lines.push(format!("cgroup glob {glob}: now matches {names}"));
+            }
+        }
+        lines
+    }
+
+    /// Forgets what was said (after a reload: said again for the new globs).
+    pub fn clear(&mut self) {
+        self.said.clear();
     }
 }
 
@@ -172,6 +257,42 @@ mod tests {
             ["/system.slice/a.service", "/system.slice/f.service"]
         );
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A glob matching nothing: one line saying which glob and where it looked, not
+    /// repeated at the next walks; one line when a cgroup appears that it matches; again
+    /// when it matches nothing any more. A glob whose cgroups are below a watched one
+    /// matches.
+    #[test]
+    fn unmatched_globs_said_once() {
+        let m = matcher(&["w*", "jobs/*", "jobs/a/deep"]);
+        let root = Path::new("/sys/fs/cgroup");
+        let set =
+            |names: &[&str]| -> BTreeSet<String> { names.iter().map(|n| n.to_string()).collect() };
+        let mut said = UnmatchedGlobs::default();
+        assert_eq!(
+            said.lines(&m, &set(&["/jobs/a"]), root),
+            ["cgroup glob w*: matches no cgroup under /sys/fs/cgroup (said again when one appears)"]
+        );
+        for _ in 0..3 {
+            assert!(said.lines(&m, &set(&["/jobs/a"]), root).is_empty());
+        }
+        assert_eq!(
+            said.lines(&m, &set(&["/jobs/a", "/wa", "/wb"]), root),
+            ["cgroup glob w*: now matches /wa, /wb"]
+        );
+        assert!(said.lines(&m, &set(&["/jobs/a", "/wa"]), root).is_empty());
+        assert_eq!(
+            said.lines(&m, &set(&[]), root),
+            [
+                "cgroup glob w*: matches no cgroup under /sys/fs/cgroup (said again when one appears)",
+                "cgroup glob jobs/*: matches no cgroup under /sys/fs/cgroup (said again when one appears)",
+                "cgroup glob jobs/a/deep: matches no cgroup under /sys/fs/cgroup (said again when one appears)",
+            ]
+        );
+        assert!(said.lines(&m, &set(&[]), root).is_empty());
+        said.clear();
+        assert_eq!(said.lines(&m, &set(&["/jobs/x", "/wa"]), root).len(), 1);
     }
 
     #[test]

@@ -8,10 +8,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use memmon::capture::cgroup::{cgroup2_mounts, mountinfo, place};
 use serde::Deserialize;
 
-/// Where the cgroup2 hierarchy is mounted, by default.
-pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// The snapshot interval, by default (seconds).
 pub const DEFAULT_INTERVAL: u64 = 600;
 /// The Prometheus listen address, by default (loopback only).
@@ -35,7 +34,8 @@ pub const DEFAULT_STACK_DEPTH: u32 = 32;
 #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// Cgroups to watch: paths or globs relative to the cgroup2 root.
+    /// Cgroups to watch: paths or globs, the cgroup2 mount's own (`/sys/fs/cgroup/w*`) or
+    /// relative to its root (`w*`, `/w*`).
     pub cgroups: Option<Vec<String>>,
     /// Snapshot interval in seconds.
     pub interval: Option<u64>,
@@ -43,7 +43,7 @@ pub struct FileConfig {
     pub listen: Option<String>,
     /// Also write the metrics text to this file at every refresh.
     pub metrics_file: Option<PathBuf>,
-    /// The cgroup2 mount.
+    /// The cgroup2 mount (by default the first of /proc/self/mountinfo).
     pub cgroup_root: Option<PathBuf>,
     /// User stack depth (module parameter `stack_depth`, 0 to 64).
     pub stack_depth: Option<u32>,
@@ -129,7 +129,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// The flags of `memmon agent` that override the file (None / empty: not given).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Overrides {
-    /// `--cgroup GLOB`, repeated.
+    /// `--cgroup GLOB`, repeated (as typed: placed as [`FileConfig::cgroups`]).
     pub cgroups: Vec<String>,
     /// `--listen ADDR:PORT`.
     pub listen: Option<String>,
@@ -146,7 +146,8 @@ pub struct Overrides {
 /// The configuration in effect.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Cgroup globs, relative to `cgroup_root` (no leading `/`).
+    /// Cgroup globs, relative to `cgroup_root` (no leading `/`; a glob given as the
+    /// mount's own path has the mount taken off).
     pub cgroups: Vec<String>,
     /// Snapshot interval, seconds (at least 1).
     pub interval: u64,
@@ -154,7 +155,8 @@ pub struct Config {
     pub listen: Option<SocketAddr>,
     /// Where the metrics text is also written.
     pub metrics_file: Option<PathBuf>,
-    /// The cgroup2 mount.
+    /// The cgroup2 mount: the file's `cgroup_root`, else the first cgroup2 mount of
+    /// /proc/self/mountinfo (empty when there is none and nothing is to be watched).
     pub cgroup_root: PathBuf,
     /// Module `stack_depth` the agent sets.
     pub stack_depth: u32,
@@ -210,22 +212,46 @@ impl FileConfig {
 
 impl Config {
     /// The file's keys, then the flags over them, then the defaults for what neither gave;
-    /// `host` names the machine when no `host` label is given.
-    pub fn merge(file: FileConfig, flags: &Overrides, host: &str) -> Result<Config> {
-        let cgroups = if flags.cgroups.is_empty() {
+    /// `host` names the machine when no `host` label is given; `mountinfo` (a
+    /// `/proc/self/mountinfo` text) gives the cgroup2 mounts: the root when the file names
+    /// none, and the mount paths taken off globs given as the mount's own paths.
+    pub fn merge(
+        file: FileConfig,
+        flags: &Overrides,
+        host: &str,
+        mountinfo: &str,
+    ) -> Result<Config> {
+        let given = if flags.cgroups.is_empty() {
             file.cgroups.unwrap_or_default()
         } else {
             flags.cgroups.clone()
         };
-        let cgroups: Vec<String> = cgroups
-            .iter()
-            .map(|glob| glob.trim_start_matches('/').to_owned())
-            .collect();
-        for glob in &cgroups {
-            if glob.is_empty() || glob.split('/').any(|part| part == "..") {
-                bail!("cgroup {glob:?}: give a path or glob below the cgroup2 root");
+        let mounts = cgroup2_mounts(mountinfo);
+        let cgroup_root = match (file.cgroup_root, mounts.first()) {
+            (Some(root), _) => root,
+            (None, Some(mount)) => mount.clone(),
+            (None, None) if given.is_empty() => PathBuf::new(),
+            (None, None) => bail!(
+                "no cgroup v2 file system is mounted (none in /proc/self/mountinfo): mount \
+                 one, or give cgroup_root"
+            ),
+        };
+        let mut cgroups = Vec::new();
+        for text in &given {
+            let placed = place(text, &mounts, &cgroup_root)?;
+            if placed.mount != cgroup_root {
+                bail!(
+                    "cgroup {text:?}: below the cgroup2 mount {}, not cgroup_root {}",
+                    placed.mount.display(),
+                    cgroup_root.display()
+                );
             }
-            glob::Pattern::new(glob).with_context(|| format!("cgroup glob {glob:?}"))?;
+            let glob = placed.relative;
+            if glob.is_empty() {
+                bail!("cgroup {text:?}: give a path or glob below the cgroup2 root");
+            }
+            glob::Pattern::new(&glob).with_context(|| format!("cgroup glob {text:?}"))?;
+            cgroups.push(glob);
         }
         let interval = flags.interval.or(file.interval).unwrap_or(DEFAULT_INTERVAL);
         if interval == 0 {
@@ -272,9 +298,7 @@ impl Config {
             interval,
             listen,
             metrics_file: flags.metrics_file.clone().or(file.metrics_file),
-            cgroup_root: file
-                .cgroup_root
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_CGROUP_ROOT)),
+            cgroup_root,
             stack_depth,
             spool_dir: flags
                 .spool
@@ -296,19 +320,28 @@ impl Config {
         })
     }
 
-    /// The file (if any) merged with the flags.
+    /// The file (if any) merged with the flags, over this process's mounts.
     pub fn load(path: Option<&Path>, flags: &Overrides, host: &str) -> Result<Config> {
         let file = match path {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
-        Config::merge(file, flags, host)
+        Config::merge(file, flags, host, &mountinfo())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mounts of a machine with its cgroup2 hierarchy at /srv/cg2 (not the usual
+    /// /sys/fs/cgroup: the root is found, not assumed) and a cgroup v1 one.
+    const MOUNTINFO: &str = "\
+22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+31 22 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+41 22 0:38 / /srv/cg2 rw,nosuid,relatime shared:7 - cgroup2 cgroup2 rw,nsdelegate
+";
 
     const FILE: &str = r#"
 cgroups = ["system.slice/*.service", "/machine.slice/*"]
@@ -337,6 +370,7 @@ near_limit = 0.95
             FileConfig::parse(FILE).unwrap(),
             &Overrides::default(),
             "box1",
+            MOUNTINFO,
         )
         .unwrap();
         assert_eq!(
@@ -382,7 +416,8 @@ near_limit = 0.95
             ],
             metrics_file: Some(PathBuf::from("/tmp/m.prom")),
         };
-        let config = Config::merge(FileConfig::parse(FILE).unwrap(), &flags, "box1").unwrap();
+        let config =
+            Config::merge(FileConfig::parse(FILE).unwrap(), &flags, "box1", MOUNTINFO).unwrap();
         assert_eq!(config.cgroups, ["work/*"]);
         assert_eq!(config.interval, 5);
         assert_eq!(config.listen, Some("127.0.0.1:9999".parse().unwrap()));
@@ -397,7 +432,8 @@ near_limit = 0.95
     /// Nothing given: the defaults.
     #[test]
     fn defaults() {
-        let config = Config::merge(FileConfig::default(), &Overrides::default(), "h").unwrap();
+        let config =
+            Config::merge(FileConfig::default(), &Overrides::default(), "h", MOUNTINFO).unwrap();
         assert!(config.cgroups.is_empty());
         assert_eq!(config.interval, 600);
         assert_eq!(config.listen, Some("127.0.0.1:9464".parse().unwrap()));
@@ -406,13 +442,13 @@ near_limit = 0.95
         assert_eq!(config.max_sites, 4096);
         assert_eq!(config.top_sites, 5);
         assert_eq!(config.stack_depth, 32);
-        assert_eq!(config.cgroup_root, PathBuf::from("/sys/fs/cgroup"));
+        assert_eq!(config.cgroup_root, PathBuf::from("/srv/cg2"));
         // An empty listen address: no HTTP server.
         let flags = Overrides {
             listen: Some(String::new()),
             ..Overrides::default()
         };
-        let config = Config::merge(FileConfig::default(), &flags, "h").unwrap();
+        let config = Config::merge(FileConfig::default(), &flags, "h", MOUNTINFO).unwrap();
         assert_eq!(config.listen, None);
     }
 
@@ -426,12 +462,12 @@ near_limit = 0.95
             };
             format!(
                 "{:#}",
-                Config::merge(file, &Overrides::default(), "h").unwrap_err()
+                Config::merge(file, &Overrides::default(), "h", MOUNTINFO).unwrap_err()
             )
         };
         assert!(error("interval = 0").contains("at least 1 second"));
         assert!(error("intervall = 5").contains("unknown field `intervall`"));
-        assert!(error("cgroups = [\"../x\"]").contains("below the cgroup2 root"));
+        assert!(error("cgroups = [\"../x\"]").contains("\"..\" is not allowed"));
         assert!(error("cgroups = [\"a/[\"]").contains("cgroup glob"));
         assert!(error("listen = \"localhost\"").contains("give ADDR:PORT"));
         assert!(error("[spool]\nmax_size = \"3T\"").contains("unknown unit"));
@@ -439,6 +475,58 @@ near_limit = 0.95
         assert!(error("[labels]\n\"a-b\" = \"x\"").contains("letters, digits and _"));
         assert!(error("[limits]\nnear_limit = 0.2").contains("0.5 to 1"));
         assert!(error("stack_depth = 65").contains("0 to 64"));
+    }
+
+    /// `--cgroup` as users type it: the mount's own path and the path relative to its root
+    /// are the same glob; the root is the mount of mountinfo unless the file gives one.
+    #[test]
+    fn cgroups_as_typed() {
+        let globs = |given: &[&str]| -> Result<Vec<String>> {
+            let flags = Overrides {
+                cgroups: given.iter().map(|g| g.to_string()).collect(),
+                ..Overrides::default()
+            };
+            Ok(Config::merge(FileConfig::default(), &flags, "h", MOUNTINFO)?.cgroups)
+        };
+        assert_eq!(
+            globs(&[
+                "/srv/cg2/wa",
+                "wa",
+                "/wa",
+                "/srv/cg2/w*",
+                "/srv/cg2//jobs/./*/"
+            ])
+            .unwrap(),
+            ["wa", "wa", "wa", "w*", "jobs/*"]
+        );
+        // The mount's own path of another machine's layout, a cgroup v1 path, /tmp: not in
+        // the cgroup2 mount, one error naming it.
+        for given in ["/sys/fs/cgroup/w*", "/sys/fs/cgroup/memory/wa", "/tmp/wa"] {
+            assert_eq!(
+                format!("{:#}", globs(&[given]).unwrap_err()),
+                format!(
+                    "--cgroup {given}: not in a cgroup v2 file system (cgroup2 mounts: /srv/cg2)"
+                )
+            );
+        }
+        assert!(
+            format!("{:#}", globs(&["/srv/cg2"]).unwrap_err()).contains("below the cgroup2 root")
+        );
+        // The file's cgroup_root: relative globs are below it, its own paths lose it.
+        let file =
+            FileConfig::parse("cgroup_root = \"/srv/cg2\"\ncgroups = [\"/srv/cg2/a\", \"b\"]")
+                .unwrap();
+        let config = Config::merge(file, &Overrides::default(), "h", "").unwrap();
+        assert_eq!(config.cgroups, ["a", "b"]);
+        assert_eq!(config.cgroup_root, PathBuf::from("/srv/cg2"));
+        // No cgroup2 mount and no cgroup_root: refused when there is something to watch.
+        let flags = Overrides {
+            cgroups: vec!["wa".to_owned()],
+            ..Overrides::default()
+        };
+        let error = Config::merge(FileConfig::default(), &flags, "h", "").unwrap_err();
+        assert!(format!("{error:#}").contains("no cgroup v2 file system is mounted"));
+        assert!(Config::merge(FileConfig::default(), &Overrides::default(), "h", "").is_ok());
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct Metrics {
     sites_dropped: Family<Labels, Counter>,
     faults_dropped: Family<Labels, Counter>,
     stacks_shed: Family<Labels, Counter>,
+    processes_adopted: Family<Labels, Counter>,
+    adopted_resident: Family<Labels, Gauge>,
     /// Faults the module did not record of processes it could not keep apart (`0/0
     /// dropped faults=N`: no process, no cgroup).
     pub faults_dropped_unattributed: Counter,
@@ -97,6 +99,8 @@ impl Metrics {
             sites_dropped: Family::default(),
             faults_dropped: Family::default(),
             stacks_shed: Family::default(),
+            processes_adopted: Family::default(),
+            adopted_resident: Family::default(),
             faults_dropped_unattributed: Counter::default(),
             events: Counter::default(),
             events_lost: Counter::default(),
@@ -164,6 +168,16 @@ impl Metrics {
             "memmon_stacks_shed",
             "Events of the cgroup's processes whose call stack the module cut short or did not walk (stack_end=shed)",
             m.stacks_shed.clone(),
+        );
+        registry.register(
+            "memmon_processes_adopted",
+            "Processes of the cgroup found already running (at the agent's start, the cgroup's discovery, a move into it, the module's return): their faults before were not seen",
+            m.processes_adopted.clone(),
+        );
+        registry.register(
+            "memmon_adopted_resident_bytes",
+            "Resident bytes the cgroup's live adopted processes held when the agent found them (their status' RssAnon + RssFile + RssShmem then)",
+            m.adopted_resident.clone(),
         );
         registry.register(
             "memmon_events",
@@ -305,6 +319,20 @@ impl Metrics {
                 .inc_by(model.stacks_shed);
         }
         self.watched_cgroups.set(count);
+    }
+
+    /// Sets the per-cgroup series of adopted processes from `(cgroup, processes adopted so
+    /// far, resident bytes its live adopted processes held when adopted)`.
+    pub fn refresh_adoptions<'c>(&self, rows: impl Iterator<Item = (&'c str, u64, u64)>) {
+        self.processes_adopted.clear();
+        self.adopted_resident.clear();
+        for (cgroup, count, bytes) in rows {
+            let label = labels(&[("cgroup", cgroup)]);
+            self.processes_adopted.get_or_create(&label).inc_by(count);
+            self.adopted_resident
+                .get_or_create(&label)
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
     }
 
     /// Reads the agent's own RSS and CPU time.

@@ -155,6 +155,13 @@ impl CgroupModel {
         })
     }
 
+    /// The stream has been read up to `time`: the snapshots taken by then (a process's
+    /// adoption, [`CgroupModel::adopt`]) count now, in the metrics and snapshots, rather
+    /// than at its next event or the next sample.
+    pub fn stream_reached(&mut self, time: memmon::Timestamp) {
+        self.top.stream_reached(time);
+    }
+
     /// A header of the stream (`# python`, `# pycode`: the agent reads Python code objects
     /// as record does).
     pub fn header(&mut self, key: &str, value: &str) {

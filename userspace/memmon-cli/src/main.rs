@@ -92,7 +92,7 @@ enum Command {
         #[command(flatten)]
         jit: JitArgs,
         /// Instead of a command, watch every process of this cgroup v2 directory and below
-        /// it (absolute path): those in it now and those that start in or move into it,
+        /// it (`/sys/fs/cgroup/NAME` or NAME below the cgroup2 root): those in it now and those that start in or move into it,
         /// until Ctrl-C; the cgroup is unwatched at the end.
         #[arg(long, value_name = "PATH", conflicts_with_all = ["command", "follow", "no_follow", "jit_maps"])]
         cgroup: Option<PathBuf>,
@@ -106,7 +106,7 @@ enum Command {
         #[arg(long, short = 'f')]
         follow: bool,
         /// Watch every process of this cgroup v2 directory and below it, now and later
-        /// (absolute path; `memmon detach --all` or `memmon detach --cgroup PATH` stops).
+        /// (`/sys/fs/cgroup/NAME` or NAME below the cgroup2 root; `memmon detach --all` or `memmon detach --cgroup PATH` stops).
         #[arg(long, value_name = "PATH", conflicts_with = "follow")]
         cgroup: Option<PathBuf>,
         /// Process ids.
@@ -216,7 +216,8 @@ enum Command {
             required_unless_present_any = ["command", "cgroup"]
         )]
         pids: Vec<u32>,
-        /// Record every process of this cgroup v2 directory and below it (absolute path):
+        /// Record every process of this cgroup v2 directory and below it
+        /// (`/sys/fs/cgroup/NAME` or NAME below the cgroup2 root):
         /// those in it now and those that start in or move into it, until Ctrl-C. The
         /// capture has a `# cgroup PID PATH` header for every recorded process.
         #[arg(long, value_name = "PATH", conflicts_with_all = ["pids", "command", "follow", "no_follow", "jit_maps"])]
@@ -303,8 +304,9 @@ struct AgentArgs {
     /// The TOML config file (docs/agent.md); without it, the defaults and the flags.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Watch the cgroups this path or glob matches, relative to the cgroup2 root
-    /// (repeatable; replaces the file's list).
+    /// Watch the cgroups this path or glob matches: the cgroup2 mount's own path
+    /// (`/sys/fs/cgroup/w*`) or relative to its root (`w*`) (repeatable; replaces the
+    /// file's list).
     #[arg(long = "cgroup", value_name = "GLOB")]
     cgroups: Vec<String>,
     /// Serve /metrics here (default 127.0.0.1:9464; "" for nowhere).

@@ -1,6 +1,7 @@
 //! `--cgroup PATH` of attach, detach, tail, run, record and top against a fake /proc root (plain
 //! files standing in for the module's, as in cli.rs): the path is checked before anything
-//! is written (one `memmon: error:` line), the module gets `c:PATH` / `-c:PATH`, and
+//! is written (one `memmon: error:` line), the module gets `c:PATH` / `-c:PATH` (PATH the
+//! cgroup2 mount's own path, also for a path given relative to its root), and
 //! `record --cgroup` writes the cgroup of each recorded process into the capture.
 
 use std::fs;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use memmon::capture::cgroup::{cgroup2_mounts, unified_cgroup};
+use memmon::capture::cgroup::{cgroup2_root, unified_cgroup};
 use memmon::{CaptureReader, Record};
 
 mod common;
@@ -29,8 +30,8 @@ fn fake_proc_root(name: &str) -> PathBuf {
 
 /// A cgroup2 mount of this machine (none: the tests that need one say so and pass).
 fn cgroup2_mount() -> Option<PathBuf> {
-    let mounts = fs::read_to_string("/proc/self/mounts").unwrap();
-    let mount = cgroup2_mounts(&mounts).into_iter().next();
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mount = cgroup2_root(&mounts);
     if mount.is_none() {
         eprintln!("no cgroup2 mount on this machine: skipped");
     }
@@ -43,27 +44,49 @@ fn bad_cgroup_paths_are_one_error_line_and_nothing_written() {
     let file = root.parent().unwrap().join("plain-file");
     fs::write(&file, "").unwrap();
     let not_cgroup = fs::canonicalize(std::env::temp_dir()).unwrap();
-    let cases = [
-        (
-            "relative/dir".to_owned(),
-            "memmon: error: --cgroup relative/dir: not an absolute path (give the cgroup2 directory, e.g. /sys/fs/cgroup/system.slice/foo.service)".to_owned(),
+    // Relative to the cgroup2 root (a leading / too when its first component is no
+    // directory of the file system): looked for there.
+    let missing = |given: &str| {
+        match cgroup2_mount() {
+        Some(mount) => format!(
+            "memmon: error: --cgroup {given}: no such cgroup ({}/{} does not exist)",
+            mount.display(),
+            given.trim_start_matches('/')
         ),
-        (
-            "/nonexistent/memmon-cgroup".to_owned(),
-            "memmon: error: --cgroup /nonexistent/memmon-cgroup: no such directory".to_owned(),
+        None => format!(
+            "memmon: error: --cgroup {given}: no cgroup v2 file system is mounted (none in /proc/self/mountinfo)"
         ),
+    }
+    };
+    let outside = |path: &std::path::Path| {
         (
-            file.display().to_string(),
-            format!("memmon: error: --cgroup {}: not a directory", file.display()),
-        ),
-        (
-            not_cgroup.display().to_string(),
+            path.display().to_string(),
             format!(
                 "memmon: error: --cgroup {}: not in a cgroup v2 file system (cgroup2 mounts: ",
-                not_cgroup.display()
+                path.display()
             ),
+        )
+    };
+    let mut cases = vec![
+        ("relative/dir".to_owned(), missing("relative/dir")),
+        (
+            "/nonexistent/memmon-cgroup".to_owned(),
+            missing("/nonexistent/memmon-cgroup"),
         ),
+        // Paths of the file system outside the cgroup2 mount, a directory or not.
+        outside(&file),
+        outside(&not_cgroup),
     ];
+    if let Some(mount) = cgroup2_mount() {
+        let procs = mount.join("cgroup.procs");
+        cases.push((
+            procs.display().to_string(),
+            format!(
+                "memmon: error: --cgroup {}: not a directory",
+                procs.display()
+            ),
+        ));
+    }
     let capture = root.parent().unwrap().join("capture.txt");
     for (path, expected) in &cases {
         let commands: [Vec<String>; 5] = [
@@ -109,6 +132,13 @@ fn attach_and_detach_write_c_items() {
     assert_eq!(
         written(&["detach", "--cgroup", &path]),
         format!("-c:{path}\n")
+    );
+    // The root cgroup by its path relative to the root: the same item.
+    assert_eq!(written(&["attach", "--cgroup", "/"]), format!("c:{path}\n"));
+    // A cgroup relative to the root that is gone: detached by its mount path.
+    assert_eq!(
+        written(&["detach", "--cgroup", "gone.scope"]),
+        format!("-c:{path}/gone.scope\n")
     );
     // `list` reads the pid line and leaves the `c:` lines alone.
     fs::write(root.join("watch-pids"), format!("\nc:{path}\n")).unwrap();

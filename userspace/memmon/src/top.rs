@@ -262,6 +262,14 @@ impl TopModel {
         self.pending_snapshots.push_back(snapshot);
     }
 
+    /// The stream has been read up to `time` (every event older is applied): the pending
+    /// live snapshots taken by then are applied now, not at the next event of their
+    /// processes, which an idle process may never have (`memmon agent` calls it after
+    /// each read of the stream that emptied it).
+    pub fn stream_reached(&mut self, time: crate::stream::event::Timestamp) {
+        self.apply_snapshots(Some(time));
+    }
+
     /// Applies the pending live snapshots taken before `time` (all of them with `None`).
     fn apply_snapshots(&mut self, time: Option<crate::stream::event::Timestamp>) {
         while let Some(snapshot) = self

@@ -46,7 +46,7 @@ pub fn detach(
     cgroup: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
     if let Some(path) = cgroup {
-        proc.unwatch_cgroup(path)?;
+        proc.unwatch_cgroup(&memmon::capture::cgroup::unwatch_path(path))?;
         if pids.is_empty() {
             return Ok(ExitCode::SUCCESS);
         }

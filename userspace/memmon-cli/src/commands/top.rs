@@ -67,7 +67,8 @@ pub struct TopArgs {
     #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',',
           conflicts_with_all = ["cgroup", "command"])]
     pids: Vec<u32>,
-    /// Watch every process of this cgroup v2 directory and below (absolute path).
+    /// Watch every process of this cgroup v2 directory and below (`/sys/fs/cgroup/NAME`
+    /// or NAME below the cgroup2 root).
     #[arg(long, value_name = "PATH", conflicts_with = "command")]
     cgroup: Option<PathBuf>,
     /// Record user call stacks of up to N frames (module parameter stack_depth, restored
