@@ -428,6 +428,51 @@ enum Seen {
     Stop { event: i32, signal: i32 },
 }
 
+/// Runs `work` while process `pid` (a followed process memmon did not start: a compiler
+/// driver's `cc1plus`) is stopped: seized (`PTRACE_SEIZE`, which sends no signal and which
+/// its parent's wait does not see) and interrupted, then let go as it was, with the signal
+/// whose stop came first, if one did, delivered. A process memmon may not trace (traced
+/// already, by memmon itself or a debugger, or not allowed) runs on meanwhile; one that
+/// exits meanwhile is waited for, so that its parent is told.
+pub fn while_stopped<T>(pid: u32, work: impl FnOnce() -> T) -> T {
+    let Ok(raw) = i32::try_from(pid) else {
+        return work();
+    };
+    let target = Pid::from_raw(raw);
+    if ptrace::seize(target, ptrace::Options::empty()).is_err() {
+        return work();
+    }
+    let _ = ptrace::interrupt(target);
+    // The stop to let go from, and the signal to deliver then.
+    let stopped = loop {
+        match look(target, true) {
+            Err(nix::errno::Errno::EINTR) | Ok(Seen::Nothing) => continue,
+            Ok(Seen::Exited) => {
+                // Taken, so that its parent is told of its end (ptrace's reparenting).
+                let _ = waitpid(target, Some(WaitPidFlag::__WALL));
+                break None;
+            }
+            Err(_) => break None,
+            Ok(Seen::Stop { event, signal }) => {
+                match waitpid(target, Some(WaitPidFlag::__WALL)) {
+                    Ok(WaitStatus::Stopped(..) | WaitStatus::PtraceEvent(..))
+                    | Err(nix::errno::Errno::EINVAL) => {}
+                    _ => continue,
+                }
+                // The interrupt's stop (PTRACE_EVENT_STOP, also a group stop's under
+                // seize), or a signal's that came before it: that signal goes on.
+                break Some(if event == 0 { signal } else { 0 });
+            }
+        }
+    };
+    let result = work();
+    if let Some(signal) = stopped {
+        // A pending interrupt goes with the detach.
+        resume(target, Resume::Detach, signal);
+    }
+    result
+}
+
 /// Looks at the traced child's next state change without taking it (`WNOWAIT`), so that an
 /// exit stays for [`HeldChild::has_exited`] and [`HeldChild::reap`]; waits for one when
 /// `block`.
@@ -495,4 +540,62 @@ fn resume(pid: Pid, how: Resume, signal: i32) {
             signal as libc::c_long,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::while_stopped;
+    use std::process::{Command, Stdio};
+
+    /// The state letter of `/proc/PID/stat` (`S` sleeping, `t` stopped by its tracer).
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.chars().next().unwrap()
+    }
+
+    #[test]
+    fn a_process_is_stopped_for_the_work_and_let_go_after() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let during = while_stopped(pid, || state(pid));
+        assert_eq!(
+            during, 't',
+            "stopped by memmon (its tracer) during the work"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(
+            state(pid),
+            'S',
+            "asleep again after: neither stopped nor traced"
+        );
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(status.contains("TracerPid:\t0\n"), "{status}");
+        child.kill().unwrap();
+        // Its parent (this test) still waits for it as usual.
+        assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn a_process_that_cannot_be_traced_runs_on_while_the_work_is_done() {
+        // No such process: nothing to stop, the work is done all the same.
+        assert_eq!(while_stopped(u32::MAX, || 7), 7);
+        assert_eq!(while_stopped(4_194_304, || 8), 8);
+    }
+
+    #[test]
+    fn an_exit_during_the_hold_reaches_its_parent() {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // Exited already (a zombie of this test): seized or not, its status stays for its
+        // parent.
+        while_stopped(pid, || ());
+        assert!(child.wait().unwrap().success());
+    }
 }

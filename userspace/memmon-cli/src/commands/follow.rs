@@ -569,7 +569,17 @@ impl Monitor {
                         .context("cannot write the capture file")?;
                 }
             }
-            EventKind::Exec { .. } => self.exec_snapshot(event.pid)?,
+            EventKind::Exec { .. } => {
+                // A child's new program (cc1plus under g++) waits while its tables and its
+                // libraries' load: its start-up's faults are unwound from the first.
+                // Not the command memmon started: its own child, whose exit is memmon's to
+                // take (HeldChild), and which it stops at its first exec already.
+                if self.tables.loads() && self.root != Some(event.pid) {
+                    let tables = &mut self.tables;
+                    crate::child::while_stopped(event.pid, || tables.sync_at_exec(event.pid));
+                }
+                self.exec_snapshot(event.pid)?
+            }
             EventKind::Exit { .. } => {
                 // Put off and never taken: the process is gone, and so is its image.
                 self.exec_pending.remove(&event.pid);

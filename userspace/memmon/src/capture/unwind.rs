@@ -55,6 +55,11 @@ impl UnwindTables {
         tables
     }
 
+    /// Whether tables are loaded (on, and the module's `unwind` file open or still to try).
+    pub fn loads(&self) -> bool {
+        self.loader.is_some()
+    }
+
     /// Loads the tables of `pid` and gives the module its ranges now.
     pub fn sync(&mut self, pid: u32) {
         if let Some(error) = self.open_error.take() {
