@@ -556,12 +556,13 @@ impl Replay {
             None => (None, unknown, false, false),
         };
         let kind = match fault_type {
-            FaultType::File if shmem => PageKind::Shmem,
+            // A write to a private mapping copies the page: anonymous, whatever the file
+            // (one on tmpfs, or in /dev/shm, too).
             FaultType::File if !shared && access == Access::Write => PageKind::Anon,
+            FaultType::Wp if !shared => PageKind::Anon,
+            FaultType::File | FaultType::Swap | FaultType::Wp if shmem => PageKind::Shmem,
             FaultType::File => PageKind::File,
-            FaultType::Swap if shmem => PageKind::Shmem,
-            FaultType::Wp if shmem => PageKind::Shmem,
-            FaultType::Wp if shared => PageKind::File,
+            FaultType::Wp => PageKind::File,
             _ => PageKind::Anon,
         };
         let state = if fault_type == FaultType::Anon && access == Access::Read {
