@@ -134,6 +134,17 @@ fn later_calls_take_the_seeded_pages_away_exactly() {
     // counted nothing (and was unmapped with the rest).
     assert_eq!(site_bytes(&view, LABEL_RESIDENT_BEFORE), 27 * PAGE);
     assert_eq!(view.totals.resident(), 29 * PAGE);
+    // That fault took its page over from the start's site (a fault read after the snapshot
+    // was taken), then the unmap freed it.
+    let refault = view
+        .sites
+        .iter()
+        .find(|row| row.function() == "prog+0x1030")
+        .unwrap();
+    assert_eq!(
+        (refault.brought_in, refault.resident, refault.released),
+        (PAGE, 0, PAGE)
+    );
     // The end's status snapshot agrees to the byte: no warning, and none that blames pages
     // from before watching.
     assert_eq!(view.reconciliation.len(), 1);

@@ -580,6 +580,11 @@ impl Replay {
         };
         let mut brought = 0;
         for vpn in targets {
+            // A page of the start's snapshot that the stream shows faulted in after all
+            // (an event read after the snapshot was taken): this fault brought it in.
+            let seeded = space.page(vpn).is_some_and(|page| {
+                page.state == PageState::Resident && Some(page.site) == self.resident_before
+            });
             let page = match space.page(vpn) {
                 // A copy-on-write keeps the page's first site; it only changes its kind.
                 Some(old) if fault_type == FaultType::Wp && old.state == PageState::Resident => {
@@ -592,7 +597,7 @@ impl Replay {
                     state,
                 },
             };
-            if space.set_page(&mut ctx, vpn, page) {
+            if space.set_page(&mut ctx, vpn, page) || (seeded && page.site == site) {
                 brought += 1;
                 self.access.resident(key, vpn);
             }

@@ -239,6 +239,9 @@ pub struct Replay {
     shared_addresses: bool,
     /// Recycles of dropped sites not yet taken ([`Replay::take_recycled`]).
     recycled: Vec<SiteRemap>,
+    /// The site of the pages resident before memmon started ([`LABEL_RESIDENT_BEFORE`]),
+    /// once a pages snapshot made it.
+    pub(super) resident_before: Option<SiteId>,
 }
 
 impl Replay {
@@ -287,6 +290,7 @@ impl Replay {
             shared_addresses: false,
             recycled: Vec::new(),
             python: None,
+            resident_before: None,
         }
     }
 
@@ -545,6 +549,7 @@ impl Replay {
             return;
         }
         let site = self.sites.label(LABEL_RESIDENT_BEFORE);
+        self.resident_before = Some(site);
         let unknown = self.class(Class::Unknown);
         self.register(key);
         let process = self.processes.entry(key).or_default();
