@@ -466,7 +466,8 @@ fn record_pids_stops_cleanly_on_sigint() {
         "{snapshots:?}"
     );
     // The model holds what the kernel counts: the sleeper's end status, to the byte.
-    let analysis = memmon::report::analyze(&[capture.clone()], Default::default()).unwrap();
+    let analysis =
+        memmon::report::analyze(std::slice::from_ref(&capture), Default::default()).unwrap();
     let end = analysis.comparisons.last().unwrap();
     assert_eq!(end.label, format!("end of {}", sleeper.id()));
     assert_eq!(end.model.anon, end.counters.anon);
