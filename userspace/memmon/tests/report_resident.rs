@@ -229,3 +229,28 @@ fn a_file_on_tmpfs_counts_as_shmem_from_its_start_on() {
     assert_eq!(view.totals.file, 0);
     assert_eq!(class_bytes(&view, "/tmp/data"), 3 * PAGE);
 }
+
+#[test]
+fn a_fault_around_read_after_the_snapshot_maps_its_pages_not_others() {
+    // record --cgroup and the agent read a process's pages when they first see it; faults
+    // made before that read but applied after it mapped pages of the snapshot: a
+    // fault-around of 16 pages takes the 16 of its window, not 16 more of the file.
+    let capture = "\
+# memmon-capture 1
+# pids 100
+# snapshot maps 100 1.000000000 start
+#| 00400000-00440000 r-xp 00000000 08:01 5 /bin/prog
+# snapshot pages 100 1.000000000 start
+#| 400000-410000 file
+1.100000000 100/100 fault type=file access=X addr=0x400010 ip=0x400010 pages=16
+";
+    let view = view(capture, Moment::End);
+    assert_eq!(view.totals.file, 16 * PAGE);
+    assert_eq!(site_bytes(&view, LABEL_RESIDENT_BEFORE), 0);
+    let fault = view
+        .sites
+        .iter()
+        .find(|row| row.function() == "prog+0x10")
+        .unwrap();
+    assert_eq!((fault.resident, fault.brought_in), (16 * PAGE, 16 * PAGE));
+}

@@ -571,7 +571,7 @@ impl Replay {
             PageState::Resident
         };
         let first = addr / PAGE;
-        let targets = target_pages(space, first, count, region);
+        let targets = target_pages(space, first, count, region, self.resident_before);
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
@@ -586,8 +586,13 @@ impl Replay {
                 page.state == PageState::Resident && Some(page.site) == self.resident_before
             });
             let page = match space.page(vpn) {
-                // A copy-on-write keeps the page's first site; it only changes its kind.
-                Some(old) if fault_type == FaultType::Wp && old.state == PageState::Resident => {
+                // A copy-on-write keeps the page's first site; it only changes its kind. The
+                // copy of a page from before memmon started is the writer's.
+                Some(old)
+                    if fault_type == FaultType::Wp
+                        && old.state == PageState::Resident
+                        && !seeded =>
+                {
                     Page { kind, ..*old }
                 }
                 _ => Page {
@@ -686,8 +691,15 @@ fn page_up(addr: u64) -> u64 {
 
 /// The pages a fault of `count` pages at page `first` maps: the faulting page, then the
 /// not-yet-resident pages of its aligned window (fault-around, mTHP, PMD THP), within the
-/// region.
-fn target_pages(space: &Space, first: u64, count: u64, region: Option<(u64, u64)>) -> Vec<u64> {
+/// region. A page of the start's snapshot (its site `before`) counts as not yet resident: a
+/// fault applied after the snapshot (read after it was taken) mapped it.
+fn target_pages(
+    space: &Space,
+    first: u64,
+    count: u64,
+    region: Option<(u64, u64)>,
+    before: Option<SiteId>,
+) -> Vec<u64> {
     if count <= 1 {
         return vec![first];
     }
@@ -701,7 +713,7 @@ fn target_pages(space: &Space, first: u64, count: u64, region: Option<(u64, u64)
     let resident = |vpn: u64| {
         space
             .page(vpn)
-            .is_some_and(|p| p.state == PageState::Resident)
+            .is_some_and(|p| p.state == PageState::Resident && Some(p.site) != before)
     };
     let mut vpn = base;
     while (targets.len() as u64) < count && vpn < high {
