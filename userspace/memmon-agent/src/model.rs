@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use memmon::capture::control::process_path;
 use memmon::capture::live::monotonic_now;
+use memmon::capture::resident::start_snapshots;
 use memmon::report::model::class::Class;
 use memmon::report::model::maps::MapsLine;
 use memmon::report::model::picture::{Picture, PAGE};
@@ -119,16 +120,28 @@ impl CgroupModel {
         self.top.event(event);
     }
 
-    /// A process first seen: its maps (so that what it mapped before is known) and the
-    /// build IDs of its files.
+    /// A process first seen: its maps (so that what it mapped before is known), the pages
+    /// it holds (resident and swapped, as the site `[resident before memmon started]`: the
+    /// metrics and snapshots count what it had before the agent watched it) and the build
+    /// IDs of its files.
     pub fn adopt(&mut self, pid: u32) {
         if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
             self.top.name(pid, comm.trim_end());
         }
         // Applied once the stream reaches its time: the events of the process already
         // read may be older, even of the program before an exec read later.
-        if let Some(snapshot) = self.maps_snapshot(pid, "start") {
-            self.top.snapshot(snapshot);
+        match start_snapshots(pid, monotonic_now()) {
+            Some(snapshots) => {
+                self.note_build_ids(pid, snapshots[0].lines.iter().map(String::as_str));
+                for snapshot in snapshots {
+                    self.top.snapshot(snapshot);
+                }
+            }
+            None => {
+                if let Some(snapshot) = self.maps_snapshot(pid, "start") {
+                    self.top.snapshot(snapshot);
+                }
+            }
         }
     }
 
@@ -144,7 +157,7 @@ impl CgroupModel {
     /// The maps of `pid` now, and the build IDs of its files.
     fn maps_snapshot(&mut self, pid: u32, reason: &str) -> Option<Snapshot> {
         let maps = std::fs::read_to_string(process_path(pid, "maps")).ok()?;
-        self.note_build_ids(pid, &maps);
+        self.note_build_ids(pid, maps.lines());
         Some(Snapshot {
             source: SnapshotSource::Maps,
             pid,
@@ -182,12 +195,12 @@ impl CgroupModel {
     /// After an exec or a new code mapping: the build IDs of files not seen before.
     pub fn refresh_build_ids(&mut self, pid: u32) {
         if let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) {
-            self.note_build_ids(pid, &maps);
+            self.note_build_ids(pid, maps.lines());
         }
     }
 
-    fn note_build_ids(&mut self, pid: u32, maps: &str) {
-        for line in maps.lines() {
+    fn note_build_ids<'l>(&mut self, pid: u32, maps: impl IntoIterator<Item = &'l str>) {
+        for line in maps {
             let Some(entry) = MapsLine::parse(line) else {
                 continue;
             };
@@ -292,4 +305,33 @@ fn new_top(max_sites: usize) -> TopModel {
     );
     top.replay_mut().set_site_capacity(max_sites);
     top
+}
+
+#[cfg(test)]
+mod tests {
+    use memmon::report::model::sites::LABEL_RESIDENT_BEFORE;
+
+    use super::*;
+
+    /// A process already running when its cgroup is found counts what it holds: this test
+    /// process, with 8 MiB written in a mapping of its own.
+    #[test]
+    fn an_adopted_process_counts_what_it_held() {
+        let held = vec![1u8; 8 << 20];
+        let mut model = CgroupModel::new("/test", 1000);
+        model.adopt(std::process::id());
+        model.sample(1.0, 10);
+        let picture = model.picture();
+        let resident = picture.kind_bytes().resident();
+        assert!(
+            model.resident_by_class(&picture)["anon_mmap"] >= held.len() as u64,
+            "{:?}",
+            model.resident_by_class(&picture)
+        );
+        // All of it is the site of what was there before the agent watched it.
+        let before = &model.top_sites[0];
+        assert_eq!(before.function, LABEL_RESIDENT_BEFORE);
+        assert_eq!(before.resident, resident);
+        drop(held);
+    }
 }

@@ -8,8 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use memmon::capture::control::process_path;
 use memmon::capture::file::{write_header, write_snapshot, CAPTURE_VERSION};
+use memmon::capture::resident::start_snapshots;
 use memmon::report::model::maps::MapsLine;
-use memmon::{ModuleParams, ProcInterface, SnapshotSource};
+use memmon::{ModuleParams, ProcInterface, Snapshot, SnapshotSource};
 use memmon_objects::elf::build_id;
 
 use crate::live::monotonic_now;
@@ -63,9 +64,8 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
     let time = monotonic_now();
     let maps = std::fs::read_to_string(process_path(pid, "maps"));
     if let Ok(text) = &maps {
-        write_build_ids(out, pid, text)?;
+        write_build_ids(out, pid, text.lines())?;
     }
-    let status = std::fs::read_to_string(process_path(pid, "status"));
     let (maps_note, maps_lines) = snapshot_lines(&maps, |_| true);
     write_snapshot(
         out,
@@ -76,6 +76,44 @@ pub fn write_snapshots(out: &mut impl Write, pid: u32, reason: &str) -> io::Resu
         maps_note.as_deref(),
         maps_lines,
     )?;
+    write_status_snapshot(out, pid, time, reason)
+}
+
+/// Writes the start snapshots of a process that was running before memmon watched it
+/// (`record -p`, a process `record --cgroup` finds): its maps and the pages they held, of
+/// one read ([`memmon::capture::resident`]), then its status. Returns the maps and pages
+/// snapshots written, for a model kept meanwhile; `None` when the process could not be
+/// read (then the snapshots say why, as [`write_snapshots`] writes them).
+pub fn write_start_snapshots(out: &mut impl Write, pid: u32) -> io::Result<Option<[Snapshot; 2]>> {
+    let time = monotonic_now();
+    let Some(snapshots) = start_snapshots(pid, time) else {
+        write_snapshots(out, pid, "start")?;
+        return Ok(None);
+    };
+    write_build_ids(out, pid, snapshots[0].lines.iter().map(String::as_str))?;
+    for snapshot in &snapshots {
+        write_snapshot(
+            out,
+            snapshot.source,
+            pid,
+            snapshot.time,
+            &snapshot.reason,
+            snapshot.note.as_deref(),
+            snapshot.lines.iter().map(String::as_str),
+        )?;
+    }
+    write_status_snapshot(out, pid, time, "start")?;
+    Ok(Some(snapshots))
+}
+
+/// Writes a snapshot of the `Vm*`/`Rss*` lines of `/proc/PID/status`.
+fn write_status_snapshot(
+    out: &mut impl Write,
+    pid: u32,
+    time: memmon::Timestamp,
+    reason: &str,
+) -> io::Result<()> {
+    let status = std::fs::read_to_string(process_path(pid, "status"));
     let (status_note, status_lines) = snapshot_lines(&status, |line| {
         line.starts_with("Vm") || line.starts_with("Rss")
     });
@@ -130,12 +168,16 @@ pub fn write_perf_map(
 /// Writes `# buildid HEX PATH` for each mapped file not named before in this capture
 /// (read through /proc/PID/map_files when possible, so a file replaced since is not
 /// mistaken for the mapped one), so that `memmon report` can match binaries by build ID.
-fn write_build_ids(out: &mut impl Write, pid: u32, maps: &str) -> io::Result<()> {
+fn write_build_ids<'l>(
+    out: &mut impl Write,
+    pid: u32,
+    maps: impl IntoIterator<Item = &'l str>,
+) -> io::Result<()> {
     static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let Ok(mut seen) = SEEN.lock() else {
         return Ok(());
     };
-    for line in maps.lines() {
+    for line in maps {
         let Some(entry) = MapsLine::parse(line) else {
             continue;
         };

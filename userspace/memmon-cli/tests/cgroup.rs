@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use memmon::capture::cgroup::{cgroup2_root, unified_cgroup};
-use memmon::{CaptureReader, Record};
+use memmon::{CaptureReader, Record, SnapshotSource};
 
 mod common;
 use common::memmon;
@@ -212,10 +212,20 @@ fn record_cgroup_writes_each_process_cgroup() {
     assert_eq!(header("cgroup-watched"), [path]);
     assert_eq!(header("cgroup"), [format!("{pid} {expected_cgroup}")]);
     assert_eq!(events, 2);
-    let reasons: Vec<(u32, &str)> = snapshots.iter().map(|(p, r, _)| (*p, r.as_str())).collect();
+    let reasons: Vec<(u32, &str, SnapshotSource)> = snapshots
+        .iter()
+        .map(|(p, r, source)| (*p, r.as_str(), *source))
+        .collect();
+    // A process found running: its maps, the pages it held, its status.
     assert_eq!(
         reasons,
-        [(pid, "start"), (pid, "start"), (pid, "end"), (pid, "end")]
+        [
+            (pid, "start", SnapshotSource::Maps),
+            (pid, "start", SnapshotSource::Pages),
+            (pid, "start", SnapshotSource::Status),
+            (pid, "end", SnapshotSource::Maps),
+            (pid, "end", SnapshotSource::Status)
+        ]
     );
 }
 

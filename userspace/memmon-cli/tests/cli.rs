@@ -433,11 +433,52 @@ fn record_pids_stops_cleanly_on_sigint() {
     assert!(headers
         .iter()
         .any(|(key, value)| key == "pids" && *value == sleeper.id().to_string()));
-    assert_eq!(snapshots.len(), 4);
-    assert_eq!(snapshots[2].0, "end");
+    let reasons: Vec<(&str, SnapshotSource)> = snapshots
+        .iter()
+        .map(|(reason, source, _)| (reason.as_str(), *source))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("start", SnapshotSource::Maps),
+            // What the sleeper held when memmon began to watch it.
+            ("start", SnapshotSource::Pages),
+            ("start", SnapshotSource::Status),
+            ("end", SnapshotSource::Maps),
+            ("end", SnapshotSource::Status),
+        ]
+    );
+    // Its program's pages, in runs of its mappings.
+    let sleep_code = snapshots[0]
+        .2
+        .iter()
+        .filter_map(|line| memmon::report::model::maps::MapsLine::parse(line))
+        .find(|maps| maps.path.contains("sleep"))
+        .unwrap();
+    let runs: Vec<memmon::capture::resident::PageRun> = snapshots[1]
+        .2
+        .iter()
+        .map(|line| memmon::capture::resident::PageRun::parse(line).unwrap())
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|run| run.start < sleep_code.end && run.end > sleep_code.start),
+        "{snapshots:?}"
+    );
+    // The model holds what the kernel counts: the sleeper's end status, to the byte.
+    let analysis =
+        memmon::report::analyze(std::slice::from_ref(&capture), Default::default()).unwrap();
+    let end = analysis.comparisons.last().unwrap();
+    assert_eq!(end.label, format!("end of {}", sleeper.id()));
+    assert_eq!(end.model.anon, end.counters.anon);
+    assert_eq!(
+        end.model.file + end.model.shmem,
+        end.counters.file + end.counters.shmem
+    );
+    assert!(end.start_pages);
     // The sleeper was alive at the end: its maps are there.
     assert!(
-        snapshots[2].2.iter().any(|line| line.contains("sleep")),
+        snapshots[3].2.iter().any(|line| line.contains("sleep")),
         "{snapshots:?}"
     );
     assert_eq!(
@@ -600,6 +641,10 @@ fn expected_capture(stream: &str, pid: u32) -> Vec<String> {
     }
     fn snapshot(out: &mut Vec<String>, pid: u32, reason: &str) {
         out.push(format!("# snapshot maps {pid} {reason}"));
+        // What the process held when the recording began (new since).
+        if reason == "start" {
+            out.push(format!("# snapshot pages {pid} {reason}"));
+        }
         out.push(format!("# snapshot status {pid} {reason}"));
     }
     fn handle(old: &mut Old, line: &str) {

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
 use memmon::capture::file::{exec_image_missing, write_header};
 use memmon::capture::python_codes::PythonCodes;
+use memmon::capture::resident::start_snapshots;
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
@@ -28,7 +29,9 @@ use nix::sys::signal::Signal;
 use crate::child::{HeldChild, Stop};
 use crate::live::{catch_interrupts, interrupt_count, interrupted, monotonic_now, LiveEvents};
 use crate::output::Printer;
-use crate::sysinfo::{write_capture_header, write_perf_map, write_snapshots};
+use crate::sysinfo::{
+    write_capture_header, write_perf_map, write_snapshots, write_start_snapshots,
+};
 use crate::unwind::UnwindTables;
 use memmon::report::output::summary::summary;
 
@@ -68,6 +71,18 @@ impl Sink {
             write_snapshots(out, pid, reason).context("cannot write the capture file")?;
         }
         Ok(())
+    }
+
+    /// The start snapshots of a process that was running before memmon watched it, with
+    /// the pages it held ([`write_start_snapshots`]); the maps and pages snapshots when
+    /// written.
+    fn start_snapshots(&mut self, pid: u32) -> Result<Option<[Snapshot; 2]>> {
+        match self {
+            Sink::Capture(out) => {
+                write_start_snapshots(out, pid).context("cannot write the capture file")
+            }
+            Sink::Print(_) => Ok(None),
+        }
     }
 
     fn flush(&mut self) -> Result<bool> {
@@ -309,6 +324,21 @@ impl Monitor {
                     note: None,
                     lines: maps.lines().map(str::to_owned).collect(),
                 });
+            }
+        }
+        Ok(())
+    }
+
+    /// The start of a process that was running before memmon watched it (`record -p`, a
+    /// process of the cgroup): its maps and the pages they held, into the capture (if any)
+    /// and the summary's model; its status into the capture.
+    fn start_snapshot(&mut self, pid: u32) -> Result<()> {
+        self.note_cgroup(pid)?;
+        let written = self.sink.start_snapshots(pid)?;
+        if let Some(replay) = &mut self.summary {
+            let taken = written.or_else(|| start_snapshots(pid, monotonic_now()));
+            for snapshot in taken.iter().flatten() {
+                replay.snapshot(snapshot);
             }
         }
         Ok(())
@@ -595,11 +625,11 @@ impl Monitor {
     }
 
     /// `record --cgroup`: a process of the watched cgroup seen for the first time is
-    /// followed from now on, with its cgroup and maps in the capture.
+    /// followed from now on, with its cgroup, maps and the pages it holds in the capture.
     fn adopt(&mut self, pid: u32) -> Result<()> {
         self.followed.insert(pid);
         self.ever_followed.insert(pid);
-        self.snapshot(pid, "start")?;
+        self.start_snapshot(pid)?;
         self.tables.sync(pid);
         Ok(())
     }
@@ -878,7 +908,7 @@ pub fn record_pids(
     monitor.ever_followed.extend(pids);
     monitor.tables = UnwindTables::open(proc, crate::unwind::enabled());
     for &pid in pids {
-        monitor.snapshot(pid, "start")?;
+        monitor.start_snapshot(pid)?;
         monitor.tables.sync(pid);
     }
     while !interrupted() && !monitor.followed.is_empty() {

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Args;
 use memmon::capture::control::{process_path, ModuleParams};
+use memmon::capture::resident::start_snapshots;
 use memmon::report::symbolize::symbols::SymbolOptions;
 use memmon::top::{
     process_cells, render_plain, site_cells, status_line, ProcessOrder, SiteOrder, TopModel,
@@ -293,7 +294,7 @@ impl Source {
                         }
                     }
                     if event.pid != 0 && seen.insert(event.pid) {
-                        first_seen(model, event.pid);
+                        first_seen(model, event.pid, FirstSeen::Running);
                         tables.sync(event.pid);
                     }
                     tables.note(&event);
@@ -355,19 +356,39 @@ impl Source {
     }
 }
 
-/// A live process seen for the first time: its name and mappings from /proc.
-fn first_seen(model: &mut TopModel, pid: u32) {
+/// When a live process is seen for the first time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FirstSeen {
+    /// Running already (`-p`, a process of the cgroup, a child seen at its first event):
+    /// what it holds is read with its mappings.
+    Running,
+    /// Stopped at the exec of the command `top` started: its new image holds nothing yet.
+    AtExec,
+}
+
+/// A live process seen for the first time: its name, mappings and (running) the pages it
+/// holds, from /proc.
+fn first_seen(model: &mut TopModel, pid: u32, seen: FirstSeen) {
     if let Ok(comm) = std::fs::read_to_string(process_path(pid, "comm")) {
         model.name(pid, comm.trim_end());
     }
     if let Ok(exe) = std::fs::read_link(process_path(pid, "exe")) {
         model.executable(&exe.to_string_lossy());
     }
+    let time = monotonic_now();
+    if seen == FirstSeen::Running {
+        if let Some(snapshots) = start_snapshots(pid, time) {
+            for snapshot in snapshots {
+                model.snapshot(snapshot);
+            }
+            return;
+        }
+    }
     if let Ok(maps) = std::fs::read_to_string(process_path(pid, "maps")) {
         model.snapshot(Snapshot {
             source: SnapshotSource::Maps,
             pid,
-            time: monotonic_now(),
+            time,
             reason: "start".to_owned(),
             note: None,
             lines: maps.lines().map(str::to_owned).collect(),
@@ -528,7 +549,7 @@ fn open_live(
         for &pid in &args.pids {
             seen.insert(pid);
             followed.insert(pid);
-            first_seen(model, pid);
+            first_seen(model, pid, FirstSeen::Running);
             tables.sync(pid);
         }
         Watched::Pids
@@ -545,7 +566,7 @@ fn open_live(
         // its libraries' once the loader mapped them and at its entry point.
         child.release_at_exec(|stop| match stop {
             Stop::Exec => {
-                first_seen(model, pid);
+                first_seen(model, pid, FirstSeen::AtExec);
                 tables.sync_at_exec(pid);
             }
             Stop::Loader | Stop::Entry => tables.sync(pid),

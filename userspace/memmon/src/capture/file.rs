@@ -16,6 +16,8 @@
 //! # command /bin/true
 //! # snapshot maps 212 5.100020000 start
 //! #| 00400000-00401000 r-xp 00000000 08:01 1234 /bin/true
+//! # snapshot pages 212 5.100020000 start
+//! #| 400000-401000 file
 //! # snapshot status 212 5.100020000 start
 //! #| VmRSS:  1200 kB
 //! 5.103884211 212/212 mmap addr=0x0 len=139264 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f5a2c1e4000
@@ -37,6 +39,15 @@
 //!   REASON is `start`, `exec`, `mark` or `end`; NOTE says why a snapshot is empty.
 //!   SOURCE `perf-map` is a copy of the process's `/tmp/perf-PID.map` (the perf map of
 //!   JIT-generated code: `START SIZE NAME`, hex), taken when the recording ends.
+//!   SOURCE `pages` (REASON `start`, of a process that was running when memmon began to
+//!   watch it: `record -p`, a process `record --cgroup` finds; not the command memmon
+//!   starts) is what each mapping held then, in runs `START-END KIND` (hex addresses, END
+//!   exclusive, page-aligned) of resident pages (KIND `anon`, `file`, `shmem`), the shared
+//!   zero page (`zero`, not counted in RSS) and swapped pages (`swap`); pages of none of
+//!   these are not listed. It is read with the `maps` snapshot before it, whose lines are
+//!   then `/proc/PID/smaps`' mappings of the same read ([`crate::capture::resident`] says
+//!   how each page's kind is known and what is approximated without root; its NOTE says
+//!   so when something was).
 //! - Any other line starting with `#`, and empty lines, are ignored.
 //! - Every other line is an event line.
 
@@ -93,15 +104,19 @@ pub enum SnapshotSource {
     /// The process's perf map, `/tmp/perf-PID.map` (`START SIZE NAME` lines, hex, of
     /// code a JIT or interpreter generated), copied at the end of the recording.
     PerfMap,
+    /// The pages resident or swapped when memmon started watching a running process, as
+    /// runs `START-END KIND` ([`crate::capture::resident`]).
+    Pages,
 }
 
 impl SnapshotSource {
-    /// The name used in capture files (`maps`, `status`).
+    /// The name used in capture files (`maps`, `status`, `perf-map`, `pages`).
     pub fn as_str(self) -> &'static str {
         match self {
             SnapshotSource::Maps => "maps",
             SnapshotSource::Status => "status",
             SnapshotSource::PerfMap => "perf-map",
+            SnapshotSource::Pages => "pages",
         }
     }
 }
@@ -273,6 +288,7 @@ impl<R: BufRead> CaptureReader<R> {
             Some("maps") => SnapshotSource::Maps,
             Some("status") => SnapshotSource::Status,
             Some("perf-map") => SnapshotSource::PerfMap,
+            Some("pages") => SnapshotSource::Pages,
             _ => return Err(bad()),
         };
         let pid = parts

@@ -50,9 +50,10 @@ pub struct Aggregate {
 
 /// The label frames the report knows, by name (others are made static once each).
 fn static_label(name: &str, made: &mut HashMap<String, &'static str>) -> &'static str {
-    const KNOWN: [&str; 7] = [
+    const KNOWN: [&str; 8] = [
         sites::LABEL_KERNEL,
         sites::LABEL_BEFORE,
+        sites::LABEL_RESIDENT_BEFORE,
         sites::LABEL_EXEC,
         sites::LABEL_NO_STACK,
         sites::LABEL_PYTHON_UNNAMED,

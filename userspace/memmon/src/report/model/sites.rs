@@ -49,6 +49,10 @@ pub enum Frame {
 pub const LABEL_KERNEL: &str = "[kernel, for the process]";
 /// Label of regions that existed before watching began.
 pub const LABEL_BEFORE: &str = "[mapped before watching]";
+/// Label of the pages a process held when memmon started watching it (`record -p`, a
+/// process the agent or `record --cgroup` finds running): resident or swapped then, by code
+/// the capture cannot name ([`crate::capture::resident`]).
+pub const LABEL_RESIDENT_BEFORE: &str = "[resident before memmon started]";
 /// Label of regions the program's exec mapped.
 pub const LABEL_EXEC: &str = "[exec]";
 /// Label of system calls without a stack.

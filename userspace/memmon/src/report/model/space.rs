@@ -347,8 +347,8 @@ impl Space {
         self.pages.get(&vpn)
     }
 
-    /// Makes page `vpn` resident as `page` (replacing what was known of it). Returns true
-    /// when it was not resident before.
+    /// Makes page `vpn` `page` (resident, the zero page or swapped; replacing what was
+    /// known of it). Returns true when it is resident now and was not before.
     pub fn set_page(&mut self, ctx: &mut Ctx, vpn: u64, page: Page) -> bool {
         let previous = self.pages.insert(vpn, page);
         let was_resident = match previous {
@@ -362,10 +362,20 @@ impl Space {
             }
             _ => false,
         };
-        if page.state == PageState::Resident {
-            self.count(ctx, &page, 1);
+        match page.state {
+            PageState::Resident => self.count(ctx, &page, 1),
+            PageState::Swapped => self.swapped(ctx, 1),
+            PageState::Zero => {}
         }
         !was_resident && page.state == PageState::Resident
+    }
+
+    /// The pages of the region starting at `start` count as RssShmem from now on: a file
+    /// mapping whose pages the kernel showed swap-backed (a file on tmpfs).
+    pub fn mark_shmem(&mut self, start: u64) {
+        if let Some(vma) = self.vmas.get_mut(&start) {
+            vma.shmem = true;
+        }
     }
 
     /// Moves `[old, old + old_len)` to `new` with `new_len` (mremap): regions and pages

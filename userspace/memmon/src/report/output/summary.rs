@@ -47,9 +47,17 @@ pub fn summary(analysis: &Analysis) -> String {
         .iter()
         .map(|other| format!("; {other}"))
         .collect();
+    // A process watched while it ran (record -p): what it held then is counted too.
+    let (what, before) = match view.your_code.before_start {
+        0 => ("resident growth while watched", String::new()),
+        bytes => (
+            "resident",
+            format!(", {} of it resident before memmon started", size(bytes)),
+        ),
+    };
     let _ = writeln!(
         out,
-        "memmon: resident growth while watched, at {}: {} (anon {}, file {}, shmem {}), {} swapped out{others}",
+        "memmon: {what}, at {}: {} (anon {}, file {}, shmem {}){before}, {} swapped out{others}",
         view.shown.moment_label,
         size(totals.resident()),
         size(totals.anon),
@@ -139,6 +147,13 @@ fn write_your_code(out: &mut String, view: &View) {
             out,
             "memmon: {:>10}  with no function of the program on its stack (start-up, the runtime's and the libraries' own)",
             size(code.outside)
+        );
+    }
+    if code.before_start > 0 {
+        let _ = writeln!(
+            out,
+            "memmon: {:>10}  resident before memmon started (by code it cannot name)",
+            size(code.before_start)
         );
     }
 }

@@ -79,8 +79,10 @@ fn cause(
         return cause;
     }
     if missing {
+        // With the start's pages read (a `pages` snapshot), none predates the model.
         let before = comparison
             .at_start
+            .filter(|_| !comparison.start_pages)
             .map(|c| match kind {
                 PageKind::Anon => c.anon,
                 _ => c.file.saturating_add(c.shmem),
@@ -93,6 +95,9 @@ fn cause(
         }
         if kind == PageKind::File && !has_pages {
             return "fault-around and large folios map several pages per fault, and this stream has no pages= counts".to_owned();
+        }
+        if comparison.start_pages {
+            return "pages brought in outside the process's own faults (another process's access, shared pages), or changed while its pages were read at the start".to_owned();
         }
         "pages faulted before watching began, or brought in outside the process's own faults (exec, another process's access, shared pages)".to_owned()
     } else {

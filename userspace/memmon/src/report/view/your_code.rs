@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::report::model::sites::ObjectId;
+use crate::report::model::sites::{ObjectId, LABEL_RESIDENT_BEFORE};
 use crate::report::symbolize::short_name::enclosing_function;
 use crate::report::view::memory::SiteRow;
 use crate::report::view::runtimes::{JitSwitch, RuntimeWork};
@@ -98,8 +98,14 @@ pub struct YourCode {
     /// functions'.
     pub runtime_work: Vec<WorkBytes>,
     /// Resident bytes whose stacks have no own code (the C library's and the loader's
-    /// start-up, pseudo-sites without a stack), other than the runtime's work.
+    /// start-up, pseudo-sites without a stack), other than the runtime's work and what was
+    /// resident before memmon started.
     pub outside: u64,
+    /// Resident bytes that were resident when memmon started watching the process (`record
+    /// -p`; the site [`LABEL_RESIDENT_BEFORE`]): their sizes and kinds are known, not the
+    /// code that brought them in.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub before_start: u64,
     /// What went through unnamed generated code, when something did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unnamed_code: Option<UnnamedCode>,
@@ -124,6 +130,7 @@ pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
     let mut full_names: HashMap<Key, BTreeSet<String>> = HashMap::new();
     let mut work: BTreeMap<RuntimeWork, u64> = BTreeMap::new();
     let mut outside = 0u64;
+    let mut before_start = 0u64;
     let mut unnamed = 0u64;
     let mut lost_mappings = 0u64;
     for site in sites.iter().filter(|site| site.resident > 0) {
@@ -143,6 +150,10 @@ pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
         if let Some(kind) = site.runtime_work {
             let bytes = work.entry(kind).or_insert(0);
             *bytes = bytes.saturating_add(site.resident);
+            continue;
+        }
+        if site.function() == LABEL_RESIDENT_BEFORE {
+            before_start = before_start.saturating_add(site.resident);
             continue;
         }
         let Some(&innermost) = site.own.first() else {
@@ -244,6 +255,7 @@ pub fn your_code(sites: &[SiteRow], executables: &[String]) -> YourCode {
         functions,
         runtime_work,
         outside,
+        before_start,
         unnamed_code,
         lost_mappings,
     }

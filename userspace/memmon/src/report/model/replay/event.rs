@@ -556,12 +556,13 @@ impl Replay {
             None => (None, unknown, false, false),
         };
         let kind = match fault_type {
-            FaultType::File if shmem => PageKind::Shmem,
+            // A write to a private mapping copies the page: anonymous, whatever the file
+            // (one on tmpfs, or in /dev/shm, too).
             FaultType::File if !shared && access == Access::Write => PageKind::Anon,
+            FaultType::Wp if !shared => PageKind::Anon,
+            FaultType::File | FaultType::Swap | FaultType::Wp if shmem => PageKind::Shmem,
             FaultType::File => PageKind::File,
-            FaultType::Swap if shmem => PageKind::Shmem,
-            FaultType::Wp if shmem => PageKind::Shmem,
-            FaultType::Wp if shared => PageKind::File,
+            FaultType::Wp => PageKind::File,
             _ => PageKind::Anon,
         };
         let state = if fault_type == FaultType::Anon && access == Access::Read {
@@ -570,7 +571,7 @@ impl Replay {
             PageState::Resident
         };
         let first = addr / PAGE;
-        let targets = target_pages(space, first, count, region);
+        let targets = target_pages(space, first, count, region, self.resident_before);
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
@@ -579,9 +580,19 @@ impl Replay {
         };
         let mut brought = 0;
         for vpn in targets {
+            // A page of the start's snapshot that the stream shows faulted in after all
+            // (an event read after the snapshot was taken): this fault brought it in.
+            let seeded = space.page(vpn).is_some_and(|page| {
+                page.state == PageState::Resident && Some(page.site) == self.resident_before
+            });
             let page = match space.page(vpn) {
-                // A copy-on-write keeps the page's first site; it only changes its kind.
-                Some(old) if fault_type == FaultType::Wp && old.state == PageState::Resident => {
+                // A copy-on-write keeps the page's first site; it only changes its kind. The
+                // copy of a page from before memmon started is the writer's.
+                Some(old)
+                    if fault_type == FaultType::Wp
+                        && old.state == PageState::Resident
+                        && !seeded =>
+                {
                     Page { kind, ..*old }
                 }
                 _ => Page {
@@ -591,7 +602,7 @@ impl Replay {
                     state,
                 },
             };
-            if space.set_page(&mut ctx, vpn, page) {
+            if space.set_page(&mut ctx, vpn, page) || (seeded && page.site == site) {
                 brought += 1;
                 self.access.resident(key, vpn);
             }
@@ -680,8 +691,15 @@ fn page_up(addr: u64) -> u64 {
 
 /// The pages a fault of `count` pages at page `first` maps: the faulting page, then the
 /// not-yet-resident pages of its aligned window (fault-around, mTHP, PMD THP), within the
-/// region.
-fn target_pages(space: &Space, first: u64, count: u64, region: Option<(u64, u64)>) -> Vec<u64> {
+/// region. A page of the start's snapshot (its site `before`) counts as not yet resident: a
+/// fault applied after the snapshot (read after it was taken) mapped it.
+fn target_pages(
+    space: &Space,
+    first: u64,
+    count: u64,
+    region: Option<(u64, u64)>,
+    before: Option<SiteId>,
+) -> Vec<u64> {
     if count <= 1 {
         return vec![first];
     }
@@ -695,7 +713,7 @@ fn target_pages(space: &Space, first: u64, count: u64, region: Option<(u64, u64)
     let resident = |vpn: u64| {
         space
             .page(vpn)
-            .is_some_and(|p| p.state == PageState::Resident)
+            .is_some_and(|p| p.state == PageState::Resident && Some(p.site) != before)
     };
     let mut vpn = base;
     while (targets.len() as u64) < count && vpn < high {

@@ -9,8 +9,10 @@ use std::io::BufRead;
 use serde::Serialize;
 
 use crate::capture::file::{CaptureReader, ReadError, Record, Snapshot, SnapshotSource};
+use crate::capture::resident::{PageRun, PageRunKind};
 use crate::report::model::access::AccessLog;
 use crate::report::model::class::Class;
+use crate::report::model::class::PageKind;
 use crate::report::model::loss::{Loss, LossCounter};
 use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::moment::{after, since, Holdings, MomentState, TimeState, When};
@@ -18,8 +20,9 @@ use crate::report::model::peak::PeakTracker;
 use crate::report::model::picture::{ClassId, KindBytes, Picture, PAGE};
 use crate::report::model::sites::{
     ObjectId, SiteId, SiteRemap, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC,
+    LABEL_RESIDENT_BEFORE,
 };
-use crate::report::model::space::{Ctx, Space, Vma};
+use crate::report::model::space::{Ctx, Page, PageState, Space, Vma};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::{Interval, Point, Slicing, TimelineBuilder};
 use crate::report::model::ProcessKey;
@@ -57,6 +60,10 @@ pub struct Comparison {
     /// The kernel's counters when the capture started (record -p), if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_start: Option<Counters>,
+    /// The pages the process held when the capture started were read (its `pages`
+    /// snapshot) and are in the model: none of its pages predates what the model knows.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub start_pages: bool,
 }
 
 /// The state at a mark.
@@ -92,6 +99,8 @@ pub(crate) struct Process {
     python_eval: Vec<[u64; 2]>,
     /// Its Python code objects (`# pycode` headers) by address: the latest one at each.
     python_codes: HashMap<u64, u32>,
+    /// The pages it held when watching began are in the model (a `pages` snapshot).
+    start_pages: bool,
 }
 
 /// Options of the replay.
@@ -230,6 +239,9 @@ pub struct Replay {
     shared_addresses: bool,
     /// Recycles of dropped sites not yet taken ([`Replay::take_recycled`]).
     recycled: Vec<SiteRemap>,
+    /// The site of the pages resident before memmon started ([`LABEL_RESIDENT_BEFORE`]),
+    /// once a pages snapshot made it.
+    pub(super) resident_before: Option<SiteId>,
 }
 
 impl Replay {
@@ -278,6 +290,7 @@ impl Replay {
             shared_addresses: false,
             recycled: Vec::new(),
             python: None,
+            resident_before: None,
         }
     }
 
@@ -415,6 +428,7 @@ impl Replay {
                     .add_perf_map(space, snapshot.lines.iter().map(String::as_str));
             }
             SnapshotSource::Status => self.status_snapshot(key, snapshot),
+            SnapshotSource::Pages => self.pages_snapshot(key, snapshot),
         }
         self.recycle_dropped_sites();
     }
@@ -523,6 +537,89 @@ impl Replay {
         }
     }
 
+    /// A pages snapshot at the start (`record -p`, a process found running): each page
+    /// resident or swapped then becomes one of the site [`LABEL_RESIDENT_BEFORE`], in its
+    /// region's class, so that later unmaps, frees, swap-outs and the exit take it away as
+    /// any other. A page the model already has as resident (a fault applied before the
+    /// snapshot's place in the stream) stays its fault's; a page the model has in another
+    /// state takes the snapshot's, keeping its site. Apply it after the maps snapshot of the
+    /// same read, which gives the regions.
+    fn pages_snapshot(&mut self, key: ProcessKey, snapshot: &Snapshot) {
+        if snapshot.reason != "start" || snapshot.lines.is_empty() {
+            return;
+        }
+        let site = self.sites.label(LABEL_RESIDENT_BEFORE);
+        self.resident_before = Some(site);
+        let unknown = self.class(Class::Unknown);
+        self.register(key);
+        let process = self.processes.entry(key).or_default();
+        process.start_pages = true;
+        let mut ctx = Ctx {
+            stats: &mut self.stats,
+            timeline: &mut self.timeline,
+            peak: &mut self.peak_tracker,
+            process: key,
+        };
+        let space = &mut process.space;
+        for run in snapshot
+            .lines
+            .iter()
+            .filter_map(|line| PageRun::parse(line))
+        {
+            let mut addr = run.start;
+            while addr < run.end {
+                // The run's part in one region (or in none: a region mapped after the maps
+                // were read).
+                let (class, shmem, end) = match space.find(addr) {
+                    Some((_, vma)) => (vma.class, vma.shmem, vma.end.min(run.end)),
+                    None => (
+                        unknown,
+                        false,
+                        space
+                            .regions()
+                            .map(|(start, _)| start)
+                            .find(|&start| start > addr)
+                            .unwrap_or(run.end)
+                            .min(run.end),
+                    ),
+                };
+                if run.kind == PageRunKind::Shmem && !shmem {
+                    // A file on tmpfs: the kernel counts its pages as RssShmem, and so do
+                    // the region's later faults.
+                    if let Some((start, vma)) = space.find(addr) {
+                        if vma.object.is_some() {
+                            space.mark_shmem(start);
+                        }
+                    }
+                }
+                let (kind, state) = match run.kind {
+                    PageRunKind::Anon => (PageKind::Anon, PageState::Resident),
+                    PageRunKind::File => (PageKind::File, PageState::Resident),
+                    PageRunKind::Shmem => (PageKind::Shmem, PageState::Resident),
+                    PageRunKind::Zero => (PageKind::Anon, PageState::Zero),
+                    PageRunKind::Swap if shmem => (PageKind::Shmem, PageState::Swapped),
+                    PageRunKind::Swap => (PageKind::Anon, PageState::Swapped),
+                };
+                for vpn in addr / PAGE..end / PAGE {
+                    let known = space.page(vpn).copied();
+                    if known.is_some_and(|page| {
+                        page.state == PageState::Resident && state == PageState::Resident
+                    }) {
+                        continue;
+                    }
+                    let page = Page {
+                        site: known.map_or(site, |page| page.site),
+                        class,
+                        kind,
+                        state,
+                    };
+                    space.set_page(&mut ctx, vpn, page);
+                }
+                addr = end;
+            }
+        }
+    }
+
     /// A status snapshot: the process's counters at the start, a mark or the end.
     fn status_snapshot(&mut self, key: ProcessKey, snapshot: &Snapshot) {
         let Some(counters) = Counters::from_status(snapshot.lines.iter().map(String::as_str))
@@ -567,6 +664,10 @@ impl Replay {
         source: CounterSource,
     ) {
         let at_start = self.start_counters.get(&key).copied();
+        let start_pages = self
+            .processes
+            .get(&key)
+            .is_some_and(|process| process.start_pages);
         self.comparisons.push(Comparison {
             label,
             time,
@@ -575,6 +676,7 @@ impl Replay {
             counters,
             source,
             at_start,
+            start_pages,
         });
     }
 

@@ -14,7 +14,9 @@ use crate::report::output::folded::{folded_lines, render_svg_width, Weight, WHOS
 use crate::report::output::html::chart::rss_chart;
 use crate::report::output::html::markup::{escape, number_cell};
 use crate::report::output::moment::{moment_line, other_moments};
-use crate::report::output::text::your_code::{lost_mappings_note, unnamed_code_note};
+use crate::report::output::text::your_code::{
+    before_start_line, lost_mappings_note, unnamed_code_note,
+};
 use crate::report::output::text::{signed_size, size};
 use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::name;
@@ -180,6 +182,9 @@ fn your_code_lines(view: &View) -> String {
             "<p class=\"muted\">{} resident with no function of the program on its stack (start-up, the runtime's and the libraries' own).</p>",
             escape(&size(code.outside))
         );
+    }
+    if let Some(line) = before_start_line(code) {
+        let _ = write!(out, "<p class=\"muted\">{}.</p>", escape(&line));
     }
     if let Some(note) = lost_mappings_note(code) {
         let _ = write!(out, "<p class=\"warning\">Note: {}</p>", escape(&note));

@@ -27,16 +27,24 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
             .runtime_work
             .iter()
             .fold(code.outside, |sum, work| sum.saturating_add(work.resident));
-        if elsewhere > 0 {
-            writeln!(
-                out,
-                "\nYour code: no function of the program's own code holds resident memory ({} is the system's: --own GLOB says which objects are yours)",
-                size(elsewhere)
-            )?;
-            write_runtime_work(out, code)?;
-            write_unnamed_code(out, code)?;
+        if elsewhere == 0 && code.before_start == 0 {
+            return Ok(());
         }
-        return Ok(());
+        let system = if elsewhere > 0 {
+            format!(
+                " ({} is the system's: --own GLOB says which objects are yours)",
+                size(elsewhere)
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "\nYour code: no function of the program's own code holds resident memory{system}"
+        )?;
+        write_runtime_work(out, code)?;
+        write_before_start(out, code)?;
+        return write_unnamed_code(out, code);
     }
     writeln!(
         out,
@@ -70,7 +78,27 @@ pub fn write_your_code(out: &mut String, code: &YourCode, top: usize) -> std::fm
             size(code.outside)
         )?;
     }
+    write_before_start(out, code)?;
     write_unnamed_code(out, code)
+}
+
+/// One line for what was resident before memmon started watching (`record -p`).
+fn write_before_start(out: &mut String, code: &YourCode) -> std::fmt::Result {
+    if let Some(line) = before_start_line(code) {
+        writeln!(out, "  {line}")?;
+    }
+    Ok(())
+}
+
+/// What was resident before memmon started watching, in a sentence (the text and HTML
+/// reports' line), when something was.
+pub fn before_start_line(code: &YourCode) -> Option<String> {
+    (code.before_start > 0).then(|| {
+        format!(
+            "{} was resident before memmon started: its sizes and kinds are exact (the RSS tree), the code that brought it in is not known",
+            size(code.before_start)
+        )
+    })
 }
 
 /// One line for each of the runtime's and the loader's work: `  28.5 MiB moved by V8's
