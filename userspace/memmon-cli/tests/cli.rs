@@ -408,6 +408,16 @@ fn record_pids_stops_cleanly_on_sigint() {
     let root = fake_proc_root("record-pids");
     let capture = root.parent().unwrap().join("capture.txt");
     let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    // Asleep (in clock_nanosleep or nanosleep): its start-up's pages are all in, and the
+    // fake module records none of its faults.
+    let syscall = format!("/proc/{}/syscall", sleeper.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string(&syscall)
+        .is_ok_and(|text| text.starts_with("230 ") || text.starts_with("35 "))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let recorder = memmon()
         .arg("--proc-root")
         .arg(&root)

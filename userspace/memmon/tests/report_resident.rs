@@ -254,3 +254,14 @@ fn a_fault_around_read_after_the_snapshot_maps_its_pages_not_others() {
         .unwrap();
     assert_eq!((fault.resident, fault.brought_in), (16 * PAGE, 16 * PAGE));
 }
+
+#[test]
+fn the_start_is_a_moment_of_its_own() {
+    // A process that only frees once watched: its peak is what it held at the start.
+    let capture =
+        format!("{START}1.300000000 100/100 munmap addr=0x7f0000000000 len=65536 ret=0\n");
+    let view = view(&capture, Moment::Peak);
+    assert_eq!(view.shown.peak.resident, 63 * PAGE);
+    assert_eq!(view.shown.peak.when[0].time.to_string(), "1.000000000");
+    assert_eq!(view.totals.resident(), 63 * PAGE);
+}

@@ -618,6 +618,8 @@ impl Replay {
                 addr = end;
             }
         }
+        // What the process held then is a moment: the peak when it only frees later.
+        self.peak_tracker.settle(snapshot.time);
     }
 
     /// A status snapshot: the process's counters at the start, a mark or the end.
