@@ -121,6 +121,12 @@ struct Agent {
     /// The lost events counted at the last look for processes whose lines were lost.
     lost_seen: u64,
     events: Option<LiveEvents>,
+    /// When `events` was opened: a new reader first gets what the module's rings still hold
+    /// from before (docs/events.md), a previous reader's events (the agent's own before a
+    /// restart). The processes they are of are adopted with their state read after this;
+    /// applied, those events would come before that state, their pages outside any region
+    /// the model knows yet, in class `unknown` for good.
+    events_since: memmon::Timestamp,
     tables: UnwindTables,
     /// Processes whose build IDs to read once the events read are handled.
     new_code: BTreeSet<u32>,
@@ -174,6 +180,7 @@ impl Agent {
             unmatched: UnmatchedGlobs::default(),
             lost_seen: 0,
             events: None,
+            events_since: memmon::Timestamp::default(),
             tables: UnwindTables::off(),
             new_code: BTreeSet::new(),
             python_codes: PythonCodes::default(),
@@ -405,6 +412,7 @@ impl Agent {
     }
 
     fn module_back(&mut self) {
+        let since = monotonic_now();
         let events = match LiveEvents::open(&self.proc) {
             Ok(events) => events,
             Err(error) => {
@@ -422,6 +430,7 @@ impl Agent {
             );
         }
         self.events = Some(events);
+        self.events_since = since;
         self.tables = UnwindTables::open(&self.proc, self.start.unwind_tables);
         let gap = self.gap_since.take().map(|since| since.elapsed());
         if self.ever_attached {
@@ -641,6 +650,10 @@ impl Agent {
                 return;
             }
         };
+        if event.time < self.events_since {
+            // Recorded before the agent opened `events` (what the rings still held).
+            return;
+        }
         match &event.kind {
             EventKind::Lost { count } => {
                 self.metrics().events_lost.inc_by(*count);
