@@ -413,3 +413,77 @@ fn huge_and_unknown_pages() {
     assert_eq!((view.sites[0].pages, view.sites[0].cold_pages), (513, 1));
     assert_eq!(view.access_faults, 3);
 }
+
+#[test]
+fn pages_resident_before_start_name_the_code_that_touches_them() {
+    use memmon::report::model::replay::{Replay, ReplayOptions};
+    use memmon::report::output::text::access::render;
+    // `record -p` of a running process: 8 anonymous pages resident at the start. Then one
+    // page faulted in (not one of them); ip 0x401000 touches pages 0-3 in generations 1-3
+    // and the new page, ip 0x402000 pages 4-5 once. 6 of the 8 pages were touched: 4 by
+    // the first code, 2 by the other; the new page is not counted as one of them.
+    let text = "\
+# memmon-capture 1
+# start 1.000000000
+# pids 7
+# snapshot maps 7 1.000000000 start
+#| 00400000-00403000 r-xp 00000000 08:01 5 /bin/prog
+#| 7f0000000000-7f0000010000 rw-p 00000000 00:00 0 
+# snapshot pages 7 1.000000000 start
+#| 7f0000000000-7f0000008000 anon
+# snapshot status 7 1.000000000 start
+#| VmRSS:	      32 kB
+#| RssAnon:	      32 kB
+#| RssFile:	       0 kB
+#| RssShmem:	       0 kB
+#| VmSwap:	       0 kB
+1.100000000 7/7 fault type=anon access=W addr=0x7f0000009000 ip=0x403000
+2.000000000 7/7 gen n=1 armed=9
+2.000000001 7/7 fault type=access access=W addr=0x7f0000000000 ip=0x401000 gen=1
+2.000000002 7/7 fault type=access access=W addr=0x7f0000001000 ip=0x401000 gen=1
+2.000000003 7/7 fault type=access access=W addr=0x7f0000002000 ip=0x401000 gen=1
+2.000000004 7/7 fault type=access access=W addr=0x7f0000003000 ip=0x401000 gen=1
+2.000000005 7/7 fault type=access access=W addr=0x7f0000009000 ip=0x401000 gen=1
+3.000000000 7/7 gen n=2 armed=9
+3.000000001 7/7 fault type=access access=W addr=0x7f0000000000 ip=0x401000 gen=2
+3.000000002 7/7 fault type=access access=R addr=0x7f0000004000 ip=0x402000 gen=2
+3.000000003 7/7 fault type=access access=R addr=0x7f0000005000 ip=0x402000 gen=2
+4.000000000 7/7 gen n=3 armed=9
+4.000000001 7/7 fault type=access access=W addr=0x7f0000003000 ip=0x401000 gen=3
+# end 5.000000000
+";
+    let mut replay = Replay::new(ReplayOptions::default());
+    replay.capture(text.as_bytes()).unwrap();
+    let analysis = replay.finish();
+    // /bin/prog is not there: its sites show as offsets, one per ip.
+    let symbols = Symbols::new(&analysis.sites, &SymbolOptions::default());
+    let view = build(&analysis, &symbols, 3, Naming::Short);
+    assert_eq!(view.before_start_touched, 6);
+    let rows: Vec<(u64, u64, u64)> = view
+        .sites
+        .iter()
+        .map(|s| (s.pages, s.accesses, s.before_start_pages))
+        .collect();
+    assert_eq!(rows, [(5, 7, 4), (2, 2, 2)]);
+    let text = render(&view, 10);
+    let section: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Pages resident before memmon started"))
+        .take(4)
+        .collect();
+    assert_eq!(
+        section[0],
+        "Pages resident before memmon started: 6 pages touched, by"
+    );
+    assert_eq!(
+        section[2].split_whitespace().collect::<Vec<_>>(),
+        ["4", "prog+0x1000"]
+    );
+    assert_eq!(
+        section[3].split_whitespace().collect::<Vec<_>>(),
+        ["2", "prog+0x2000"]
+    );
+    // Without a pages snapshot (the fixture: every page faulted in), no such section.
+    assert_eq!(access_view(3).before_start_touched, 0);
+    assert!(!render(&access_view(3), 10).contains("resident before memmon started"));
+}

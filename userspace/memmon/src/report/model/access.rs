@@ -82,6 +82,10 @@ pub struct Touch {
     pub vpn: u64,
     /// The site of the access (its stack).
     pub site: SiteId,
+    /// The site the model holds the page under when it is touched (the code that brought
+    /// it in, or [`LABEL_RESIDENT_BEFORE`](crate::report::model::sites::LABEL_RESIDENT_BEFORE)),
+    /// if the model knows the page resident or swapped.
+    pub owner: Option<SiteId>,
     /// Whole generations the page had gone untouched before this one.
     pub idle: u64,
 }
@@ -105,6 +109,7 @@ impl AccessLog {
     pub fn remap_sites(&mut self, remap: &crate::report::model::sites::SiteRemap) {
         for touch in &mut self.touches {
             touch.site = remap.apply(touch.site);
+            touch.owner = touch.owner.map(|owner| remap.apply(owner));
         }
     }
 
@@ -153,7 +158,8 @@ impl AccessLog {
     }
 
     /// A `fault type=access`: `pages` pages from `first_vpn` (512 for a huge page) were
-    /// touched in generation `gen` (the process's current one when the line has none).
+    /// touched in generation `gen` (the process's current one when the line has none) by
+    /// the code of `site`; `owner` gives the site the model holds a page under.
     pub fn touch(
         &mut self,
         key: ProcessKey,
@@ -161,6 +167,7 @@ impl AccessLog {
         first_vpn: u64,
         pages: u64,
         site: SiteId,
+        owner: impl Fn(u64) -> Option<SiteId>,
     ) {
         self.access_faults += 1;
         let tracker = self.trackers.entry(key).or_default();
@@ -176,6 +183,7 @@ impl AccessLog {
                 gen,
                 vpn,
                 site,
+                owner: owner(vpn),
                 idle,
             });
             tracker.last.insert(vpn, Seen::Gen(gen));
@@ -211,16 +219,16 @@ mod tests {
         // Pages 0..4 resident before sampling starts (unknown to the log: same thing).
         log.generation(KEY, 1, 4, t, 0..4);
         assert_eq!(log.generations[0].resident_idle[0], 4);
-        log.touch(KEY, Some(1), 0, 1, 7);
+        log.touch(KEY, Some(1), 0, 1, 7, |_| None);
         log.resident(KEY, 10); // brought in during generation 1
         log.generation(KEY, 2, 5, t, [0, 1, 2, 3, 10].into_iter());
-        log.touch(KEY, Some(2), 10, 1, 7);
+        log.touch(KEY, Some(2), 10, 1, 7, |_| None);
         log.generation(KEY, 3, 5, t, [0, 1, 2, 3, 10].into_iter());
         // At generation 3: page 0 last touched in 1 → idle 1; pages 1-3 idle 2; page 10
         // touched in 2 → idle 0.
         assert_eq!(&log.generations[2].resident_idle[..3], &[1, 1, 3]);
-        log.touch(KEY, Some(3), 1, 2, 8);
-        log.touch(KEY, None, 0, 1, 8);
+        log.touch(KEY, Some(3), 1, 2, 8, |vpn| Some(vpn as SiteId + 100));
+        log.touch(KEY, None, 0, 1, 8, |_| None);
         let idle: Vec<(u64, u64, u64)> =
             log.touches.iter().map(|t| (t.gen, t.vpn, t.idle)).collect();
         assert_eq!(
@@ -228,5 +236,7 @@ mod tests {
             [(1, 0, 0), (2, 10, 0), (3, 1, 2), (3, 2, 2), (3, 0, 1)]
         );
         assert_eq!(log.access_faults, 4);
+        let owners: Vec<Option<SiteId>> = log.touches.iter().map(|t| t.owner).collect();
+        assert_eq!(owners, [None, None, Some(101), Some(102), None]);
     }
 }

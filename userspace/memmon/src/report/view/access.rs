@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::report::model::access::IDLE_BUCKETS;
 use crate::report::model::replay::Analysis;
-use crate::report::model::sites::SiteId;
+use crate::report::model::sites::{SiteId, LABEL_RESIDENT_BEFORE};
 use crate::report::model::ProcessKey;
 use crate::report::symbolize::short_name::Naming;
 use crate::report::symbolize::symbols::{name, FrameInfo, Symbols};
@@ -80,6 +80,10 @@ pub struct AccessSiteRow {
     pub cold_accesses: u64,
     /// The generations in which it touched pages.
     pub generations: Vec<u64>,
+    /// Distinct pages it touched that were resident before memmon started (the site
+    /// [`LABEL_RESIDENT_BEFORE`]: `record -p` of a running process): the code that uses
+    /// them.
+    pub before_start_pages: u64,
 }
 
 impl AccessSiteRow {
@@ -114,6 +118,9 @@ pub struct AccessView {
     /// The module's per-generation page budget, when the capture says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<u64>,
+    /// Distinct pages resident before memmon started ([`LABEL_RESIDENT_BEFORE`]) that
+    /// sampled accesses touched; the sites' `before_start_pages` say by which code.
+    pub before_start_touched: u64,
     /// Per generation.
     pub generations: Vec<GenerationRow>,
     /// Per site: those touching cold pages first (by cold pages), then by pages.
@@ -143,6 +150,7 @@ struct SiteAcc {
     accesses: u64,
     cold_accesses: u64,
     generations: BTreeSet<u64>,
+    before_start: HashSet<(ProcessKey, u64)>,
 }
 
 /// Builds the access report with `cold_after` = K (at least 1), its sites named by
@@ -170,6 +178,8 @@ pub fn build(
     let mut site_index: HashMap<SiteId, usize> = HashMap::new();
     let mut chain_index: HashMap<Vec<String>, usize> = HashMap::new();
     let mut sites: Vec<SiteAcc> = Vec::new();
+    let before_start_site = analysis.sites.label_id(LABEL_RESIDENT_BEFORE);
+    let mut before_start: HashSet<(ProcessKey, u64)> = HashSet::new();
     for touch in &log.touches {
         pids.insert(touch.key.1);
         let index = *site_index.entry(touch.site).or_insert_with(|| {
@@ -187,6 +197,10 @@ pub fn build(
         });
         let row = generations.entry(touch.gen).or_default();
         let page = (touch.key, touch.vpn);
+        if before_start_site.is_some() && touch.owner == before_start_site {
+            before_start.insert(page);
+            sites[index].before_start.insert(page);
+        }
         if !row.seen.insert(page) {
             continue; // the page's first access in the generation was counted
         }
@@ -222,6 +236,7 @@ pub fn build(
         lost: analysis.lost,
         symbol_warnings: symbols.warnings.clone(),
         budget: log.budget,
+        before_start_touched: before_start.len() as u64,
         generations,
         sites,
     }
@@ -270,6 +285,7 @@ fn site_rows(sites: Vec<SiteAcc>) -> Vec<AccessSiteRow> {
             accesses: site.accesses,
             cold_accesses: site.cold_accesses,
             generations: site.generations.into_iter().collect(),
+            before_start_pages: site.before_start.len() as u64,
         })
         .collect();
     sites.sort_by(|a, b| {

@@ -176,7 +176,15 @@ impl Replay {
             } else {
                 (addr / PAGE, 1)
             };
-            self.access.touch(key, *gen, first, pages, site);
+            // The site each page is held under (a page resident before memmon started:
+            // that site), for the view to say which code touched whose pages.
+            let space = self.processes.get(&key).map(|process| &process.space);
+            self.access.touch(key, *gen, first, pages, site, |vpn| {
+                space
+                    .and_then(|space| space.page(vpn))
+                    .filter(|page| matches!(page.state, PageState::Resident | PageState::Swapped))
+                    .map(|page| page.site)
+            });
         }
     }
 

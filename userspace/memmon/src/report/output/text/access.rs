@@ -42,6 +42,7 @@ fn write_text(out: &mut String, view: &AccessView, top: usize) -> Result {
         write_sites(out, cold_sites.into_iter().take(top))?;
     }
     write_generations(out, &view.generations)?;
+    write_before_start(out, view, top)?;
     writeln!(out, "\nSites by pages touched")?;
     let mut rows: Vec<&AccessSiteRow> = view.sites.iter().collect();
     rows.sort_by(|a, b| {
@@ -106,6 +107,34 @@ fn write_budget_warning(out: &mut String, view: &AccessView) -> Result {
             if capped.len() == 1 { "" } else { "s" },
             capped.join(", ")
         )?;
+    }
+    Ok(())
+}
+
+/// The code that touched the pages resident before memmon started (`record -p`), if any
+/// was touched: the sites by those pages.
+fn write_before_start(out: &mut String, view: &AccessView, top: usize) -> Result {
+    if view.before_start_touched == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nPages resident before memmon started: {} touched, by",
+        plural(view.before_start_touched, "page")
+    )?;
+    let mut rows: Vec<&AccessSiteRow> = view
+        .sites
+        .iter()
+        .filter(|s| s.before_start_pages > 0)
+        .collect();
+    rows.sort_by(|a, b| {
+        b.before_start_pages
+            .cmp(&a.before_start_pages)
+            .then_with(|| a.chain(64).cmp(&b.chain(64)))
+    });
+    writeln!(out, "{:>8}  site", "pages")?;
+    for row in rows.into_iter().take(top) {
+        writeln!(out, "{:>8}  {}", row.before_start_pages, row.name())?;
     }
     Ok(())
 }
