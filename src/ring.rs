@@ -659,7 +659,7 @@ impl Ring {
             if event.kind == Kind::Fault && ring.pressure == Pressure::DropFaults {
                 // Room kept for the calls, execs, forks and exits.
                 ring.count_dropped(event.pid, now_ns());
-                self.publish_pressure(cpu, &ring);
+                self.publish(cpu, &ring);
                 return;
             }
             if event.stack_end == StackEnd::Shed {
@@ -699,8 +699,7 @@ impl Ring {
         })
     }
 
-    /// Makes ring `cpu`'s pressure, computed under its lock, visible to producers, and
-    /// whether it holds faults not reported to [`Ring::report_dropped_of`].
+    /// Makes ring `cpu`'s pressure, computed under its lock, visible to producers.
     fn publish_pressure(&self, cpu: usize, ring: &CpuRing) {
         if let Some(level) = self.pressure.get(cpu) {
             let pressure = ring.pressure as u32;
@@ -708,6 +707,13 @@ impl Ring {
                 level.store(pressure, Relaxed);
             }
         }
+    }
+
+    /// [`Ring::publish_pressure`], and whether ring `cpu` holds faults not reported, for
+    /// [`Ring::report_dropped_of`]: after a change to its counts of faults not recorded
+    /// (not after every record written, which leaves them as they are).
+    fn publish(&self, cpu: usize, ring: &CpuRing) {
+        self.publish_pressure(cpu, ring);
         if let Some(holds) = self.holds_dropped.get(cpu) {
             let now = ring.holds_dropped();
             if holds.load(Relaxed) != now {
@@ -736,7 +742,7 @@ impl Ring {
             }
             let mut ring = ring.lock();
             faults = faults.saturating_add(ring.take_dropped_of(pid));
-            self.publish_pressure(cpu, &ring);
+            self.publish(cpu, &ring);
         }
         if faults > 0 {
             let mut event = Event::new(Kind::Dropped, pid, pid);
@@ -790,7 +796,7 @@ impl Ring {
             ring.abandoned &= !(1 << slot);
             ring.update_pressure();
             reported |= ring.report_dropped(now_ns());
-            self.publish_pressure(cpu, &ring);
+            self.publish(cpu, &ring);
         }
         if reported {
             self.readers.handler().wake();
@@ -824,7 +830,7 @@ impl Ring {
             // The copy of what the ring holds (at most its old size) is made under its lock.
             ring.move_into(larger);
             reported |= ring.report_dropped(now_ns());
-            self.publish_pressure(cpu, &ring);
+            self.publish(cpu, &ring);
         }
         // The old buffers, freed outside the locks.
         drop(grown);
@@ -913,7 +919,7 @@ impl Ring {
                 ring.update_pressure();
                 // Stamped after every record this reader has fetched: it reads them next.
                 reported = ring.report_dropped(now_ns());
-                self.publish_pressure(cpu, &ring);
+                self.publish(cpu, &ring);
             }
         }
         drop(ring);
