@@ -41,10 +41,6 @@ on_wait_timeout() {
     tail -20 /tmp/agent.err
     grep '^memmon_resident_bytes{' $m
 }
-# metric SERIES: its value in the metrics file (SERIES as written there, labels included)
-metric() {
-    awk -v k="$1" '$1 == k { print $2 }' $m
-}
 # at_least SERIES N: the series is there with a value of at least N
 at_least() {
     v=$(metric "$1")
@@ -98,10 +94,6 @@ anon_of() {
 }
 # anon_exact NAME SERIES PAGES: the series is exactly the kernel's anonymous bytes of holder
 # NAME (its PAGES pages and the .bss pages it touched)
-# metric_is SERIES VALUE: the series has that value now (read at each call)
-metric_is() {
-    [ "$(metric "$1")" = "$2" ]
-}
 anon_exact() {
     want=$(anon_of $1)
     [ "$want" -ge $(($3 * 4096)) ] || fail "holder $1: $want anonymous bytes, fewer than $3 pages"

@@ -76,9 +76,6 @@ ap=$!
 wait_seconds=120
 wait_until "the agent watching lossy" grep -qx "c:$cg/lossy" /proc/memmon/watch-pids
 series='memmon_faults_dropped_total{cgroup="/lossy"}'
-metric() {
-    awk -v k="$1" '$1 == k { print $2 }' $m
-}
 exec 3</proc/memmon/events
 before=$(stat_of dropped_faults)
 sh -c "echo \$\$ > $cg/lossy/cgroup.procs && exec /progs/memtest churn 40 4000 30" >/dev/null ||
@@ -86,9 +83,6 @@ sh -c "echo \$\$ > $cg/lossy/cgroup.procs && exec /progs/memtest churn 40 4000 3
 exec 3<&-
 dropped=$(($(stat_of dropped_faults) - before))
 [ "$dropped" -gt 0 ] || fail "no fault was dropped under the agent"
-metric_is() {
-    [ "$(metric "$1")" = "$2" ]
-}
 wait_until "$series = $dropped" metric_is "$series" "$dropped"
 echo "ok: $series = $dropped, the module's count"
 kill -TERM $ap

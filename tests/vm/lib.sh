@@ -49,6 +49,17 @@ stat_of() {
     awk -v k="$1" '$1 == k { print $2 }' /proc/memmon/stats
 }
 
+# metric SERIES: its value in the agent's metrics file $m (SERIES as written there, labels
+# included)
+metric() {
+    awk -v k="$1" '$1 == k { print $2 }' "$m"
+}
+
+# metric_is SERIES VALUE: the series has that value now (read at each call)
+metric_is() {
+    [ "$(metric "$1")" = "$2" ]
+}
+
 # window FILE PID: the events of PID between its markers fsync(1001) and fsync(1002)
 window() {
     awk -v pid="$2" '

@@ -359,10 +359,7 @@ fn record_command_writes_a_readable_capture() {
         "{text}"
     );
     let snapshots = headers.1;
-    let reasons: Vec<(&str, SnapshotSource)> = snapshots
-        .iter()
-        .map(|(reason, source, _)| (reason.as_str(), *source))
-        .collect();
+    let reasons = snapshot_reasons(&snapshots);
     assert_eq!(
         reasons,
         [
@@ -386,6 +383,16 @@ type CaptureSummary = (
     Vec<(String, String)>,
     Vec<(String, SnapshotSource, Vec<String>)>,
 );
+
+/// The (reason, source) of each snapshot of a [`read_capture`], in order.
+fn snapshot_reasons(
+    snapshots: &[(String, SnapshotSource, Vec<String>)],
+) -> Vec<(&str, SnapshotSource)> {
+    snapshots
+        .iter()
+        .map(|(reason, source, _)| (reason.as_str(), *source))
+        .collect()
+}
 
 fn read_capture(path: &Path) -> CaptureSummary {
     let file = std::io::BufReader::new(fs::File::open(path).unwrap());
@@ -443,10 +450,7 @@ fn record_pids_stops_cleanly_on_sigint() {
     assert!(headers
         .iter()
         .any(|(key, value)| key == "pids" && *value == sleeper.id().to_string()));
-    let reasons: Vec<(&str, SnapshotSource)> = snapshots
-        .iter()
-        .map(|(reason, source, _)| (reason.as_str(), *source))
-        .collect();
+    let reasons = snapshot_reasons(&snapshots);
     assert_eq!(
         reasons,
         [
