@@ -60,8 +60,10 @@ impl UnwindTables {
         self.loader.is_some()
     }
 
-    /// Loads the tables of `pid` and gives the module its ranges now.
+    /// Loads the tables of `pid` and gives the module its ranges now (what was noted of it
+    /// so far needs no load at the next [`UnwindTables::flush`]).
     pub fn sync(&mut self, pid: u32) {
+        self.pending.remove(&pid);
         if let Some(error) = self.open_error.take() {
             eprintln!("{error}");
         }
