@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install everything memmon needs on a Debian bookworm machine, as root, idempotently:
-# Debian packages, rust-src, bindgen-cli, and the pinned Debian linux-source-7.3 tarball
-# (downloaded with apt-get from trixie-backports into build/dl/, checksum verified,
-# unpacked with dpkg-deb, never installed).
+# Debian packages, rust-src, bindgen-cli, and Debian's linux-source tarball for the patched
+# kernel (downloaded with apt-get from trixie-backports into build/dl/, verified, unpacked
+# with dpkg-deb, never installed).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,29 +49,53 @@ if ! bindgen --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION\$"; then
     cargo install --locked --quiet "bindgen-cli@$BINDGEN_VERSION"
 fi
 
-# 4. The kernel source: Debian's linux-source-7.3, pinned and checksummed
-tarball="$dl/linux-source-7.3.tar.xz"
+# 4. The patched kernel's source: Debian's linux-source. The version the patches are verified
+# on (KERNEL_DEB_VERSION, checksummed) while the archive (or build/dl) has it; when
+# trixie-backports has moved on, its newest linux-source, which apt verifies against the
+# archive's signed Release, said in one line. Kept as build/dl/linux-source.tar.xz, its
+# package and version in build/dl/linux-source.version.
+tarball="$dl/linux-source.tar.xz"
+# A checkout from before the name had no version in it: the same file.
+if [ ! -f "$tarball" ] && [ -f "$dl/linux-source-7.3.tar.xz" ]; then
+    mv "$dl/linux-source-7.3.tar.xz" "$tarball"
+    echo "linux-source-7.3 $KERNEL_DEB_VERSION" > "$dl/linux-source.version"
+fi
 if [ ! -f "$tarball" ]; then
     mkdir -p "$dl/apt/lists/partial"
-    debs=("$dl"/linux-source-7.3_*_all.deb)
+    uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    uri=${uri:-http://deb.debian.org/debian}
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie-backports main" \
+        > "$dl/apt/sources.list"
+    aptopts=(-o "Dir::Etc::SourceList=$dl/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+             -o "Dir::State::Lists=$dl/apt/lists" -o APT::Sandbox::User=root
+             -o APT::Architecture=amd64 -o APT::Get::AllowUnauthenticated=false)
+    pkg=linux-source-7.3 version=$KERNEL_DEB_VERSION
+    debs=("$dl/${pkg}_${version}_all.deb")
     if [ ! -f "${debs[0]}" ]; then
-        uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-        uri=${uri:-http://deb.debian.org/debian}
-        echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie-backports main" \
-            > "$dl/apt/sources.list"
-        aptopts=(-o "Dir::Etc::SourceList=$dl/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                 -o "Dir::State::Lists=$dl/apt/lists" -o APT::Sandbox::User=root)
-        say "downloading linux-source-7.3=$KERNEL_DEB_VERSION from trixie-backports"
         apt-get "${aptopts[@]}" update -qq
-        (cd "$dl" && apt-get "${aptopts[@]}" download -qq "linux-source-7.3=$KERNEL_DEB_VERSION")
-        debs=("$dl"/linux-source-7.3_*_all.deb)
+        if ! apt-cache "${aptopts[@]}" show "$pkg=$version" >/dev/null 2>&1; then
+            # The newest linux-source-X.Y of trixie-backports.
+            read -r version pkg < <(apt-cache "${aptopts[@]}" search --names-only '^linux-source-[0-9.]+$' |
+                awk '{ print $1 }' | while read -r p; do
+                    apt-cache "${aptopts[@]}" show --no-all-versions "$p" | awk -v p="$p" '/^Version:/ { print $2, p; exit }'
+                done | sort -V | tail -n 1)
+            [ -n "${pkg:-}" ] || { echo "deps: no linux-source package in trixie-backports" >&2; exit 1; }
+            say "linux-source-7.3 $KERNEL_DEB_VERSION (the patches' verified source) is no longer in the archive: using trixie-backports' $pkg $version"
+        fi
+        say "downloading $pkg=$version from trixie-backports"
+        (cd "$dl" && apt-get "${aptopts[@]}" download -qq "$pkg=$version")
+        debs=("$dl/${pkg}_${version//:/%3a}_all.deb")
     fi
     deb=${debs[0]}
-    echo "$KERNEL_DEB_SHA256  $deb" | sha256sum -c --quiet - \
-        || { echo "deps: checksum mismatch for $deb" >&2; rm -f "$deb"; exit 1; }
+    [ -f "$deb" ] || { echo "deps: apt-get download gave no $deb" >&2; exit 1; }
+    if [ "$version" = "$KERNEL_DEB_VERSION" ]; then
+        echo "$KERNEL_DEB_SHA256  $deb" | sha256sum -c --quiet - \
+            || { echo "deps: checksum mismatch for $deb" >&2; rm -f "$deb"; exit 1; }
+    fi
     rm -rf "$dl/deb"
     dpkg-deb -x "$deb" "$dl/deb"
-    mv "$dl/deb/usr/src/linux-source-7.3.tar.xz" "$tarball"
+    mv "$dl/deb/usr/src/$pkg.tar.xz" "$tarball"
     rm -rf "$dl/deb"
-    say "kernel source ready: $tarball"
+    echo "$pkg $version" > "$dl/linux-source.version"
+    say "kernel source ready: $tarball ($pkg $version)"
 fi

@@ -6,9 +6,10 @@
 # Environment (the Makefile passes them):
 #   KRELEASE  the kernel the module is for (default: the running one, uname -r)
 #   KDIR      a kernel build tree to build the module against (default: chosen by KRELEASE:
-#             Debian's 7.3.4+deb13-amd64 -> make module-stock, the patched test kernel's
-#             release -> make module, else /lib/modules/KRELEASE/build if it has Rust's
-#             artefacts)
+#             the patched test kernel's release -> make module; a tree that has Rust's
+#             artefacts at /lib/modules/KRELEASE/build (Ubuntu's linux-lib-rust, Arch) ->
+#             that; a Debian kernel (RELEASE+debNN-FLAVOUR) -> scripts/stock/module: its
+#             packages and toolchain from the archive, modules_prepare in a build root)
 #   DESTDIR   a staging root (nothing outside it is touched; depmod runs with -b DESTDIR and
 #             systemctl is not called)
 #   PREFIX    /usr/local: the CLI goes to PREFIX/bin, the unit to PREFIX/lib/systemd/system,
@@ -24,7 +25,6 @@ action=${1:-install}
 krelease=${KRELEASE:-$(uname -r)}
 destdir=${DESTDIR:-}
 prefix=${PREFIX:-/usr/local}
-stock_release=7.3.4+deb13-amd64
 patched_release=$(cat "$top/build/linux/include/config/kernel.release" 2>/dev/null || true)
 
 die() { echo "memmon: error: $*" >&2; exit 1; }
@@ -62,13 +62,11 @@ if [ "$action" = uninstall ]; then
 fi
 [ "$action" = install ] || die "usage: scripts/install.sh install|uninstall"
 
-# The module for KRELEASE: the two kernels this repository prepares through their make
-# targets; another through its build tree (KDIR, or the running kernel's if it has Rust's
-# artefacts), into build/module-install.
-if [ -z "${KDIR:-}" ] && [ "$krelease" = "$stock_release" ]; then
-    make -C "$top" module-stock
-    module="$top/build/module-stock/memmon.ko"
-elif [ -z "${KDIR:-}" ] && [ -n "$patched_release" ] && [ "$krelease" = "$patched_release" ]; then
+# The module for KRELEASE: the patched test kernel through make module; a kernel whose build
+# tree has Rust's artefacts (KDIR, or the running kernel's) through that tree, into
+# build/module-install; a Debian kernel through scripts/stock (its own packages and
+# toolchain from the archive).
+if [ -z "${KDIR:-}" ] && [ -n "$patched_release" ] && [ "$krelease" = "$patched_release" ]; then
     make -C "$top" module
     module="$top/build/module/memmon.ko"
 else
@@ -76,14 +74,23 @@ else
     if [ -n "${KDIR:-}" ]; then
         [ -f "$KDIR/Makefile" ] || die "KDIR=$KDIR is not a kernel build tree"
     elif [ ! -f "$kdir/rust/libkernel.rmeta" ]; then
-        die "no kernel build tree with Rust for $krelease: memmon builds for Debian's \
-$stock_release and the patched test kernel ($patched_release) itself; for another kernel \
-give KDIR=/path/to/its/build/tree (built with CONFIG_RUST, modules_prepare done)"
+        case "$krelease" in
+            *+deb[0-9]*-*) ;;
+            *) die "no kernel build tree with Rust for $krelease: memmon builds for Debian's \
+kernels and the patched test kernel ($patched_release) itself; for another kernel give \
+KDIR=/path/to/its/build/tree (built with CONFIG_RUST, modules_prepare done)" ;;
+        esac
+        kdir=
     fi
     out="$top/build/module-install"
-    mkdir -p "$out"
-    make -C "$kdir" M="$top" MO="$out" LLVM="${LLVM:--19}" modules
-    module="$out/memmon.ko"
+    if [ -n "$kdir" ]; then
+        mkdir -p "$out"
+        make -C "$kdir" M="$top" MO="$out" LLVM="${LLVM:--19}" modules
+        module="$out/memmon.ko"
+    else
+        module=$("$top/scripts/stock/module" "$krelease") ||
+            die "cannot build memmon.ko for Debian's $krelease (scripts/stock/module said why above)"
+    fi
 fi
 command -v modinfo >/dev/null || die "modinfo not found (Debian: apt install kmod)"
 vermagic=$(modinfo -F vermagic "$module")

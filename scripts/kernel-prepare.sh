@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make TREE (default build/linux) the pristine 7.3 source with patches/*.patch applied,
+# Make TREE (default build/linux) the pristine Debian linux-source (build/dl/linux-source.tar.xz,
+# scripts/deps.sh) with patches/*.patch applied,
 # touching as few files as possible: a changed patch set is switched by reverting the
 # previously applied patches (kept in TREE/.memmon-patches/) and applying the new ones, so
 # that the kernel's own incremental build only recompiles what the patches touch.
@@ -7,7 +8,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$(realpath -m "${1:-$top/build/linux}")
-tarball="$top/build/dl/linux-source-7.3.tar.xz"
+tarball="$top/build/dl/linux-source.tar.xz"
 applied="$tree/.memmon-patches"
 
 unpack() {

@@ -1,36 +1,48 @@
-# Shared by scripts/stock/*: paths, the private apt configuration, the pinned kernel.
+# Shared by scripts/stock/*: paths, the private apt states, the kernel being worked on.
 # Sourced (bash). Everything lives under build/stock/; nothing is installed on the host.
+#
+# A kernel is a Debian release name (uname -r), e.g. 7.3.4+deb13-amd64 or 7.2.13+deb14-amd64.
+# Its files are under build/stock/kernels/RELEASE/ (kernel.env: what scripts/stock/resolve
+# found in the archive; packages.txt: the packages it downloaded, with versions and sha256;
+# image/, headers/, linux/, guest/, module/). The build roots (a Debian suite's toolchain,
+# unpacked) are shared by the kernels that suite built: build/stock/roots/NAME.
 stock_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 stock_dir="$stock_top/scripts/stock"
 stock_build="$stock_top/build/stock"
-stock_debs="$stock_build/debs"        # the pinned .deb files, checksummed
-stock_root="$stock_build/root"        # trixie build root (unpacked toolchain .debs)
-stock_linux="$stock_build/linux"      # linux-source-7.3 prepared with Debian's config
-stock_image="$stock_build/image"      # Debian's vmlinuz and modules, unpacked
-stock_pins="$stock_dir/pins.txt"
-
-# The kernel these files are for. Changing it: see scripts/stock/README.md.
-STOCK_KREL="7.3.4+deb13-amd64"
-STOCK_KVER="7.3.4-1~bpo13+1"
+stock_debs="$stock_build/debs"        # every .deb downloaded (a cache; apt verified each)
+stock_kernels="$stock_dir/kernels.txt"
 
 stock_say() { printf 'stock: %s\n' "$*"; }
 stock_die() { printf 'stock: %s\n' "$*" >&2; exit 1; }
 
-# apt with a private state: trixie (+ updates, security, backports) package lists in
-# build/stock/apt, an empty dpkg status (nothing counts as installed), never the host's.
+# The Debian distributions a kernel can come from, and their suites. A kernel of trixie
+# (stable or backports) is built with trixie's toolchain, one of sid with sid's.
+stock_dists="trixie sid"
+stock_suites() {
+    case "$1" in
+        trixie) echo "trixie trixie-updates trixie-security trixie-backports" ;;
+        sid) echo "sid" ;;
+        *) stock_die "unknown distribution '$1'" ;;
+    esac
+}
+
+# stock_apt_setup DIST: apt with a private state for DIST (build/stock/apt/DIST): that
+# distribution's package lists, an empty dpkg status (nothing counts as installed), never
+# the host's. Sets the array stock_apt. The archive's signed Release files verify every
+# package apt downloads.
 stock_apt_setup() {
-    local apt="$stock_build/apt" uri
+    local dist=$1 apt="$stock_build/apt/$1" uri suite
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
     uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
     uri=${uri:-http://deb.debian.org/debian}
     local key="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"
-    {
-        echo "deb $key $uri trixie main"
-        echo "deb $key $uri trixie-updates main"
-        echo "deb $key ${uri%/debian}/debian-security trixie-security main"
-        echo "deb $key $uri trixie-backports main"
-    } > "$apt/sources.list"
-    : > "$apt/status"
+    for suite in $(stock_suites "$dist"); do
+        case "$suite" in
+            *-security) echo "deb $key ${uri%/debian}/debian-security $suite main" ;;
+            *) echo "deb $key $uri $suite main" ;;
+        esac
+    done > "$apt/sources.list"
+    [ -f "$apt/status" ] || : > "$apt/status"
     stock_apt=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
                -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
                -o "Dir::State::status=$apt/status" -o APT::Sandbox::User=root
@@ -38,5 +50,57 @@ stock_apt_setup() {
                -o APT::Install-Recommends=false -o APT::Get::AllowUnauthenticated=false)
 }
 
+# stock_apt_update DIST: stock_apt_setup, and the package lists read from the archive when
+# they are older than STOCK_APT_MAX_AGE seconds (6 hours) or absent. A failed update keeps
+# the lists there were (offline: the cache decides).
+stock_apt_update() {
+    stock_apt_setup "$1"
+    local stamp="$stock_build/apt/$1/updated" age=${STOCK_APT_MAX_AGE:-21600}
+    if [ ! -f "$stamp" ] || [ $(( $(date +%s) - $(stat -c %Y "$stamp") )) -gt "$age" ]; then
+        if apt-get "${stock_apt[@]}" update -qq 2>"$stock_build/apt/$1/update.err"; then
+            touch "$stamp"
+        else
+            stock_say "could not read $1's package lists from the archive ($(head -n 1 "$stock_build/apt/$1/update.err")); using the last ones"
+        fi
+    fi
+}
+
 # The file name apt-get download gives NAME VERSION ARCH.
 stock_deb_file() { printf '%s_%s_%s.deb' "$1" "${2//:/%3a}" "$3"; }
+
+# stock_kernel [RELEASE]: select the kernel scripts/stock/* work on: RELEASE, else
+# $STOCK_KREL, else make check's kernel (scripts/stock/choose). Sets STOCK_KREL and the
+# paths below; when the kernel is resolved (kernel.env exists), also STOCK_KVER (its
+# Debian version), STOCK_DIST, STOCK_SUITE, STOCK_SOURCE (linux-source-X.Y) and stock_root.
+stock_kernel() {
+    STOCK_KREL=${1:-${STOCK_KREL:-}}
+    if [ -z "$STOCK_KREL" ]; then
+        STOCK_KREL=$("$stock_dir/choose") || exit 1
+    fi
+    case "$STOCK_KREL" in
+        *[!A-Za-z0-9.+~_-]*|'') stock_die "'$STOCK_KREL' is not a kernel release name" ;;
+    esac
+    stock_kdir="$stock_build/kernels/$STOCK_KREL"
+    stock_image="$stock_kdir/image"       # Debian's vmlinuz and modules, unpacked
+    stock_headers="$stock_kdir/headers/usr/src/linux-headers-$STOCK_KREL"
+    stock_linux="$stock_kdir/linux"       # linux-source with Debian's config, prepared
+    stock_module="$stock_kdir/module"     # memmon.ko built for it
+    STOCK_KVER= STOCK_DIST= STOCK_SUITE= STOCK_SOURCE= stock_root=
+    if [ -f "$stock_kdir/kernel.env" ]; then
+        # shellcheck disable=SC1091
+        . "$stock_kdir/kernel.env"
+        stock_root="$stock_build/roots/$STOCK_ROOT"
+    fi
+    export STOCK_KREL
+}
+
+# The kernel's base name (without its flavour) for the packages named after it:
+# 7.3.4+deb13-amd64 -> 7.3.4+deb13 (linux-headers-7.3.4+deb13-common, linux-kbuild-7.3.4+deb13).
+stock_kbase() { printf '%s' "${1%%-*}"; }
+
+# stock_is_current: whether the selected kernel is make check's, the one build/stock/current
+# links to (scripts/stock/prepare links it): its module is build/module-stock/memmon.ko and
+# its check logs are in build/stock/check.
+stock_is_current() {
+    [ "$(basename "$(readlink "$stock_build/current" 2>/dev/null)")" = "$STOCK_KREL" ]
+}

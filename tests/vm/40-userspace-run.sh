@@ -21,6 +21,9 @@ memmon detach $s || fail "detach"
 expect_eq "detach" "$(cat /proc/memmon/watch-pids)" ""
 kill $s
 expect_match "stats" "$(memmon stats)" "produced"
+# which kernel memmon runs on, and which fault source the module chose there
+expect_eq "stats: the kernel first" "$(memmon stats | head -n 1 | sed 's/^kernel  *//')" "$(uname -r) $(uname -v)"
+expect_match "stats: the fault source" "$(memmon stats)" "fault_source +(mm_fault|kprobes)"
 if memmon attach 99999 2>/tmp/err; then fail "attach of a missing pid worked"; fi
 expect_match "attach error" "$(cat /tmp/err)" "memmon: error: .*99999"
 # the live stream, decoded to JSON and filtered; Ctrl-C ends it cleanly

@@ -27,6 +27,9 @@ pub fn write_capture_header(
         .map(|uts| uts.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".to_owned());
     write_header(out, "kernel", &kernel)?;
+    if let Some(build) = kernel_build() {
+        write_header(out, "kernel-build", &build)?;
+    }
     let version = params.version().unwrap_or_else(|| "unknown".to_owned());
     write_header(out, "module-version", &version)?;
     // The module reports its buflen in its stats; a sysfs parameter file, where a kernel
@@ -38,6 +41,14 @@ pub fn write_capture_header(
         .or_else(|| params.get("buflen"));
     if let Some(buflen) = buflen {
         write_header(out, "buflen", &buflen)?;
+    }
+    // Which fault source the module chose on this kernel (docs/events.md, "Fault sources").
+    if let Some(source) = proc
+        .stats()
+        .ok()
+        .and_then(|stats| stats.get("fault_source").map(str::to_owned))
+    {
+        write_header(out, "fault-source", &source)?;
     }
     // Access sampling: the period and the per-generation page budget, so the
     // report can tell generations that hit the budget.
@@ -56,6 +67,14 @@ pub fn write_capture_header(
         &format!("{}.{:09}", wall.as_secs(), wall.subsec_nanos()),
     )?;
     write_header(out, what.0, what.1)
+}
+
+/// The running kernel's build (`uname -v`: its build number, and on Debian the package
+/// version, e.g. `#1 SMP PREEMPT_DYNAMIC Debian 7.3.4-1~bpo13+1 (2026-11-20)`).
+pub fn kernel_build() -> Option<String> {
+    nix::sys::utsname::uname()
+        .ok()
+        .map(|uts| uts.version().to_string_lossy().into_owned())
 }
 
 /// Writes snapshots of `/proc/PID/maps` and of the `Vm*`/`Rss*` lines of

@@ -81,6 +81,18 @@ pub fn stats(proc: &ProcInterface) -> Result<ExitCode> {
         .max()
         .unwrap_or(0);
     let mut out = io::stdout().lock();
+    // The kernel memmon runs on, before the module's own figures (among them fault_source).
+    let kernel = nix::sys::utsname::uname()
+        .map(|uts| {
+            format!(
+                "{} {}",
+                uts.release().to_string_lossy(),
+                uts.version().to_string_lossy()
+            )
+        })
+        .unwrap_or_else(|_| "unknown".to_owned());
+    let width = width.max("kernel".len());
+    ignore_broken_pipe(writeln!(out, "{:width$}  {kernel}", "kernel"))?;
     for (key, value) in &stats.entries {
         ignore_broken_pipe(writeln!(out, "{key:width$}  {value}"))?;
     }

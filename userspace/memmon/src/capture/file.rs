@@ -27,7 +27,9 @@
 //! ```
 //!
 //! - `# KEY VALUE`: a header (key without spaces, value = rest of the line). Known keys:
-//!   `memmon-capture` (format version), `kernel` (uname release), `module-version`
+//!   `memmon-capture` (format version), `kernel` (uname release), `kernel-build` (uname
+//!   version: the build, on Debian with the package version), `fault-source` (the
+//!   module's, as `/proc/memmon/stats` names it), `module-version`
 //!   (`/sys/module/memmon/version` or `unknown`), `buflen`
 //!   (the `buflen` line of `/proc/memmon/stats`, else
 //!   `/sys/module/memmon/parameters/buflen`; absent when unknown), `start` and `end`
