@@ -39,6 +39,8 @@ mod state;
 mod unwind;
 mod watch;
 
+use kernel_ext::errno::eopnotsupp;
+use kernel_ext::module_param::param_value;
 use kernel_ext::procfs::ProcDir;
 use kernel_ext::tracepoint::{Detached, TracepointProbe};
 use monitor::Monitor;
@@ -63,9 +65,9 @@ module! {
             default: 32768,
             description: "Memory for unwind tables and ranges, in KiB (0 to 4194304, 0: none)",
         },
-        fault_kprobes: bool {
-            default: false,
-            description: "Take faults from kprobes on handle_mm_fault and its handlers, as on a kernel without the mm:mm_fault tracepoint",
+        fault_kprobes: u32 {
+            default: 0,
+            description: "1: take faults from kprobes on handle_mm_fault and its handlers, as on a kernel without the mm:mm_fault tracepoint (0 or 1)",
         },
         sample_pages: u32 {
             default: 65536,
@@ -115,7 +117,7 @@ impl Params {
     /// The parameters the module is loaded with; fails with `EINVAL`, and says why, for one
     /// out of its range.
     fn read() -> Result<Self> {
-        let buflen = module_parameters::buflen.value();
+        let buflen = param_value(&module_parameters::buflen);
         if buflen != 0 && !(BUFLEN_MIN..=BUFLEN_MAX).contains(&buflen) {
             pr_err!(
                 "buflen={} is out of range: it must be 0 (1 MiB per CPU) or {} to {} bytes\n",
@@ -125,7 +127,7 @@ impl Params {
             );
             return Err(EINVAL);
         }
-        let sample_pages = module_parameters::sample_pages.value();
+        let sample_pages = param_value(&module_parameters::sample_pages);
         if !(1..=SAMPLE_PAGES_MAX).contains(&sample_pages) {
             pr_err!(
                 "sample_pages={} is out of range: it must be 1 to {} pages\n",
@@ -134,7 +136,7 @@ impl Params {
             );
             return Err(EINVAL);
         }
-        let unwind_max_kb = module_parameters::unwind_max_kb.value();
+        let unwind_max_kb = param_value(&module_parameters::unwind_max_kb);
         if unwind_max_kb > UNWIND_MAX_KB_MAX {
             pr_err!(
                 "unwind_max_kb={} is out of range: it must be 0 to {} KiB\n",
@@ -143,7 +145,12 @@ impl Params {
             );
             return Err(EINVAL);
         }
-        let fault_source = if module_parameters::fault_kprobes.value() {
+        let fault_kprobes = param_value(&module_parameters::fault_kprobes);
+        if fault_kprobes > 1 {
+            pr_err!("fault_kprobes={}: 0 or 1\n", fault_kprobes);
+            return Err(EINVAL);
+        }
+        let fault_source = if fault_kprobes == 1 {
             Source::Kprobes
         } else {
             Source::default_for_build()
@@ -228,7 +235,7 @@ fn register_probes(state: &Arc<State>, fault_source: Source) -> Result<Arc<Monit
             "the kprobes do not go through ftrace (int3): build the kernel with \
              CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"
         );
-        return Err(EOPNOTSUPP);
+        return Err(eopnotsupp());
     }
     Ok(monitor)
 }

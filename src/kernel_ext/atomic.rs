@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `READ_ONCE()` of an [`Atomic`]: one marked load, inline, with no call.
+//! `READ_ONCE()` of an [`Atomic`]: one marked load, inline, with no call; and `smp_mb()`
+//! the same on every kernel memmon builds for.
 
 use kernel::sync::atomic::{Atomic, AtomicType};
 
@@ -19,4 +20,16 @@ pub(crate) fn read_once<T: AtomicType>(atomic: &Atomic<T>) -> T {
     // atomic type is at most 8 bytes, so on x86_64 this is one aligned load, as
     // `atomic64_read()` is.
     unsafe { atomic.as_ptr().read_volatile() }
+}
+
+/// A full memory barrier between CPUs (`smp_mb()`).
+///
+/// FIXME(7.2): `kernel::sync::barrier::smp_mb` takes the ordering (`Full`) from 7.3 on and
+/// no argument before; call it directly once 7.2 is no longer built for.
+#[inline(always)]
+pub(crate) fn smp_mb_full() {
+    #[cfg(memmon_kernel_7_3)]
+    kernel::sync::barrier::smp_mb(kernel::sync::atomic::Full);
+    #[cfg(not(memmon_kernel_7_3))]
+    kernel::sync::barrier::smp_mb();
 }

@@ -317,6 +317,7 @@ mod raw {
 #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_ARGS))]
 mod raw {
     use crate::bindings;
+    use crate::kernel_ext::errno::eopnotsupp;
     use kernel::prelude::*;
 
     /// Fails with `EOPNOTSUPP`: there is no ftrace to hook functions with.
@@ -330,7 +331,7 @@ mod raw {
         _redirects: bool,
         _functions: &[usize],
     ) -> Result {
-        Err(EOPNOTSUPP)
+        Err(eopnotsupp())
     }
 
     /// # Safety
@@ -342,7 +343,7 @@ mod raw {
     ///
     /// None: nothing is done.
     pub(super) unsafe fn register_ftrace_function(_ops: *mut bindings::ftrace_ops) -> c_int {
-        EOPNOTSUPP.to_errno()
+        eopnotsupp().to_errno()
     }
 
     /// # Safety

@@ -14,6 +14,16 @@ use kernel::{
     types::Opaque,
 };
 
+/// The callback's "do not restart" (`HRTIMER_NORESTART`).
+///
+/// FIXME(7.2): bindgen gives `enum hrtimer_restart` as a newtype from 7.3 on and as integer
+/// constants before; use `bindings::hrtimer_restart::HRTIMER_NORESTART` once 7.2 is no
+/// longer built for.
+#[cfg(memmon_kernel_7_3)]
+const HRTIMER_NORESTART: bindings::hrtimer_restart = bindings::hrtimer_restart::HRTIMER_NORESTART;
+#[cfg(not(memmon_kernel_7_3))]
+const HRTIMER_NORESTART: bindings::hrtimer_restart = bindings::hrtimer_restart_HRTIMER_NORESTART;
+
 /// What an [`OneShotTimer`] does when it expires.
 pub(crate) trait TimerHandler: Send + Sync {
     /// Runs in hard interrupt context: it must not sleep.
@@ -102,7 +112,7 @@ impl<H: TimerHandler> OneShotTimer<H> {
         // caller wrote before, or that caller's `xchg` sees `false` and starts the timer again.
         this.armed.xchg(false, Full);
         this.handler.expired();
-        bindings::hrtimer_restart::HRTIMER_NORESTART
+        HRTIMER_NORESTART
     }
 }
 

@@ -10,6 +10,7 @@
 //! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
 //! `unregister_kretprobes()`) instead of one each.
 
+use super::errno::eopnotsupp;
 use crate::bindings;
 use core::mem::{size_of, MaybeUninit};
 use kernel::{
@@ -74,7 +75,7 @@ pub(crate) fn ftrace_location(symbol: &'static CStr, missing_ok: bool) -> Result
     // uses it.
     unsafe { bindings::unregister_kprobe(&mut probe) };
     if flags & bindings::KPROBE_FLAG_FTRACE == 0 {
-        return Err(EOPNOTSUPP);
+        return Err(eopnotsupp());
     }
     Ok(address)
 }

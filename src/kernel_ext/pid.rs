@@ -4,7 +4,7 @@
 //! namespace, and a counted reference to a process's thread-group `struct pid`, which names
 //! that process and no later one given the same number.
 
-use super::task::{task_from_raw, TaskExt};
+use super::task::{task_from_raw, task_tgid, TaskExt};
 use crate::bindings;
 
 use core::ptr::NonNull;
@@ -74,7 +74,7 @@ impl ProcessPid {
         // group's number in the initial pid namespace.
         Ok(Self {
             pid,
-            tgid: task.tgid(),
+            tgid: task_tgid(task),
         })
     }
 

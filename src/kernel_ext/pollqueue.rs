@@ -13,13 +13,7 @@
 
 use crate::bindings;
 use crate::kernel_ext::procfs::PollTableRef;
-use kernel::{
-    fs::LocalFile,
-    prelude::*,
-    str::CStr,
-    sync::{rcu::synchronize_rcu, LockClassKey},
-    types::Opaque,
-};
+use kernel::{fs::LocalFile, prelude::*, str::CStr, sync::LockClassKey, types::Opaque};
 
 /// Every poll event bit: a wake-up with this key reaches every poller, whatever it waits for.
 pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
@@ -33,6 +27,20 @@ pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
     | bindings::POLLWRBAND
     | bindings::POLLMSG
     | bindings::POLLRDHUP;
+
+/// Waits for an RCU grace period (`synchronize_rcu()`): may sleep.
+///
+/// FIXME(7.2): `kernel::sync::rcu::synchronize_rcu` from 7.3 on; 7.2's `kernel` crate lacks
+/// it.
+fn synchronize_rcu() {
+    #[cfg(memmon_kernel_7_3)]
+    kernel::sync::rcu::synchronize_rcu();
+    // SAFETY: Called from `drop`, in process context, where sleeping is allowed.
+    #[cfg(not(memmon_kernel_7_3))]
+    unsafe {
+        bindings::synchronize_rcu()
+    };
+}
 
 /// `POLLFREE` of `uapi/asm-generic/poll.h`: the queue is going away, drop your entry.
 const POLLFREE: u32 = 0x4000;

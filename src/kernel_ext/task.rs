@@ -214,3 +214,14 @@ impl TaskExt for Task {
         live > 0
     }
 }
+
+/// The thread-group id of `task` in the initial pid namespace (its `tgid`), what
+/// `Task::tgid` gives on kernels whose `kernel` crate has it.
+///
+/// FIXME(7.2): Use `Task::tgid` once 7.2, whose `kernel` crate lacks it, is no longer built
+/// for.
+pub(crate) fn task_tgid(task: &Task) -> i32 {
+    // SAFETY: `task` is a valid task; its `tgid` is set before the task is visible and
+    // never changes after (exec's `de_thread()` changes a thread's `pid`, not its `tgid`).
+    unsafe { (*task.as_ptr()).tgid }
+}

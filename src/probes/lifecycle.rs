@@ -27,7 +27,7 @@ use crate::kernel_ext::cgroup::{on_default_hierarchy, process_cgroup};
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
-use crate::kernel_ext::task::{current_ids, task_from_raw};
+use crate::kernel_ext::task::{current_ids, task_from_raw, task_tgid};
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::{Event, Kind, TEXT_CAPACITY};
 use crate::state::State;
@@ -42,7 +42,7 @@ pub(crate) fn push_cgroup(state: &State, task: &Task) {
     let Some(cgroup) = process_cgroup(task, &mut path) else {
         return;
     };
-    let tgid = task.tgid();
+    let tgid = task_tgid(task);
     let mut event = Event::new(Kind::Cgroup, tgid, tgid);
     event.args[0] = cgroup.id;
     event.set_text_tail(cgroup.path);
@@ -66,7 +66,7 @@ unsafe extern "C" fn process_fork(
     let state = unsafe { &*data.cast::<State>() };
     // SAFETY: The tracepoint passes the valid new task, for the call.
     let child = unsafe { task_from_raw(child) };
-    let child_tgid = child.tgid();
+    let child_tgid = task_tgid(child);
     if child.pid() != child_tgid {
         // A new thread, not a new process.
         return;
@@ -175,7 +175,7 @@ unsafe extern "C" fn cgroup_moved(
     let task = unsafe { task_from_raw(task) };
     // One line a process: the tracepoint fires for each thread moved, and the process's
     // cgroup is its leader's.
-    if state.watch.moved(task) && task.pid() == task.tgid() {
+    if state.watch.moved(task) && task.pid() == task_tgid(task) {
         push_cgroup(state, task);
     }
 }

@@ -21,6 +21,7 @@
 //! is on (its hinting faults could not be told from sampling ones).
 
 use crate::bindings;
+use crate::kernel_ext::errno::eopnotsupp;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::record::event::Kind;
 use crate::state::State;
@@ -65,7 +66,7 @@ pub(crate) fn refuse_sampling() -> Result {
              source (fault_kprobes=1) cannot tell access faults\n",
             ms
         );
-        return Err(EOPNOTSUPP);
+        return Err(eopnotsupp());
     }
     Ok(())
 }
@@ -146,7 +147,7 @@ unsafe fn sample_arm(
     _next: *mut c_ulong,
 ) -> c_long {
     // CAST: an errno fits any signed integer type.
-    EOPNOTSUPP.to_errno() as c_long
+    eopnotsupp().to_errno() as c_long
 }
 
 /// Accepts a `sample_ms` of 0 (off) or [`SAMPLE_MS_MIN`] to [`SAMPLE_MS_MAX`], and a
@@ -168,7 +169,7 @@ fn check_sample_ms(value: Option<u32>, text: &str) -> Result {
              (CONFIG_MM_ACCESS_SAMPLING); this one does not have it\n",
             value
         );
-        return Err(EOPNOTSUPP);
+        return Err(eopnotsupp());
     }
     if value != 0 && !ACCESS_FAULTS_SEEN.load(Ordering::Relaxed) {
         pr_err!(
@@ -176,7 +177,7 @@ fn check_sample_ms(value: Option<u32>, text: &str) -> Result {
              source (fault_kprobes=1) cannot tell access faults\n",
             value
         );
-        return Err(EOPNOTSUPP);
+        return Err(eopnotsupp());
     }
     if value != 0 && !arming_allowed() {
         pr_err!(

@@ -5,6 +5,7 @@
 
 use super::rejected::Rejected;
 use crate::kernel_ext::cgroup::Cgroup;
+use crate::kernel_ext::errno::{eloop, emediumtype, enametoolong};
 use kernel::{
     alloc::{flags::GFP_KERNEL, KVec},
     prelude::*,
@@ -62,7 +63,7 @@ pub(super) fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
     }
     if path.len() > CGROUP_PATH_MAX {
         return Err(Rejected {
-            error: ENAMETOOLONG,
+            error: enametoolong(),
             why: "a path longer than 4095 bytes (PATH_MAX)",
         });
     }
@@ -78,11 +79,11 @@ pub(super) fn resolve_cgroup(path: &[u8]) -> Result<Cgroup, Rejected> {
             "no such directory (or a cgroup outside the writer's cgroup namespace)"
         } else if error == ENOTDIR {
             "not a directory"
-        } else if error == EMEDIUMTYPE {
+        } else if error == emediumtype() {
             "not a cgroup v2 directory (not in a cgroup2 file system)"
-        } else if error == ELOOP {
+        } else if error == eloop() {
             "too many symbolic links"
-        } else if error == ENAMETOOLONG {
+        } else if error == enametoolong() {
             "a name in the path too long"
         } else if error == EACCES {
             "a directory on the path cannot be searched"

@@ -30,10 +30,10 @@ mod rejected;
 mod request;
 
 use crate::kernel_ext::{
-    atomic::read_once,
+    atomic::{read_once, smp_mb_full},
     byte_writer::ByteWriter,
     cgroup::{for_each_process, Cgroup},
-    task::{current_ids, TaskExt},
+    task::{current_ids, task_tgid, TaskExt},
 };
 use bitmap::PidBitmap;
 use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
@@ -46,7 +46,6 @@ use kernel::{
     str::BStr,
     sync::{
         atomic::{Atomic, Full, Relaxed, Release},
-        barrier::smp_mb,
         Mutex, SpinLock,
     },
     task::Task,
@@ -233,7 +232,7 @@ impl WatchSet {
         if task.is_kernel_thread() || !task.group_alive() {
             return CgroupMember::default();
         }
-        let tgid = task.tgid();
+        let tgid = task_tgid(task);
         let (was_watched, watched, member) = {
             let membership = self.membership.lock();
             let now = membership.has_process(task);
@@ -261,7 +260,7 @@ impl WatchSet {
     pub(crate) fn moved(&self, task: &Task) -> bool {
         // After the move, against a write adding a cgroup (its count, then its walk): either
         // this sees the count, or the walk sees the process where it was moved to.
-        smp_mb(Full);
+        smp_mb_full();
         self.cgroups_watched() && self.refresh(task).now
     }
 
@@ -289,7 +288,7 @@ impl WatchSet {
         // `if_empty` found no bit set). And after the child was put in its cgroup, against a
         // write adding a cgroup: either this sees its count, or its walk sees the child.
         self.forks_in_progress.fetch_add(1, Full);
-        let child_tgid = child.tgid();
+        let child_tgid = task_tgid(child);
         let watched = self.contains(parent);
         let follow = watched && self.follows(parent);
         if follow {
@@ -396,7 +395,7 @@ impl WatchSet {
             self.cgroup_count.store(membership.cgroups.len(), Release);
         }
         for_each_process(|task| {
-            if self.by_cgroup.contains(task.tgid()) {
+            if self.by_cgroup.contains(task_tgid(task)) {
                 self.refresh(task);
             }
         });

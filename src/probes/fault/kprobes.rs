@@ -41,6 +41,7 @@
 
 use crate::bindings;
 use crate::kernel_ext::atomic::read_once;
+use crate::kernel_ext::errno::eopnotsupp;
 use crate::kernel_ext::ftrace::{
     within_this_module, FunctionEntry, FunctionHooks, FunctionHooksHandler,
 };
@@ -697,7 +698,7 @@ impl Drop for FaultKprobes {
 /// The ftrace location of `symbol`, naming it in the log when it cannot be hooked.
 fn hooked(symbol: &'static CStr, optional: bool) -> Result<usize> {
     match ftrace_location(symbol, optional) {
-        Err(e) if e == EOPNOTSUPP => {
+        Err(e) if e == eopnotsupp() => {
             if optional {
                 pr_info!(
                     "fault source: {} cannot be hooked through ftrace: left out\n",

@@ -26,7 +26,9 @@ struct StockHello {
 
 impl kernel::Module for StockHello {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let count = module_parameters::greeting_count.value();
+        // `value()` gives the value from 7.3 on and a reference to it before: `clone()`
+        // makes a `u32` of either.
+        let count: u32 = module_parameters::greeting_count.value().clone();
         let mut numbers = KVec::new();
         for i in 0..count {
             numbers.push(i * 7, GFP_KERNEL)?;
