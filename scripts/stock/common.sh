@@ -10,7 +10,7 @@ stock_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 stock_dir="$stock_top/scripts/stock"
 stock_build="$stock_top/build/stock"
 stock_debs="$stock_build/debs"        # every .deb downloaded (a cache; apt verified each)
-stock_kernels="$stock_dir/kernels.txt"
+stock_kernels=${STOCK_KERNELS_LIST:-$stock_dir/kernels.txt}  # tests give another list
 
 stock_say() { printf 'stock: %s\n' "$*"; }
 stock_die() { printf 'stock: %s\n' "$*" >&2; exit 1; }
