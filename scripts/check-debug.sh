@@ -35,7 +35,7 @@ passed=0 failed=0
 # tally LOG: add a check.sh run's "N passed, N failed" line to the totals
 tally() {
     local p f
-    read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$1" | tail -n 1)
+    read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed(, [0-9]+ skipped)?(;.*)?$/\1 \2/p' "$1" | tail -n 1)
     if [ -z "${p:-}" ]; then
         echo "check-debug: no result line in $1" >&2
         failed=$((failed + 1))

@@ -39,7 +39,7 @@ if echo 1 > /proc/sys/kernel/numa_balancing 2>/dev/null; then
         'memmon: sample_ms=100: access sampling is refused while automatic NUMA balancing is on'
     echo 0 > /proc/sys/kernel/numa_balancing || fail "cannot turn NUMA balancing off again"
 else
-    echo "skip: kernel.numa_balancing cannot be turned on here"
+    fail "kernel.numa_balancing cannot be turned on (the patched kernel has CONFIG_NUMA_BALANCING)"
 fi
 expect_eq "sample_ms after refused writes" "$(cat $P)" 0
 unload
