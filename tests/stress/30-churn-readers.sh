@@ -26,12 +26,14 @@ storm=$!
 end=$(($(cut -d. -f1 /proc/uptime) + seconds))
 n=0
 while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
-    # A write fails only for a storm that has just ended (ESRCH, the loop's last round).
+    # A write may fail only for a storm that has just ended (the loop's last round).
     if ! echo $storm > /proc/memmon/watch-pids; then
         ! kill -0 $storm 2>/dev/null || fail "watching the running storm ($storm) failed"
     fi
     sleep 0.2
-    echo -$storm > /proc/memmon/watch-pids || fail "unwatching the storm ($storm) failed"
+    if ! echo -$storm > /proc/memmon/watch-pids; then
+        ! kill -0 $storm 2>/dev/null || fail "unwatching the running storm ($storm) failed"
+    fi
     if [ $((n % 5)) -eq 0 ]; then
         /progs/watchexec /progs/memtest anon 200 > /dev/null || fail "a short watched process"
     fi
