@@ -147,7 +147,10 @@ impl Params {
         }
         let fault_kprobes = param_value(&module_parameters::fault_kprobes);
         if fault_kprobes > 1 {
-            pr_err!("fault_kprobes={}: 0 or 1\n", fault_kprobes);
+            pr_err!(
+                "fault_kprobes={} is out of range: it must be 0 or 1\n",
+                fault_kprobes
+            );
             return Err(EINVAL);
         }
         let fault_source = if fault_kprobes == 1 {

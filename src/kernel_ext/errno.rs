@@ -2,6 +2,8 @@
 
 //! Error codes that the `kernel` crate of some kernels memmon builds for does not name
 //! (7.2's `kernel::error::code` lacks these four), made from the C constants on all of them.
+//!
+//! FIXME(7.2): Use `kernel::error::code`'s once 7.2 is no longer built for.
 
 use crate::bindings;
 

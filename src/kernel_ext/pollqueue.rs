@@ -29,17 +29,21 @@ pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
     | bindings::POLLRDHUP;
 
 /// Waits for an RCU grace period (`synchronize_rcu()`): may sleep.
+#[cfg(memmon_kernel_7_3)]
+fn synchronize_rcu() {
+    kernel::sync::rcu::synchronize_rcu();
+}
+
+/// Waits for an RCU grace period (`synchronize_rcu()`): may sleep.
 ///
 /// FIXME(7.2): `kernel::sync::rcu::synchronize_rcu` from 7.3 on; 7.2's `kernel` crate lacks
 /// it.
+#[cfg(not(memmon_kernel_7_3))]
 fn synchronize_rcu() {
-    #[cfg(memmon_kernel_7_3)]
-    kernel::sync::rcu::synchronize_rcu();
-    // SAFETY: Called from `drop`, in process context, where sleeping is allowed.
-    #[cfg(not(memmon_kernel_7_3))]
-    unsafe {
-        bindings::synchronize_rcu()
-    };
+    // SAFETY: `synchronize_rcu()` has no precondition but a context that may sleep, which
+    // this function requires of its callers as the kernel crate's wrapper of it does (the
+    // one caller is a pinned drop, in process context).
+    unsafe { bindings::synchronize_rcu() };
 }
 
 /// `POLLFREE` of `uapi/asm-generic/poll.h`: the queue is going away, drop your entry.

@@ -6,7 +6,10 @@
 
 use crate::bindings;
 
-use kernel::{prelude::*, task::Task};
+use kernel::{
+    prelude::*,
+    task::{Pid, Task},
+};
 
 /// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
 /// different CPUs merge in order. Callable in any context but NMI (no producer runs there).
@@ -220,7 +223,7 @@ impl TaskExt for Task {
 ///
 /// FIXME(7.2): Use `Task::tgid` once 7.2, whose `kernel` crate lacks it, is no longer built
 /// for.
-pub(crate) fn task_tgid(task: &Task) -> i32 {
+pub(crate) fn task_tgid(task: &Task) -> Pid {
     // SAFETY: `task` is a valid task; its `tgid` is set before the task is visible and
     // never changes after (exec's `de_thread()` changes a thread's `pid`, not its `tgid`).
     unsafe { (*task.as_ptr()).tgid }
