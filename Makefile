@@ -229,8 +229,10 @@ install uninstall:
 deb: userspace
 	@$(TOP)/scripts/make-deb.sh
 
+DEB_TEST_KREL := 7.3.4+deb13-amd64
 check-deb: deb
-	@$(MAKE) --no-print-directory kernel-stock
+	@test -f $(BUILD)/stock/kernels/$(DEB_TEST_KREL)/image/usr/lib/modules/$(DEB_TEST_KREL)/vmlinuz || \
+		$(MAKE) --no-print-directory kernel-stock STOCK_KREL=$(DEB_TEST_KREL)
 	@$(TOP)/tests/packaging/dkms-install.sh
 
 clean:

@@ -25,7 +25,8 @@
 #      addresses) and tests/vm/12-fault-cow.sh (copy-on-write faults), each passing as in
 #      make check-stock: exit 0 and no BUG/WARNING/Oops/Call Trace in the guest's log.
 # Prints "ok: ..." per assertion and ends with "check-deb: N passed, N failed"; exits 1 if
-# anything failed. Needs: mmdebstrap (the root), make kernel-stock (Debian's vmlinuz),
+# anything failed. Needs: mmdebstrap (the root), make kernel-stock STOCK_KREL=$krel (Debian's
+# vmlinuz; make check-deb runs it when missing),
 # make deb, the network to deb.debian.org (apt, the first time: build/deb/apt-archives
 # keeps the packages).
 set -uo pipefail
@@ -55,7 +56,8 @@ cli_deb=$(ls "$deb"/memmon_*_amd64.deb 2>/dev/null | tail -n 1)
 [ -f "$dkms_deb" ] && [ -f "$cli_deb" ] || die "no packages in build/deb: make deb"
 version=$(dpkg-deb -f "$dkms_deb" Version)
 [ "$(dpkg-deb -f "$cli_deb" Version)" = "$version" ] || die "build/deb holds packages of two versions: make deb"
-[ -f "$top/build/stock/image/usr/lib/modules/$krel/vmlinuz" ] || die "no Debian kernel to boot: make kernel-stock"
+[ -f "$top/build/stock/kernels/$krel/image/usr/lib/modules/$krel/vmlinuz" ] ||
+    die "no Debian $krel to boot: make kernel-stock STOCK_KREL=$krel"
 t0=$(t)
 "$top/tests/packaging/trixie-root.sh" || die "building the trixie root failed"
 rm -rf "$work"
@@ -128,7 +130,7 @@ for s in tests/stock/03-memmon-stock.sh tests/vm/10-fault-anon.sh tests/vm/12-fa
     klog=$work/vm-$name.kernel.log
     t3=$(t)
     STOCK_MEMMON_MODULE=$work/memmon.ko MEMMON_ACCEL=tcg,thread=single MEMMON_VM_TIMEOUT=600 \
-        "$top/scripts/stock/vm-run" --log "$klog" --add "$top/tests/vm/lib.sh:/host/lib.sh" \
+        "$top/scripts/stock/vm-run" --kernel "$krel" --log "$klog" --add "$top/tests/vm/lib.sh:/host/lib.sh" \
         --add "$top/$s:/host/test.sh" -- sh /host/test.sh > "$work/vm-$name.log" 2>&1
     rc=$?
     splats=$(grep -cE 'BUG:|WARNING:|Oops|Call Trace|KASAN|kernel BUG' "$klog" || true)
