@@ -23,6 +23,10 @@
 #                 /lib/modules/KRELEASE/extra with depmod, the CLI in /usr/local/bin, the
 #                 systemd unit memmon-agent.service (scripts/install.sh; DESTDIR=, PREFIX=)
 #   make uninstall  remove them (the configuration /etc/memmon/agent.toml is kept)
+#   make deb      Debian packages in build/deb/: memmon-dkms (the module, built by DKMS) and
+#                 memmon (the CLI, the unit) (scripts/make-deb.sh, docs/packaging.md)
+#   make check-deb  install them in a trixie system as a user would, then boot Debian's kernel
+#                 with the module DKMS built there (tests/packaging/dkms-install.sh)
 #   make clean    remove the module and userspace build output (keeps the kernel)
 #   make distclean  remove build/ entirely
 
@@ -51,6 +55,7 @@ PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
 .PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall check-gxx \
+	deb check-deb \
 	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
 
@@ -215,6 +220,20 @@ check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
 install uninstall:
 	@KRELEASE=$(KRELEASE) $(if $(filter command line,$(origin KDIR)),KDIR=$(KDIR)) \
 		DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) $(TOP)/scripts/install.sh $@
+
+# Debian packages into build/deb/ (docs/packaging.md): memmon-dkms_VERSION_all.deb (the
+# module's source, built by DKMS for each kernel with Rust) and memmon_VERSION_amd64.deb (the
+# static CLI, the unit, /etc/memmon/agent.toml). make check-deb installs them in a trixie
+# system (mmdebstrap, build/deb/trixie-root) as a user would, then boots Debian's kernel with
+# the module DKMS built there (tests/packaging/dkms-install.sh).
+deb: userspace
+	@$(TOP)/scripts/make-deb.sh
+
+DEB_TEST_KREL := 7.3.4+deb13-amd64
+check-deb: deb
+	@test -f $(BUILD)/stock/kernels/$(DEB_TEST_KREL)/image/usr/lib/modules/$(DEB_TEST_KREL)/vmlinuz || \
+		$(MAKE) --no-print-directory kernel-stock STOCK_KREL=$(DEB_TEST_KREL)
+	@$(TOP)/tests/packaging/dkms-install.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target
