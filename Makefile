@@ -229,11 +229,12 @@ install uninstall:
 deb: userspace
 	@$(TOP)/scripts/make-deb.sh
 
-DEB_TEST_KREL := 7.3.4+deb13-amd64
+# The kernel: make check's (scripts/stock/choose), or MEMMON_DEB_KREL=RELEASE.
 check-deb: deb
-	@test -f $(BUILD)/stock/kernels/$(DEB_TEST_KREL)/image/usr/lib/modules/$(DEB_TEST_KREL)/vmlinuz || \
-		$(MAKE) --no-print-directory kernel-stock STOCK_KREL=$(DEB_TEST_KREL)
-	@$(TOP)/tests/packaging/dkms-install.sh
+	@krel=$${MEMMON_DEB_KREL:-$$($(TOP)/scripts/stock/choose)} && \
+	{ test -f $(BUILD)/stock/kernels/$$krel/image/usr/lib/modules/$$krel/vmlinuz || \
+		$(MAKE) --no-print-directory kernel-stock STOCK_KREL=$$krel; } && \
+	MEMMON_DEB_KREL=$$krel $(TOP)/tests/packaging/dkms-install.sh
 
 clean:
 	rm -rf $(MODULE_OUT) $(BUILD)/progs $(BUILD)/vm $(TOP)/userspace/target

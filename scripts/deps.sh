@@ -13,14 +13,16 @@ KERNEL_DEB_SHA256="703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181
 BINDGEN_VERSION="0.73.2"
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
           qemu-system-x86 busybox-static gcc make git xz-utils python3 file
-          golang-go chromium libsqlite3-dev zlib1g-dev libglib2.0-dev debuginfod tmux kmod systemd)
+          golang-go chromium libsqlite3-dev zlib1g-dev libglib2.0-dev debuginfod tmux kmod systemd
+          mmdebstrap)
 # golang-go: `go tool pprof` reads the pprof output in the report tests; chromium: the
 # report page is loaded headless in its tests; libsqlite3-dev, zlib1g-dev: the unwinding
 # tests run Debian's shared libsqlite3 and libz (tests/unwind/); libglib2.0-dev: a first-glance
 # test program allocates through Debian's GLib (tests/glance/); debuginfod: the report's
 # debuginfod test starts a server (tests/report/debuginfod.sh); kmod: make install runs depmod
 # and modinfo (tests/install.sh, into a staging root); systemd: systemd-analyze verifies the
-# unit make install writes.
+# unit make install writes; mmdebstrap: make check-deb builds a trixie system to install the
+# packages in (tests/packaging/trixie-root.sh).
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"

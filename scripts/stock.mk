@@ -6,8 +6,9 @@
 #   make kernel-stock   resolve the kernel against the archive's current index
 #                       (scripts/stock/resolve): Debian's kernel, modules, headers and source,
 #                       and the toolchain its .config names, unpacked into a build root;
-#                       prepare build/stock/kernels/RELEASE/linux (Debian's .config,
-#                       modules_prepare in that root), guarded (config and Rust exports)
+#                       prepare build/stock/kernels/RELEASE/tree (Debian's .config,
+#                       modules_prepare in that root by scripts/kernel-rust-tree), guarded
+#                       (toolchain, config and Rust exports)
 #   make module-stock   memmon.ko for that kernel in build/module-stock/ (STOCK_KREL=RELEASE:
 #                       build/stock/kernels/RELEASE/module/; STOCK_MODULE_DIR=DIR
 #                       STOCK_MODULE_OUT=DIR: another module's Kbuild directory, e.g.
@@ -19,13 +20,13 @@
 #                       of trixie-backports and of sid), each prepared and checked with the
 #                       scenarios tagged "kernels" (scripts/stock/check-kernels)
 
-STOCK_PREPARED := $(BUILD)/stock/current/linux/.stock-prepared
+STOCK_PREPARED := $(BUILD)/stock/current/tree/.stock-prepared
 STOCK_MODULE_DIR ?= $(TOP)
 STOCK_MODULE_OUT ?= $(if $(STOCK_KREL),$(BUILD)/stock/kernels/$(STOCK_KREL)/module,$(BUILD)/module-stock)
 
 .PHONY: kernel-stock module-stock check-stock bench-stock check-kernels
 
-$(STOCK_PREPARED): $(TOP)/scripts/stock/kernels.txt $(TOP)/scripts/stock/prepare
+$(STOCK_PREPARED): $(TOP)/scripts/stock/kernels.txt $(TOP)/scripts/stock/prepare $(TOP)/scripts/kernel-rust-tree
 	@$(TOP)/scripts/stock/prepare
 
 kernel-stock:

@@ -83,7 +83,8 @@ stock_kernel() {
     stock_kdir="$stock_build/kernels/$STOCK_KREL"
     stock_image="$stock_kdir/image"       # Debian's vmlinuz and modules, unpacked
     stock_headers="$stock_kdir/headers/usr/src/linux-headers-$STOCK_KREL"
-    stock_linux="$stock_kdir/linux"       # linux-source with Debian's config, prepared
+    stock_linux="$stock_kdir/tree"        # linux-source with Debian's config, prepared
+                                          # (scripts/kernel-rust-tree)
     stock_module="$stock_kdir/module"     # memmon.ko built for it
     STOCK_KVER= STOCK_DIST= STOCK_SUITE= STOCK_SOURCE= stock_root=
     if [ -f "$stock_kdir/kernel.env" ]; then

@@ -33,9 +33,13 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 deb=$top/build/deb
 work=$deb/test
-krel=7.3.4+deb13-amd64
-kver=7.3.4-1~bpo13+1
-norust=6.12.118+deb13-amd64
+# The kernel: make check's (scripts/stock/choose), or $MEMMON_DEB_KREL; its Debian version
+# and the rustc that built it as scripts/stock/resolve found them in the archive.
+krel=${MEMMON_DEB_KREL:-$("$top/scripts/stock/choose")} || exit 1
+export MEMMON_DEB_KREL=$krel
+"$top/scripts/stock/resolve" "$krel" > /dev/null || exit 1
+kver=$(. "$top/build/stock/kernels/$krel/kernel.env" && echo "$STOCK_KVER")
+krustc=$(. "$top/build/stock/kernels/$krel/kernel.env" && echo "$STOCK_RUSTC_TEXT")
 passed=0 failed=0
 die() { echo "memmon: error: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
@@ -90,8 +94,13 @@ expect_eq "memmon, memmon-agent.service, /etc/memmon/agent.toml (a conffile), th
     "$(tr '\n' ' ' < "$work/files")" "cli unit conffile tree "
 
 # --- 2. a kernel without Rust is skipped ----------------------------------------------------
-inroot sh -c "apt-get -q -y install linux-headers-$norust" > "$work/norust-headers.log" 2>&1
-expect_eq "apt install linux-headers-$norust exit status" "$?" 0
+# Debian stable's own kernel (linux-headers-amd64: trixie's, not the backport), whichever
+# release it is today.
+inroot sh -c "apt-get -q -y install linux-headers-amd64" > "$work/norust-headers.log" 2>&1
+expect_eq "apt install linux-headers-amd64 (Debian stable's kernel) exit status" "$?" 0
+norust=$(inroot sh -c "ls /lib/modules" 2>/dev/null | grep -vxF "$krel" | grep -- '-amd64$' | head -n 1)
+[ -n "$norust" ] || die "linux-headers-amd64 installed no other kernel than $krel"
+echo "check-deb: Debian stable's kernel: $norust"
 line="memmon: $norust: not built for it: the kernel has no Rust support (CONFIG_RUST is not set in its .config)"
 # The image's and the headers' hooks each run dkms autoinstall for it: one line per run.
 runs=$(starting "$work/norust-headers.log" "Autoinstall on $norust was skipped for module(s) memmon.")
@@ -117,7 +126,7 @@ expect_eq "rustc --version in the system" "$(cat "$work/rustc")" "rustc 1.86.0 (
 inroot sh -c "apt-get -q -y install --reinstall /mnt/deb/$(basename "$dkms_deb")" > "$work/mismatch.log" 2>&1
 expect_eq "reinstall of memmon-dkms with rustc 1.86.0 exit status" "$?" 0
 expect_lines "one line names the kernel's rustc" "$work/mismatch.log" \
-    "memmon: $krel: not built for it: $krel was built by rustc 1.85.1 (4eb161250 2025-03-15) (built from a source tarball); this machine has rustc 1.86.0 (05f9846f8 2025-03-31): install rustc 1.85.1" 1
+    "memmon: $krel: not built for it: $krel was built by $krustc; this machine has rustc 1.86.0 (05f9846f8 2025-03-31): install $(echo "$krustc" | cut -d' ' -f1-2)" 1
 inroot sh -c "dkms status memmon" > "$work/status.3" 2>&1
 expect_eq "dkms status for $krel with rustc 1.86.0" "$(grep -cF ", $krel," "$work/status.3")" 0
 

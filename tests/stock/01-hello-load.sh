@@ -1,7 +1,7 @@
 # The stock kernel's guest (scripts/stock/vm-run): the Debian kernel the host prepared is
 # running (its release and Debian version in /stock/release and /stock/version, from
 # scripts/stock/resolve), Debian's modules were loaded at boot, a Rust module built by the
-# kernel's own toolchain (its build root, against build/stock/kernels/RELEASE/linux) loads,
+# kernel's own toolchain (its build root, against build/stock/kernels/RELEASE/tree) loads,
 # runs and unloads, tracefs is at
 # /sys/kernel/tracing with exceptions:page_fault_user, and zram swap works.
 . /host/lib.sh
