@@ -224,7 +224,7 @@ install uninstall:
 # Debian packages into build/deb/ (docs/packaging.md): memmon-dkms_VERSION_all.deb (the
 # module's source, built by DKMS for each kernel with Rust) and memmon_VERSION_amd64.deb (the
 # static CLI, the unit, /etc/memmon/agent.toml). make check-deb installs them in a trixie
-# system (mmdebstrap, build/deb/trixie-root) as a user would, then boots Debian's kernel with
+# system of the kernel's distribution (mmdebstrap, build/deb/root-DIST) as a user would, then boots Debian's kernel with
 # the module DKMS built there (tests/packaging/dkms-install.sh).
 deb: userspace
 	@$(TOP)/scripts/make-deb.sh

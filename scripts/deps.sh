@@ -22,7 +22,7 @@ PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libss
 # debuginfod test starts a server (tests/report/debuginfod.sh); kmod: make install runs depmod
 # and modinfo (tests/install.sh, into a staging root); systemd: systemd-analyze verifies the
 # unit make install writes; mmdebstrap: make check-deb builds a trixie system to install the
-# packages in (tests/packaging/trixie-root.sh).
+# packages in (tests/packaging/system-root.sh).
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -38,7 +38,7 @@ module-stock: $(if $(STOCK_KREL),kernel-stock,$(STOCK_PREPARED))
 check-stock: $(if $(STOCK_KREL),kernel-stock,$(STOCK_PREPARED)) progs userspace
 	@$(TOP)/scripts/stock/check
 
-check-kernels: progs userspace
+check-kernels: progs userspace deb
 	@$(TOP)/scripts/stock/check-kernels
 
 # make bench-stock: scripts/bench.sh's set-ups in one boot of Debian's kernel (the kprobe

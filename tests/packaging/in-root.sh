@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run a command in an overlay of the cached trixie root (tests/packaging/trixie-root.sh):
+# Run a command in an overlay of the cached system $MEMMON_DEB_ROOT (tests/packaging/system-root.sh):
 # the root stays as built, what the command changes goes to UPPER (kept between calls, so
 # that a test's steps see each other's work). In a private mount namespace: the overlay,
 # /proc, /dev, /sys, the host's resolv.conf and a shared apt archive cache
@@ -7,7 +7,7 @@
 #   tests/packaging/in-root.sh UPPER [--bind HOST:GUEST]... -- COMMAND [ARG...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-root="$top/build/deb/trixie-root"
+root=${MEMMON_DEB_ROOT:?the system to run in (tests/packaging/system-root.sh prints it)}
 die() { echo "memmon: error: $*" >&2; exit 1; }
 [ $# -ge 1 ] || die "usage: tests/packaging/in-root.sh UPPER [--bind HOST:GUEST]... -- COMMAND..."
 upper=$(realpath -m "$1"); shift
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ $# -gt 0 ] || die "in-root.sh: no command"
-[ -f "$root/.memmon-root" ] || die "no trixie root: run tests/packaging/trixie-root.sh"
+[ -f "$root/.memmon-root" ] || die "no system at $root: run tests/packaging/system-root.sh"
 mkdir -p "$upper/upper" "$upper/work" "$upper/mnt" "$top/build/deb/apt-archives/partial"
 # shellcheck disable=SC2016
 exec unshare --mount --propagation private -- /bin/bash -c '
