@@ -244,9 +244,15 @@ fn control_commands_write_the_module_syntax() {
 
     let (code, stdout, _) = run(memmon().arg("--proc-root").arg(&root).arg("stats"));
     assert_eq!(code, 0);
+    // The kernel memmon runs on first (uname -r and -v), then the module's figures.
+    let uts = nix::sys::utsname::uname().unwrap();
     assert_eq!(
         stdout,
-        "produced     123\ndelivered    120\noverwritten  3\nfault        100\n"
+        format!(
+            "kernel       {} {}\nproduced     123\ndelivered    120\noverwritten  3\nfault        100\n",
+            uts.release().to_string_lossy(),
+            uts.version().to_string_lossy()
+        )
     );
 
     fs::write(root.join("watch-pids"), "12,x\n").unwrap();
@@ -343,6 +349,7 @@ fn record_command_writes_a_readable_capture() {
         [
             "memmon-capture",
             "kernel",
+            "kernel-build",
             "module-version",
             "start",
             "start-unix",
