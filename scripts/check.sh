@@ -108,7 +108,7 @@ module_modinfo() {
     local info
     info=$(objcopy -O binary --only-section=.modinfo "$top/build/module/memmon.ko" /dev/stdout | tr '\0' '\n')
     local want
-    for want in 'parmtype=stack_depth:uint' 'parm=stack_depth:User stack entries per fault and syscall (0-64, 0: off)' \
+    for want in 'parmtype=stack_depth:uint' 'parm=stack_depth:User stack entries per fault and syscall (0-127, 0: off)' \
         'parmtype=sample_ms:uint' 'parm=sample_ms:Access sampling period in ms (0: off, or 10-60000)' \
         'parmtype=buflen:u32' 'parmtype=unwind_max_kb:u32' 'parmtype=sample_pages:u32'; do
         grep -qxF "$want" <<< "$info" || { echo "no '$want' in .modinfo"; return 1; }
