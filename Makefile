@@ -13,6 +13,8 @@
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
 #   make check-gxx  g++ -O2 -c under memmon record with the defaults on a busy guest
 #                 (tests/defaults/gxx.sh; two compiles under single-threaded TCG, up to 45 min)
+#   make check-depth  the bytes of g++, python3.11 and Node.js whose stacks are cut at the
+#                 depth limit, at 64 and at the default 127: at most 2 % (tests/defaults/depth.sh)
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
 #                 beside the memmon binary
 #   make check-fleet  memmon-fleet's tests with Ballista (a loopback cluster of a scheduler
@@ -54,7 +56,7 @@ USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
 PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 
-.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall check-gxx \
+.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall check-gxx check-depth \
 	deb check-deb \
 	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
@@ -212,6 +214,9 @@ check-debug: deps userspace progs $(DEBUG_MODULE) $(NOFTRACE_MODULE)
 # scripts/vm-run; the guest's init scans for kmemleak leaks after the command there)
 check-gxx: deps all
 	@MEMMON_CHECK_VM_ONLY=1 MEMMON_CHECK_SCENARIOS=$(TOP)/tests/defaults/gxx.sh $(TOP)/scripts/check.sh
+
+check-depth: deps all
+	@MEMMON_CHECK_VM_ONLY=1 MEMMON_CHECK_SCENARIOS=$(TOP)/tests/defaults/depth.sh $(TOP)/scripts/check.sh
 
 check-stress: deps all $(if $(DEBUG),$(DEBUG_MODULE))
 	@$(if $(DEBUG),MEMMON_KERNEL=$(DEBUG_BZIMAGE) MEMMON_MODULE=$(DEBUG_MODULE) MEMMON_CHECK_DEBUG=1 \

@@ -121,31 +121,38 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     done
 done
 
-# The cost of a stack walk per entry: N first-touch faults at the bottom of a chain of 70
+# The cost of a stack walk per entry: N first-touch faults at the bottom of a chain of 130
 # calls (bench deep), the workload watched and no reader while it runs (the rings hold every
 # event), so that only the recording side is timed:
-#   stacks-off     stack_depth=0
-#   stacks-fp      stack_depth=64 (record's default), walked by frame pointers (the bench is
-#                  built with them)
-#   stacks-tables  stack_depth=64, walked with the bench's unwind table, loaded by
-#                  `memmon unwind PID` before the faults (docs/unwind.md)
+#   stacks-off         stack_depth=0
+#   stacks-fp          stack_depth=64 (record's default before 127), walked by frame pointers
+#                      (the bench is built with them)
+#   stacks-tables      stack_depth=64, walked with the bench's unwind table, loaded by
+#                      `memmon unwind PID` before the faults (docs/unwind.md)
+#   stacks-fp-127      stack_depth=127 (record's default), by frame pointers
+#   stacks-tables-127  stack_depth=127, with the unwind table
 # "stackwalk SETUP NS ENTRIES LOST": ns per fault, and the entries of most faults' stacks.
 stackwalk() {
-    setup=$1 depth=64
-    [ $setup = stacks-off ] && depth=0
+    setup=$1
+    case $setup in
+    stacks-off) depth=0 ;;
+    *-127) depth=127 ;;
+    *) depth=64 ;;
+    esac
     unload
     insmod /memmon/memmon.ko buflen=33554432 stack_depth=$depth
     rm -f /tmp/go /tmp/go.ready
-    /progs/watchexec /progs/bench deep 70 "$N" /tmp/go > /tmp/deep.out &
+    /progs/watchexec /progs/bench deep 130 "$N" /tmp/go > /tmp/deep.out &
     job=$!
     i=0
     until [ -e /tmp/go.ready ]; do
         [ $((i += 1)) -le 6000 ] || { echo "error: bench deep did not start in 60 s" >&2; exit 1; }
         sleep 0.01
     done
-    if [ $setup = stacks-tables ]; then
-        memmon unwind "$(pidof bench)" > /dev/null || echo "warning: memmon unwind failed" >&2
-    fi
+    case $setup in
+    stacks-tables*)
+        memmon unwind "$(pidof bench)" > /dev/null || echo "warning: memmon unwind failed" >&2 ;;
+    esac
     touch /tmp/go
     wait $job
     # The entries of most stacks: the deep faults' (the program's start-up has a few more).
@@ -153,13 +160,12 @@ stackwalk() {
         c[n]++ } END { for (n in c) if (c[n] > best) { best = c[n]; mode = n } printf "%.2f", mode }')
     echo "stackwalk $setup $(sed -n 's/^ns=//p' /tmp/deep.out) $entries $(stat_of lost_reported)" >> $res
 }
+walks="stacks-off stacks-fp stacks-tables stacks-fp-127 stacks-tables-127"
+nwalks=$(echo $walks | wc -w)
 rep=0
 while [ $((rep += 1)) -le "$REPS" ]; do
-    case $((rep % 3)) in
-    0) order="stacks-off stacks-fp stacks-tables" ;;
-    1) order="stacks-fp stacks-tables stacks-off" ;;
-    2) order="stacks-tables stacks-off stacks-fp" ;;
-    esac
+    # This repetition's order: the list rotated by (rep - 1) places.
+    order=$(echo $walks $walks | awk -v r=$(((rep - 1) % nwalks)) -v n=$nwalks '{ for (i = 1; i <= n; i++) printf "%s ", $(i + r) }')
     for setup in $order; do stackwalk $setup; done
 done
 

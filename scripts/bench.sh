@@ -13,13 +13,14 @@
 #              the syscall probes are armed
 #   watched    memmon loaded (default buflen), the workload watched, `cat` as the reader
 #   record-fp  memmon loaded (default buflen), `memmon record --no-unwind-tables -- WORKLOAD`,
-#              which turns on user call stacks (stack_depth=64, its default) for its duration, walked
+#              which turns on user call stacks (stack_depth=127, its default) for its duration, walked
 #              by frame pointers
 #   record     the same with the unwind tables `memmon record` loads (docs/unwind.md); the
 #              entries per stack of both are printed, and the cost per entry
 # The stack walk alone (no reader while the workload runs; scripts/bench-guest.sh): faults at
-# the bottom of 70 calls with stack_depth 0, and 64 walked by frame pointers or with tables;
-# the cost per entry of each walk over stack_depth 0. The Python walk (issue 43): python3.11
+# the bottom of 130 calls with stack_depth 0, and 64 or 127 (record's default) walked by
+# frame pointers or with tables; the cost per entry of each walk over stack_depth 0, and
+# what the 63 entries from 64 to 127 add to a fault. The Python walk (issue 43): python3.11
 # touching pages at the bottom of 24 Python calls, its interpreter described or not (its
 # unwind tables loaded in both); the cost per Python frame against a native entry's with
 # tables.
@@ -149,14 +150,20 @@ awk '
         if (("stackwalk stacks-off") in v) {
             printf "\n%-16s %-13s %8s %8s %8s %8s %8s %10s\n", "stack walk", "set-up", "median", "min", "max", "entries", "lost", "per entry"
             stats("stackwalk stacks-off"); off = med
-            for (s = 1; s <= 3; s++) {
-                name = s == 1 ? "stacks-off" : s == 2 ? "stacks-fp" : "stacks-tables"
+            nwalks = split("stacks-off stacks-fp stacks-tables stacks-fp-127 stacks-tables-127", walks, " ")
+            for (s = 1; s <= nwalks; s++) {
+                name = walks[s]
+                if (!(("stackwalk " name) in v)) continue
                 stats("stackwalk " name); mw[name] = med
                 n = split(substr(ent[name], 2), ea, " "); e = ea[1]
                 pe[name] = e > 0 ? (med - off) / e : 0
                 printf "%-16s %-13s %8d %8d %8d %8.2f %8d %10s\n", "", name, med, lo, hi, e, lost["stackwalk " name], (e > 0 ? sprintf("%d", pe[name]) : "-")
             }
             printf "%-16s per entry: %d by frame pointers, %d with tables: %.2fx (the goal: at most 2x)\n", "", pe["stacks-fp"], pe["stacks-tables"], (pe["stacks-fp"] > 0 ? pe["stacks-tables"] / pe["stacks-fp"] : 0)
+            if (("stackwalk stacks-fp-127") in v)
+                printf "%-16s 127 entries against 64: %.2fx the fault by frame pointers (%+d), %.2fx with tables (%+d)\n", "", \
+                    (mw["stacks-fp"] > 0 ? mw["stacks-fp-127"] / mw["stacks-fp"] : 0), mw["stacks-fp-127"] - mw["stacks-fp"], \
+                    (mw["stacks-tables"] > 0 ? mw["stacks-tables-127"] / mw["stacks-tables"] : 0), mw["stacks-tables-127"] - mw["stacks-tables"]
         }
         if (("pywalk py-native") in v) {
             printf "\n%-16s %-13s %8s %8s %8s %8s %8s %8s %10s\n", "python walk", "set-up", "median", "min", "max", "entries", "python", "lost", "per frame"

@@ -118,7 +118,7 @@ module_modinfo() {
     local info
     info=$(objcopy -O binary --only-section=.modinfo "$top/build/module/memmon.ko" /dev/stdout | tr '\0' '\n')
     local want
-    for want in 'parmtype=stack_depth:uint' 'parm=stack_depth:User stack entries per fault and syscall (0-64, 0: off)' \
+    for want in 'parmtype=stack_depth:uint' 'parm=stack_depth:User stack entries per fault and syscall (0-127, 0: off)' \
         'parmtype=sample_ms:uint' 'parm=sample_ms:Access sampling period in ms (0: off, or 10-60000)' \
         'parmtype=buflen:u32' 'parmtype=unwind_max_kb:u32' 'parmtype=sample_pages:u32' \
         'parmtype=fault_kprobes:u32'; do
@@ -210,13 +210,13 @@ bench_quick() {
     # The stream's bytes per event of the two record set-ups, for each workload.
     n=$(awk '$1 == "bytes" && $4 > 0' "$top/build/vm/bench.out.results" | wc -l)
     [ "$n" -eq 6 ] || { echo "want 6 stream-bytes figures (2 record set-ups x 3 workloads), got $n"; return 1; }
-    # The stack walk: 70 calls deep, no entry by stack_depth 0, 64 (the default depth) both
-    # by frame pointers and with the unwind table.
+    # The stack walk: 130 calls deep, no entry by stack_depth 0, 64 and 127 (the default
+    # depth) both by frame pointers and with the unwind table.
     local walk
     walk=$(awk '$1 == "stackwalk" { printf "%s %s;", $2, $4 }' "$top/build/vm/bench.out.results")
     echo "stack walk entries: $walk"
-    [ "$walk" = "stacks-fp 64.00;stacks-tables 64.00;stacks-off 0.00;" ] ||
-        { echo "want stacks-fp 64.00, stacks-tables 64.00, stacks-off 0.00 entries per stack"; return 1; }
+    [ "$walk" = "stacks-off 0.00;stacks-fp 64.00;stacks-tables 64.00;stacks-fp-127 127.00;stacks-tables-127 127.00;" ] ||
+        { echo "want stacks-off 0.00, stacks-fp 64.00, stacks-tables 64.00, stacks-fp-127 127.00, stacks-tables-127 127.00 entries per stack"; return 1; }
     # The Python walk: python3.11's frames walked only when described: 27 (chain(24)'s 25,
     # bottom and <module>), beside 13 native entries.
     local py

@@ -187,6 +187,7 @@ impl kernel::Module for Memmon {
                 ring <- Ring::new(buflen)?,
                 watch <- WatchSet::new()?,
                 unwind <- UnwindStore::new(params.unwind_max_bytes),
+                walks: probes::stack::WalkBuffers::new()?,
             }),
             GFP_KERNEL,
         )?;

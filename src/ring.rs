@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The event rings: one per CPU, each a power-of-two number of 1 KiB blocks of
+//! The event rings: one per CPU, each a power-of-two number of 2 KiB blocks of
 //! [`crate::record::packed`] records under its own spinlock, overwritten oldest block first, read by
 //! any number of readers each at its own position and merged by time.
 //!
@@ -125,7 +125,8 @@ impl Pressure {
     }
 }
 
-/// Smallest ring of one CPU, in bytes (room for many of the largest records).
+/// Smallest ring of one CPU, in bytes: two blocks, room for two of the largest records and
+/// for hundreds of faults.
 const CPU_RING_MIN: usize = 4096;
 
 /// The counters of `/proc/memmon/stats` that the rings keep.
@@ -152,9 +153,12 @@ pub(crate) struct Stats {
 }
 
 /// Bytes of a block: the unit in which a ring is written and overwritten, and the most a
-/// reader copies out of a ring at once.
-pub(crate) const BLOCK_BYTES: usize = 1024;
-const _: () = assert!(PACKED_MAX <= BLOCK_BYTES && CPU_RING_MIN % BLOCK_BYTES == 0);
+/// reader copies out of a ring at once. Room for the largest record, one of 127 stack
+/// entries ([`PACKED_MAX`]: 1 509 bytes).
+pub(crate) const BLOCK_BYTES: usize = 2048;
+const _: () = assert!(
+    PACKED_MAX <= BLOCK_BYTES && CPU_RING_MIN % BLOCK_BYTES == 0 && CPU_RING_MIN / BLOCK_BYTES >= 2
+);
 
 /// What a ring knows of one of its blocks.
 #[derive(Clone, Copy, Default)]
@@ -216,7 +220,7 @@ impl CpuRing {
         let count = bytes / BLOCK_BYTES;
         let mut buf = VVec::with_capacity(bytes, GFP_KERNEL)?;
         buf.extend_with(bytes, 0, GFP_KERNEL)?;
-        // Up to 256 MiB / 1 KiB blocks on one CPU: more than kmalloc gives at once.
+        // Up to 256 MiB / 2 KiB blocks on one CPU: more than kmalloc gives at once.
         let mut blocks = VVec::with_capacity(count, GFP_KERNEL)?;
         blocks.extend_with(count, Block::default(), GFP_KERNEL)?;
         // INVARIANT: callers pass a power of two of at least `CPU_RING_MIN`, a multiple of

@@ -4,6 +4,7 @@
 //! unwind store. The probes take it, and so does the [`crate::monitor::Monitor`] that the
 //! `/proc/memmon` files serve; it takes none of them.
 
+use crate::probes::stack::WalkBuffers;
 use crate::ring::Ring;
 use crate::unwind::store::UnwindStore;
 use crate::watch::WatchSet;
@@ -19,4 +20,6 @@ pub(crate) struct State {
     /// The unwind tables and the ranges of the processes that use them.
     #[pin]
     pub(crate) unwind: UnwindStore,
+    /// The producers' per-CPU buffers for the user stack walks.
+    pub(crate) walks: WalkBuffers,
 }

@@ -10,6 +10,7 @@
 //! `EINVAL` and a kernel log line.
 
 use crate::bindings;
+use crate::kernel_ext::preempt::without_preemption;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::{current_task_size, current_user_regs};
 use crate::probes::python::walk_python;
@@ -17,15 +18,20 @@ use crate::record::event::{Event, PythonEnd, StackEnd, PYTHON_MAX, STACK_MAX};
 use crate::state::State;
 use crate::unwind::format::{Row, Rule};
 use crate::unwind::store::ProcessRanges;
+use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
+use kernel::{
+    alloc::{flags::GFP_KERNEL, KVec},
+    prelude::*,
+    sync::atomic::{Acquire, Atomic, Release},
+};
 
 runtime_param! {
     /// The current `stack_depth`.
     static STACK_DEPTH: u32 = 0;
     name: "stack_depth",
-    description: "User stack entries per fault and syscall (0-64, 0: off)",
+    description: "User stack entries per fault and syscall (0-127, 0: off)",
     check: check_stack_depth,
 }
 
@@ -51,12 +57,76 @@ pub(crate) fn depth() -> usize {
     STACK_DEPTH.load(Ordering::Relaxed) as usize
 }
 
+/// One CPU's buffer of [`WalkBuffers`].
+struct WalkBuffer {
+    /// Set while code on the buffer's CPU uses `frames`.
+    busy: Atomic<bool>,
+    frames: UnsafeCell<[MaybeUninit<u64>; STACK_MAX]>,
+}
+
+/// One buffer of [`STACK_MAX`] entries (1 016 bytes) per possible CPU for the stack walks:
+/// too big for the kernel stack of a fault.
+pub(crate) struct WalkBuffers {
+    buffers: KVec<WalkBuffer>,
+}
+
+// SAFETY: A buffer's `frames` are only used by the code that set its `busy` flag, on the
+// buffer's CPU with preemption disabled, until it clears the flag ([`WalkBuffers::with_current`]);
+// the flag is atomic.
+unsafe impl Send for WalkBuffers {}
+// SAFETY: As above.
+unsafe impl Sync for WalkBuffers {}
+
+impl WalkBuffers {
+    /// A buffer for every possible CPU.
+    pub(crate) fn new() -> Result<Self> {
+        // CAST: u32 to usize is lossless on 64-bit.
+        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
+        let mut buffers = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        for _ in 0..ncpus {
+            buffers.push(
+                WalkBuffer {
+                    busy: Atomic::new(false),
+                    frames: UnsafeCell::new([MaybeUninit::uninit(); STACK_MAX]),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self { buffers })
+    }
+
+    /// Runs `f` with preemption disabled and the current CPU's buffer, its entries not
+    /// cleared; `None` if code that this one interrupted on the CPU holds it (a walk does
+    /// not nest in task context, so this is not expected), or it has none.
+    fn with_current<R>(
+        &self,
+        f: impl FnOnce(Option<&mut [MaybeUninit<u64>; STACK_MAX]>) -> R,
+    ) -> R {
+        without_preemption(|| {
+            // CAST: u32 to usize is lossless on 64-bit.
+            let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+            let Some(buffer) = self.buffers.get(cpu) else {
+                return f(None);
+            };
+            if buffer.busy.xchg(true, Acquire) {
+                return f(None);
+            }
+            // SAFETY: This code set `busy` on the buffer's CPU, and cannot move to another
+            // one before it clears it below: until then nothing else uses `frames` (code
+            // that interrupts it finds `busy` set), and the reference does not outlive `f`.
+            let frames = unsafe { &mut *buffer.frames.get() };
+            let result = f(Some(frames));
+            buffer.busy.store(false, Release);
+            result
+        })
+    }
+}
+
 /// Pushes `event` to the ring with the current task's user stack, at most `stack_depth`
 /// entries (fewer, or none, under the ring's [`crate::ring::Pressure`]): walked from `regs` (a fault from user mode), else from the registers of the
 /// system call the task is in, with the unwind tables of the process where it has them.
-/// Not inlined, so that its 512-byte buffer takes stack space only when stacks are on; the
-/// buffer is not cleared, only the entries walked are written.
-#[inline(never)]
+/// The walk writes into the CPU's buffer ([`WalkBuffers`]) with preemption disabled, and
+/// writes only the entries walked.
 pub(crate) fn push_with_user_stack(
     state: &State,
     event: &mut Event,
@@ -75,28 +145,34 @@ pub(crate) fn push_with_user_stack(
         state.ring.push(event);
         return;
     }
-    let mut frames = [MaybeUninit::<u64>::uninit(); STACK_MAX];
     let regs = match regs {
         Some(regs) => Some(regs),
         None => current_user_regs(),
     };
-    let (count, end, python, python_end) = match regs {
-        Some(regs) => state
-            .unwind
-            .with_current(|ranges| walk_both(regs, allowed, &mut frames, ranges)),
-        None => (0, StackEnd::Complete, 0, PythonEnd::Complete),
-    };
-    event.stack_end = if end == StackEnd::Depth && allowed < wanted {
-        StackEnd::Shed
-    } else {
-        end
-    };
-    // CAST: at most PYTHON_MAX.
-    event.python_frames = python as u8;
-    event.python_end = python_end;
-    // SAFETY: `walk_both` initialised the first `count <= STACK_MAX` entries.
-    let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), count) };
-    state.ring.push_with_stack(event, frames);
+    state.walks.with_current(|frames| {
+        let Some(frames) = frames else {
+            event.stack_end = StackEnd::Shed;
+            state.ring.push(event);
+            return;
+        };
+        let (count, end, python, python_end) = match regs {
+            Some(regs) => state
+                .unwind
+                .with_current(|ranges| walk_both(regs, allowed, frames, ranges)),
+            None => (0, StackEnd::Complete, 0, PythonEnd::Complete),
+        };
+        event.stack_end = if end == StackEnd::Depth && allowed < wanted {
+            StackEnd::Shed
+        } else {
+            end
+        };
+        // CAST: at most PYTHON_MAX.
+        event.python_frames = python as u8;
+        event.python_end = python_end;
+        // SAFETY: `walk_both` initialised the first `count <= STACK_MAX` entries.
+        let frames = unsafe { core::slice::from_raw_parts(frames.as_ptr().cast::<u64>(), count) };
+        state.ring.push_with_stack(event, frames);
+    });
 }
 
 /// Writes into `out` the native stack of `regs` ([`walk_user`], at most `depth` entries)

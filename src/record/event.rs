@@ -9,8 +9,9 @@
 use crate::record::copy::copy_to;
 use core::mem::MaybeUninit;
 
-/// Most return addresses a record's user call stack can have.
-pub(crate) const STACK_MAX: usize = 64;
+/// Most return addresses a record's user call stack can have: 127, perf's default most
+/// (`kernel.perf_event_max_stack`), and the most the packed record's 7-bit length holds.
+pub(crate) const STACK_MAX: usize = 127;
 
 /// Why a user call stack ends where it does.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -9,7 +9,8 @@
 //! and instruction pointer and the pages it mapped, for every other kind the arguments its
 //! line shows ([`Kind::args`]), the result, a system call's duration and the text; last, the
 //! user call stack: its length, a mask of the entries that differ from the last entry
-//! written at the same depth in the block, and each of those as its distance from it. A
+//! written at the same depth in the block (a varint of up to 127 bits: one byte for a mask of
+//! the 7 innermost entries), and each of those as its distance from it. A
 //! fault of a thread that keeps faulting on the next page takes about 8 bytes, a call stack
 //! that did not change two.
 //!
@@ -26,6 +27,10 @@ use crate::record::event::{Event, FaultType, Kind, PythonEnd, StackEnd, TEXT_CAP
 #[allow(dead_code)]
 const VARINT_MAX: usize = 10;
 
+/// Most bytes the mask of a stack's changed entries takes: a varint of [`STACK_MAX`] bits.
+#[allow(dead_code)]
+const MASK_MAX: usize = STACK_MAX.div_ceil(7);
+
 /// Most bytes a packed record takes: tag, time, pid and tid (zigzag of an `i32`: 5 bytes
 /// each), type and flags (a 12-bit value), the arguments, result, duration, text length and
 /// text of a call (larger than a fault's fields), the stack length, which entries changed and
@@ -38,11 +43,12 @@ pub(crate) const PACKED_MAX: usize = 1
     + 2
     + (8 * VARINT_MAX + 2 + TEXT_CAPACITY)
     + 3
-    + VARINT_MAX
+    + MASK_MAX
     + STACK_MAX * VARINT_MAX;
 
-// A stack record marks its changed entries with one bit each in a `u64`.
-const _: () = assert!(STACK_MAX <= 64);
+// A stack record gives its length in 7 bits and marks its changed entries with one bit each
+// in a `u128`.
+const _: () = assert!(STACK_MAX <= 127);
 
 const TAG_KIND: u8 = 0x1f;
 const TAG_IDS: u8 = 1 << 5;
@@ -133,6 +139,17 @@ impl Writer<'_> {
         self.byte(value as u8);
     }
 
+    /// A value of up to 128 bits: below 2^64, the same bytes as [`Writer::uvar`].
+    fn uvar_wide(&mut self, mut value: u128) {
+        while value >= 0x80 {
+            // CAST: the low 7 bits, with the continuation bit.
+            self.byte(value as u8 | 0x80);
+            value >>= 7;
+        }
+        // CAST: below 0x80.
+        self.byte(value as u8);
+    }
+
     /// A signed value, zigzag coded so that small magnitudes take few bytes.
     fn svar(&mut self, value: i64) {
         // CAST: zigzag coding reinterprets the bits.
@@ -175,6 +192,21 @@ impl Reader<'_> {
         while shift < 64 {
             let byte = self.byte()?;
             value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Some(value);
+            }
+            shift += 7;
+        }
+        None
+    }
+
+    /// A value written by [`Writer::uvar_wide`].
+    fn uvar_wide(&mut self) -> Option<u128> {
+        let mut value = 0u128;
+        let mut shift = 0;
+        while shift < 128 {
+            let byte = self.byte()?;
+            value |= u128::from(byte & 0x7f) << shift;
             if byte < 0x80 {
                 return Some(value);
             }
@@ -286,16 +318,26 @@ pub(crate) fn encode(
         w.uvar((python << 10) | ((stack.len() as u64) << 3) | u64::from(event.stack_end as u8));
         // One bit for each entry that differs from the previous record's at its depth, then
         // those entries only, as distances: in a storm from one place, two bytes in all.
-        let mut changed = 0u64;
-        for (depth, entry) in stack.iter().enumerate() {
+        // The mask in two words: a `u128` bit per entry costs about 20 instructions more an
+        // entry (`make bench`).
+        let (mut low, mut high) = (0u64, 0u64);
+        for (depth, entry) in stack.iter().enumerate().take(64) {
             if *entry != state.previous(depth) {
-                changed |= 1 << depth;
+                low |= 1 << depth;
             }
         }
-        w.uvar(changed);
+        for (depth, entry) in stack.iter().enumerate().skip(64) {
+            if *entry != state.previous(depth) {
+                high |= 1 << (depth - 64);
+            }
+        }
+        w.uvar_wide((u128::from(high) << 64) | u128::from(low));
+        // The entries that differ, found again (writing an entry changes only its own
+        // depth's previous one).
         for (depth, entry) in stack.iter().enumerate() {
-            if changed & (1 << depth) != 0 {
-                w.delta(state.previous(depth), *entry);
+            let previous = state.previous(depth);
+            if *entry != previous {
+                w.delta(previous, *entry);
             }
             state.set_previous(depth, *entry);
         }
@@ -379,9 +421,9 @@ pub(crate) fn decode(
         {
             return None;
         }
-        let changed = r.uvar()?;
+        let changed = r.uvar_wide()?;
         // No bit for an entry beyond the stack's end.
-        // CAST: at most STACK_MAX (64) entries.
+        // CAST: at most STACK_MAX (127) entries.
         if changed.checked_shr(stack_len as u32).unwrap_or(0) != 0 {
             return None;
         }

@@ -12,7 +12,7 @@ use core::fmt::{self, Write};
 /// Room for the longest line: an `mmap` with every flag name and unknown bits, extreme
 /// numbers (about 400 bytes) and a path of [`TEXT_CAPACITY`] bytes all escaped (4 each), a
 /// stack of [`STACK_MAX`] entries of which [`PYTHON_MAX`] Python frames (22 bytes each).
-pub(crate) const LINE_MAX: usize = 2432;
+pub(crate) const LINE_MAX: usize = 3712;
 const _: () =
     assert!(LINE_MAX >= 500 + 4 * TEXT_CAPACITY + 6 + 20 * STACK_MAX + 24 + 2 * PYTHON_MAX + 40);
 

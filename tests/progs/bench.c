@@ -11,7 +11,7 @@
 //   read FILE    reads FILE (O_NONBLOCK) 64 KiB at a time until end of file or EAGAIN;
 //                prints lines=<lines read> ns=<ns> lines_per_s=<lines per second>
 //   deep D N GO  maps N pages, creates GO.ready and waits until GO exists (for the caller to
-//                load unwind tables), then calls a chain of D distinct functions (at most 24)
+//                load unwind tables), then calls a chain of D distinct functions (at most 136)
 //                and writes one byte to each page at the bottom; prints ns=<ns per fault>
 #include <errno.h>
 #include <fcntl.h>
@@ -151,7 +151,7 @@ __attribute__((noinline)) static int deep_bottom(int depth)
 // A chain of distinct functions, each calling the next through a volatile pointer (never
 // inlined, no call turned into a jump), so that each level is a frame of its own in its own
 // function, as a real call chain is, and a stack walk looks each one up afresh.
-#define DEEP_LEVELS 72
+#define DEEP_LEVELS 136
 static int (*volatile deep_next[DEEP_LEVELS + 1])(int);
 #define DEEP_LEVEL(n)                                                   \
 	__attribute__((noinline)) static int deep_##n(int depth)         \
@@ -162,16 +162,31 @@ static int (*volatile deep_next[DEEP_LEVELS + 1])(int);
 	}
 DEEP_LEVEL(0) DEEP_LEVEL(1) DEEP_LEVEL(2) DEEP_LEVEL(3) DEEP_LEVEL(4) DEEP_LEVEL(5)
 DEEP_LEVEL(6) DEEP_LEVEL(7) DEEP_LEVEL(8) DEEP_LEVEL(9) DEEP_LEVEL(10) DEEP_LEVEL(11)
-DEEP_LEVEL(12) DEEP_LEVEL(13) DEEP_LEVEL(14) DEEP_LEVEL(15) DEEP_LEVEL(16) DEEP_LEVEL(17)
-DEEP_LEVEL(18) DEEP_LEVEL(19) DEEP_LEVEL(20) DEEP_LEVEL(21) DEEP_LEVEL(22) DEEP_LEVEL(23)
-DEEP_LEVEL(24) DEEP_LEVEL(25) DEEP_LEVEL(26) DEEP_LEVEL(27) DEEP_LEVEL(28) DEEP_LEVEL(29)
-DEEP_LEVEL(30) DEEP_LEVEL(31) DEEP_LEVEL(32) DEEP_LEVEL(33) DEEP_LEVEL(34) DEEP_LEVEL(35)
-DEEP_LEVEL(36) DEEP_LEVEL(37) DEEP_LEVEL(38) DEEP_LEVEL(39) DEEP_LEVEL(40) DEEP_LEVEL(41)
-DEEP_LEVEL(42) DEEP_LEVEL(43) DEEP_LEVEL(44) DEEP_LEVEL(45) DEEP_LEVEL(46) DEEP_LEVEL(47)
-DEEP_LEVEL(48) DEEP_LEVEL(49) DEEP_LEVEL(50) DEEP_LEVEL(51) DEEP_LEVEL(52) DEEP_LEVEL(53)
-DEEP_LEVEL(54) DEEP_LEVEL(55) DEEP_LEVEL(56) DEEP_LEVEL(57) DEEP_LEVEL(58) DEEP_LEVEL(59)
-DEEP_LEVEL(60) DEEP_LEVEL(61) DEEP_LEVEL(62) DEEP_LEVEL(63) DEEP_LEVEL(64) DEEP_LEVEL(65)
-DEEP_LEVEL(66) DEEP_LEVEL(67) DEEP_LEVEL(68) DEEP_LEVEL(69) DEEP_LEVEL(70) DEEP_LEVEL(71)
+DEEP_LEVEL(12) DEEP_LEVEL(13) DEEP_LEVEL(14) DEEP_LEVEL(15) DEEP_LEVEL(16)
+DEEP_LEVEL(17) DEEP_LEVEL(18) DEEP_LEVEL(19) DEEP_LEVEL(20) DEEP_LEVEL(21)
+DEEP_LEVEL(22) DEEP_LEVEL(23) DEEP_LEVEL(24) DEEP_LEVEL(25) DEEP_LEVEL(26)
+DEEP_LEVEL(27) DEEP_LEVEL(28) DEEP_LEVEL(29) DEEP_LEVEL(30) DEEP_LEVEL(31)
+DEEP_LEVEL(32) DEEP_LEVEL(33) DEEP_LEVEL(34) DEEP_LEVEL(35) DEEP_LEVEL(36)
+DEEP_LEVEL(37) DEEP_LEVEL(38) DEEP_LEVEL(39) DEEP_LEVEL(40) DEEP_LEVEL(41)
+DEEP_LEVEL(42) DEEP_LEVEL(43) DEEP_LEVEL(44) DEEP_LEVEL(45) DEEP_LEVEL(46)
+DEEP_LEVEL(47) DEEP_LEVEL(48) DEEP_LEVEL(49) DEEP_LEVEL(50) DEEP_LEVEL(51)
+DEEP_LEVEL(52) DEEP_LEVEL(53) DEEP_LEVEL(54) DEEP_LEVEL(55) DEEP_LEVEL(56)
+DEEP_LEVEL(57) DEEP_LEVEL(58) DEEP_LEVEL(59) DEEP_LEVEL(60) DEEP_LEVEL(61)
+DEEP_LEVEL(62) DEEP_LEVEL(63) DEEP_LEVEL(64) DEEP_LEVEL(65) DEEP_LEVEL(66)
+DEEP_LEVEL(67) DEEP_LEVEL(68) DEEP_LEVEL(69) DEEP_LEVEL(70) DEEP_LEVEL(71)
+DEEP_LEVEL(72) DEEP_LEVEL(73) DEEP_LEVEL(74) DEEP_LEVEL(75) DEEP_LEVEL(76)
+DEEP_LEVEL(77) DEEP_LEVEL(78) DEEP_LEVEL(79) DEEP_LEVEL(80) DEEP_LEVEL(81)
+DEEP_LEVEL(82) DEEP_LEVEL(83) DEEP_LEVEL(84) DEEP_LEVEL(85) DEEP_LEVEL(86)
+DEEP_LEVEL(87) DEEP_LEVEL(88) DEEP_LEVEL(89) DEEP_LEVEL(90) DEEP_LEVEL(91)
+DEEP_LEVEL(92) DEEP_LEVEL(93) DEEP_LEVEL(94) DEEP_LEVEL(95) DEEP_LEVEL(96)
+DEEP_LEVEL(97) DEEP_LEVEL(98) DEEP_LEVEL(99) DEEP_LEVEL(100) DEEP_LEVEL(101)
+DEEP_LEVEL(102) DEEP_LEVEL(103) DEEP_LEVEL(104) DEEP_LEVEL(105) DEEP_LEVEL(106)
+DEEP_LEVEL(107) DEEP_LEVEL(108) DEEP_LEVEL(109) DEEP_LEVEL(110) DEEP_LEVEL(111)
+DEEP_LEVEL(112) DEEP_LEVEL(113) DEEP_LEVEL(114) DEEP_LEVEL(115) DEEP_LEVEL(116)
+DEEP_LEVEL(117) DEEP_LEVEL(118) DEEP_LEVEL(119) DEEP_LEVEL(120) DEEP_LEVEL(121)
+DEEP_LEVEL(122) DEEP_LEVEL(123) DEEP_LEVEL(124) DEEP_LEVEL(125) DEEP_LEVEL(126)
+DEEP_LEVEL(127) DEEP_LEVEL(128) DEEP_LEVEL(129) DEEP_LEVEL(130) DEEP_LEVEL(131)
+DEEP_LEVEL(132) DEEP_LEVEL(133) DEEP_LEVEL(134) DEEP_LEVEL(135)
 static int (*volatile deep_next[DEEP_LEVELS + 1])(int) = {
 	deep_0, deep_1, deep_2, deep_3, deep_4, deep_5, deep_6, deep_7, deep_8, deep_9,
 	deep_10, deep_11, deep_12, deep_13, deep_14, deep_15, deep_16, deep_17, deep_18,
@@ -180,7 +195,15 @@ static int (*volatile deep_next[DEEP_LEVELS + 1])(int) = {
 	deep_37, deep_38, deep_39, deep_40, deep_41, deep_42, deep_43, deep_44, deep_45,
 	deep_46, deep_47, deep_48, deep_49, deep_50, deep_51, deep_52, deep_53, deep_54,
 	deep_55, deep_56, deep_57, deep_58, deep_59, deep_60, deep_61, deep_62, deep_63,
-	deep_64, deep_65, deep_66, deep_67, deep_68, deep_69, deep_70, deep_71, deep_bottom,
+	deep_64, deep_65, deep_66, deep_67, deep_68, deep_69, deep_70, deep_71, deep_72,
+	deep_73, deep_74, deep_75, deep_76, deep_77, deep_78, deep_79, deep_80, deep_81,
+	deep_82, deep_83, deep_84, deep_85, deep_86, deep_87, deep_88, deep_89, deep_90,
+	deep_91, deep_92, deep_93, deep_94, deep_95, deep_96, deep_97, deep_98, deep_99,
+	deep_100, deep_101, deep_102, deep_103, deep_104, deep_105, deep_106, deep_107,
+	deep_108, deep_109, deep_110, deep_111, deep_112, deep_113, deep_114, deep_115,
+	deep_116, deep_117, deep_118, deep_119, deep_120, deep_121, deep_122, deep_123,
+	deep_124, deep_125, deep_126, deep_127, deep_128, deep_129, deep_130, deep_131,
+	deep_132, deep_133, deep_134, deep_135, deep_bottom,
 };
 
 static int deep(int depth, size_t n, const char *go)

@@ -5,8 +5,8 @@
 # and at run time.
 . /host/lib.sh
 kmsg_mark
-if insmod /memmon/memmon.ko stack_depth=65 2>/dev/null; then fail "stack_depth=65 was accepted"; fi
-expect_match "dmesg says why" "$(kmsg_new)" 'memmon: stack_depth=65 is not valid: it must be 0 \(off\) to 64'
+if insmod /memmon/memmon.ko stack_depth=128 2>/dev/null; then fail "stack_depth=128 was accepted"; fi
+expect_match "dmesg says why" "$(kmsg_new)" 'memmon: stack_depth=128 is not valid: it must be 0 \(off\) to 127'
 load buflen=4194304 stack_depth=16
 P=/sys/module/memmon/parameters/stack_depth
 expect_eq "stack_depth" "$(cat $P)" 16
@@ -32,6 +32,6 @@ echo 0 > $P || fail "writing 0"
 expect_eq "stack_depth after writing 0" "$(cat $P)" 0
 run_measured /tmp/out /tmp/ev2 -- /progs/stacks 8
 expect_eq "lines with stack= at stack_depth=0" "$(grep -c ' stack=' /tmp/ev2)" "$(grep -c ' stack=' /tmp/ev)"
-if echo 100 > $P 2>/dev/null; then fail "stack_depth=100 was accepted at run time"; fi
+if echo 128 > $P 2>/dev/null; then fail "stack_depth=128 was accepted at run time"; fi
 expect_eq "stack_depth after a refused write" "$(cat $P)" 0
 unload

@@ -45,7 +45,7 @@ pub struct FileConfig {
     pub metrics_file: Option<PathBuf>,
     /// The cgroup2 mount (by default the first of /proc/self/mountinfo).
     pub cgroup_root: Option<PathBuf>,
-    /// User stack depth (module parameter `stack_depth`, 0 to 64).
+    /// User stack depth (module parameter `stack_depth`, 0 to 127).
     pub stack_depth: Option<u32>,
     /// The spool.
     #[serde(default)]
@@ -286,8 +286,8 @@ impl Config {
             }
         }
         let stack_depth = file.stack_depth.unwrap_or(DEFAULT_STACK_DEPTH);
-        if stack_depth > 64 {
-            bail!("stack_depth {stack_depth}: 0 to 64");
+        if stack_depth > 127 {
+            bail!("stack_depth {stack_depth}: 0 to 127");
         }
         let near_limit = file.limits.near_limit.unwrap_or(DEFAULT_NEAR_LIMIT);
         if !(0.5..=1.0).contains(&near_limit) {
@@ -474,7 +474,10 @@ near_limit = 0.95
         assert!(error("[labels]\ncgroup = \"x\"").contains("the agent's own"));
         assert!(error("[labels]\n\"a-b\" = \"x\"").contains("letters, digits and _"));
         assert!(error("[limits]\nnear_limit = 0.2").contains("0.5 to 1"));
-        assert!(error("stack_depth = 65").contains("0 to 64"));
+        assert!(error("stack_depth = 128").contains("0 to 127"));
+        let deepest = FileConfig::parse("stack_depth = 127").unwrap();
+        let deepest = Config::merge(deepest, &Overrides::default(), "h", MOUNTINFO).unwrap();
+        assert_eq!(deepest.stack_depth, 127);
     }
 
     /// `--cgroup` as users type it: the mount's own path and the path relative to its root

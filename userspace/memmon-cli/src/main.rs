@@ -83,9 +83,9 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
         /// Record user call stacks of up to N frames (module parameter stack_depth,
-        /// restored afterwards; default 64, 0 = none).
+        /// restored afterwards; default 127, 0 = none).
         #[arg(long, value_name = "N",
-              value_parser = clap::value_parser!(u32).range(0..=64))]
+              value_parser = clap::value_parser!(u32).range(0..=127))]
         stacks: Option<u32>,
         #[command(flatten)]
         sample: SampleArgs,
@@ -192,9 +192,9 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
         /// Record user call stacks of up to N frames (module parameter stack_depth,
-        /// restored afterwards; default 64, 0 = none).
+        /// restored afterwards; default 127, 0 = none).
         #[arg(long, value_name = "N",
-              value_parser = clap::value_parser!(u32).range(0..=64))]
+              value_parser = clap::value_parser!(u32).range(0..=127))]
         stacks: Option<u32>,
         #[command(flatten)]
         sample: SampleArgs,

@@ -49,12 +49,18 @@ impl Drop for ParamGuard {
 }
 
 /// The call-stack depth `record`, `run`, `attach` and `top` ask for when `--stacks` is not
-/// given: the module's most, deep enough for stacks through libraries and interpreters
-/// (continuous profilers take 64 to 127 frames; the cost per entry is in `make bench`).
-pub const DEFAULT_STACK_DEPTH: u32 = 64;
+/// given: the module's most, perf's default most (`kernel.perf_event_max_stack`), deep
+/// enough for compilers, interpreters and their libraries (docs/performance.md: at 64,
+/// 4.6 % of cc1plus's fault bytes had their stack cut at the limit; the cost per entry is
+/// in `make bench`).
+pub const DEFAULT_STACK_DEPTH: u32 = 127;
+
+/// The most `stack_depth` of a module older than 127-entry stacks.
+const OLD_STACK_MAX: u32 = 64;
 
 /// Sets `stack_depth` to `depth`. `explicit`: the user asked (`--stacks`), so a module
-/// without the parameter, or a refused value, is worth a warning.
+/// without the parameter, or a refused value, is worth a warning. A module that refuses the
+/// default (an older one, whose most is 64) is given its most instead.
 pub fn stack_depth(params: &ModuleParams, depth: u32, explicit: bool) -> ParamGuard {
     let path = params.path("stack_depth");
     let Ok(previous) = std::fs::read_to_string(&path) else {
@@ -67,12 +73,21 @@ pub fn stack_depth(params: &ModuleParams, depth: u32, explicit: bool) -> ParamGu
     if previous == depth.to_string() {
         return ParamGuard::unchanged();
     }
-    match ParamGuard::set(
-        &path,
-        previous,
-        &depth.to_string(),
-        "stack_depth".to_owned(),
-    ) {
+    let set = |depth: u32| {
+        ParamGuard::set(
+            &path,
+            previous.clone(),
+            &depth.to_string(),
+            "stack_depth".to_owned(),
+        )
+    };
+    let result = match set(depth) {
+        Err(_) if !explicit && depth > OLD_STACK_MAX && previous != OLD_STACK_MAX.to_string() => {
+            set(OLD_STACK_MAX)
+        }
+        result => result,
+    };
+    match result {
         Ok(guard) => guard,
         Err(error) => {
             if explicit {

@@ -75,7 +75,7 @@ pub struct TopArgs {
     /// Record user call stacks of up to N frames (module parameter stack_depth, restored
     /// afterwards; by default as deep as `record`'s, 0 = none).
     #[arg(long, value_name = "N", conflicts_with = "input",
-          value_parser = clap::value_parser!(u32).range(0..=64))]
+          value_parser = clap::value_parser!(u32).range(0..=127))]
     stacks: Option<u32>,
     /// Sites listed in the plain table.
     #[arg(long, default_value_t = 10)]
