@@ -81,8 +81,8 @@ pub(crate) const BUFLEN_MIN: u32 = 8192;
 /// Largest accepted `buflen`.
 pub(crate) const BUFLEN_MAX: u32 = 256 << 20;
 
-/// Bytes of one CPU's ring with `buflen=0`: room for thousands of faults with 64-entry
-/// stacks, so that a reader scheduled late on a busy machine loses nothing (ftrace keeps
+/// Bytes of one CPU's ring with `buflen=0`: room for thousands of faults with stacks of the
+/// default depth (127 entries, most of them unchanged from the previous record's), so that a reader scheduled late on a busy machine loses nothing (ftrace keeps
 /// about 1.4 MB per CPU, perf 512 KiB).
 const AUTO_RING_BYTES: usize = 1 << 20;
 

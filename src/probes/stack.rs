@@ -72,9 +72,7 @@ pub(crate) struct WalkBuffers {
 
 // SAFETY: A buffer's `frames` are only used by the code that set its `busy` flag, on the
 // buffer's CPU with preemption disabled, until it clears the flag ([`WalkBuffers::with_current`]);
-// the flag is atomic.
-unsafe impl Send for WalkBuffers {}
-// SAFETY: As above.
+// the flag is atomic. (`Send` it is already: its parts are.)
 unsafe impl Sync for WalkBuffers {}
 
 impl WalkBuffers {

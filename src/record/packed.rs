@@ -46,8 +46,8 @@ pub(crate) const PACKED_MAX: usize = 1
     + MASK_MAX
     + STACK_MAX * VARINT_MAX;
 
-// A stack record gives its length in 7 bits and marks its changed entries with one bit each
-// in a `u128`.
+// A stack record gives its length in 7 bits and marks its changed entries with one bit each,
+// a mask of up to 127 bits built in two `u64` words.
 const _: () = assert!(STACK_MAX <= 127);
 
 const TAG_KIND: u8 = 0x1f;
