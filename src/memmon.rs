@@ -82,8 +82,9 @@ pub(crate) const BUFLEN_MIN: u32 = 8192;
 pub(crate) const BUFLEN_MAX: u32 = 256 << 20;
 
 /// Bytes of one CPU's ring with `buflen=0`: room for thousands of faults with stacks of the
-/// default depth (127 entries, most of them unchanged from the previous record's), so that a reader scheduled late on a busy machine loses nothing (ftrace keeps
-/// about 1.4 MB per CPU, perf 512 KiB).
+/// default depth (127 entries, most of them unchanged from the previous record's), so that a
+/// reader scheduled late on a busy machine loses nothing (ftrace keeps about 1.4 MB per CPU,
+/// perf 512 KiB).
 const AUTO_RING_BYTES: usize = 1 << 20;
 
 /// The most `buflen=0` takes in all, on a machine of many CPUs.
