@@ -12,8 +12,9 @@
 //           assembly function whose unwind table row says where it is)
 //   chain   a corrupted frame chain: a fake frame that returns into the JIT code and links
 //           to one whose return address is planted
-//   deep    the write at the bottom of a recursion 10 000 calls deep (memmon record's
-//           stack_depth, 64, entries)
+//   deep    the write at the bottom of a recursion 10 000 calls deep (the module's
+//           stack_depth entries, as /sys/module/memmon/parameters/stack_depth says while
+//           the program runs: 127, memmon record's default, or the depth it was loaded with)
 //   deep_rbp  the same with a hostile frame pointer
 //   jit     the write by code in an anonymous executable mapping (no unwind table covers it)
 //   jit_rbp  the same, the JIT code setting a hostile frame pointer
@@ -179,6 +180,20 @@ static volatile char *next_case(const char *kind, unsigned long value, const cha
 	return region + PAGE * cases++;
 }
 
+// The module's stack depth now (what memmon record set before it started this program), as
+// text; exits with 2 when it cannot be read.
+static const char *stack_depth(void)
+{
+	static char depth[16];
+	FILE *f = fopen("/sys/module/memmon/parameters/stack_depth", "r");
+
+	if (!f || !fgets(depth, sizeof(depth), f))
+		exit(2);
+	fclose(f);
+	depth[strcspn(depth, "\n")] = 0;
+	return depth;
+}
+
 int main(void)
 {
 	const unsigned long limit = user_limit();
@@ -244,7 +259,7 @@ int main(void)
 	for (i = 0; i < nplanted; i++)
 		fault_through_chain(next_case("chain", planted[i], "2", "unreadable"),
 				    (unsigned long)code + 4, planted[i]);
-	recurse(next_case("deep", 10000, "64", "depth"), 10000, 0);
+	recurse(next_case("deep", 10000, stack_depth(), "depth"), 10000, 0);
 	recurse(next_case("deep_rbp", limit - 16, "1", "early"), 10000, limit - 16);
 	jit(next_case("jit", 0, "-", "-"), 0);
 	jit_rbp(next_case("jit_rbp", 0xffff888000000000UL, "1", "early"), 0xffff888000000000UL);
