@@ -31,22 +31,13 @@ record() {
     memmon record -o "/tmp/$1.cap" -- g++ -O2 -c /progs/runtimes/stl_unit.ii -o "/tmp/$1.o" \
         > "/tmp/$1.out" 2> "/tmp/$1.err" || { cat "/tmp/$1.err"; fail "memmon record -- g++"; }
     [ -s "/tmp/$1.o" ] || fail "$1: g++ wrote no object"
-    memmon report "/tmp/$1.cap" > "/tmp/$1.txt" 2> "/tmp/$1.report-err" ||
-        { cat "/tmp/$1.report-err"; fail "memmon report of $1"; }
-    memmon report --format json "/tmp/$1.cap" > "/tmp/$1.json" || fail "json report of $1"
-    echo "== $1: record's summary and the report's first lines"
-    cat "/tmp/$1.err"
-    sed -n '1,/^RSS tree/p' "/tmp/$1.txt"
-    first_table "/tmp/$1.txt" > "/tmp/$1.first"
+    report_capture "$1"
 }
 
 for cpu in 1 2; do (while :; do :; done) & done
 
 record gxx
-expect_eq "lost lines" "$(grep -c ' lost count=' /tmp/gxx.cap)" 0
-expect_eq "dropped lines" "$(grep -c ' dropped faults=' /tmp/gxx.cap)" 0
-expect_eq "stacks shed" "$(grep -c 'stack_end=shed' /tmp/gxx.cap)" 0
-grep -q '^incomplete:' /tmp/gxx.txt && fail "the report says it is incomplete"
+whole gxx
 # The children were followed: cc1plus and as ran watched.
 for prog in cc1plus as; do
     grep -qE " exec comm=$prog " /tmp/gxx.cap || fail "no exec of $prog in the capture"

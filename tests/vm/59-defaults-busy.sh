@@ -70,27 +70,12 @@ record() {
     shift
     memmon record -o "/tmp/$name.cap" -- "$@" > "/tmp/$name.out" 2> "/tmp/$name.err" ||
         { cat "/tmp/$name.err"; fail "memmon record -- $*"; }
-    memmon report "/tmp/$name.cap" > "/tmp/$name.txt" 2> "/tmp/$name.report-err" ||
-        { cat "/tmp/$name.report-err"; fail "memmon report of $name"; }
-    memmon report --format json "/tmp/$name.cap" > "/tmp/$name.json" || fail "json report of $name"
+    report_capture "$name"
     # At the mark, where the script wrote one: the same moment of both runs.
     if grep -q ' mark text=held' "/tmp/$name.cap"; then
         memmon report --at held --format json "/tmp/$name.cap" > "/tmp/$name.json" ||
             fail "json report of $name at the mark"
     fi
-    echo "== $name: record's summary and the report's first lines"
-    cat "/tmp/$name.err"
-    sed -n '1,/^RSS tree/p' "/tmp/$name.txt"
-    first_table "/tmp/$name.txt" > "/tmp/$name.first"
-}
-
-# whole NAME: the capture NAME lost nothing: no lost or dropped line, no stack shed
-whole() {
-    expect_eq "$1: lost lines" "$(grep -c ' lost count=' "/tmp/$1.cap")" 0
-    expect_eq "$1: dropped lines" "$(grep -c ' dropped faults=' "/tmp/$1.cap")" 0
-    expect_eq "$1: stacks shed" "$(grep -c 'stack_end=shed' "/tmp/$1.cap")" 0
-    grep -q '^incomplete:' "/tmp/$1.txt" && fail "$1: the report says it is incomplete"
-    true
 }
 
 # same NAME REF FUNCTION MIN_MIB: FUNCTION is a row of NAME's first table, with at least

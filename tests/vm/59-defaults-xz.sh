@@ -23,22 +23,13 @@ record() {
     memmon record -o "/tmp/$1.cap" -- xz -9 -c /tmp/xz.in > "/tmp/$1.xz" 2> "/tmp/$1.err" ||
         { cat "/tmp/$1.err"; fail "memmon record -- xz -9"; }
     xz -dc "/tmp/$1.xz" | cmp -s - /tmp/xz.in || fail "$1: xz's output does not decompress to its input"
-    memmon report "/tmp/$1.cap" > "/tmp/$1.txt" 2> "/tmp/$1.report-err" ||
-        { cat "/tmp/$1.report-err"; fail "memmon report of $1"; }
-    memmon report --format json "/tmp/$1.cap" > "/tmp/$1.json" || fail "json report of $1"
-    echo "== $1: record's summary and the report's first lines"
-    cat "/tmp/$1.err"
-    sed -n '1,/^RSS tree/p' "/tmp/$1.txt"
-    first_table "/tmp/$1.txt" > "/tmp/$1.first"
+    report_capture "$1"
 }
 
 for cpu in 1 2; do (while :; do :; done) & done
 
 record xz
-expect_eq "xz: lost lines" "$(grep -c ' lost count=' /tmp/xz.cap)" 0
-expect_eq "xz: dropped lines" "$(grep -c ' dropped faults=' /tmp/xz.cap)" 0
-expect_eq "xz: stacks shed" "$(grep -c 'stack_end=shed' /tmp/xz.cap)" 0
-grep -q '^incomplete:' /tmp/xz.txt && fail "xz: the report says it is incomplete"
+whole xz
 expect_eq "stats: dropped faults" "$(stat_of dropped_faults)" 0
 expect_eq "stats: stacks shed" "$(stat_of shed_stacks)" 0
 expect_eq "stats: events lost" "$(stat_of lost_reported)" 0

@@ -168,6 +168,29 @@ pages_sum() {
     printf '%s\n' "$1" | awk '$3 == "fault" { n = 1; for (i = 4; i <= NF; i++) if ($i ~ /^pages=/) n = substr($i, 7); s += n } END { print s + 0 }'
 }
 
+# report_capture NAME: `memmon report` of /tmp/NAME.cap, no option, as text (/tmp/NAME.txt)
+# and JSON (/tmp/NAME.json); prints the recording's summary (/tmp/NAME.err, memmon record's
+# stderr) and the report's lines up to its RSS tree; the first table's rows in /tmp/NAME.first
+report_capture() {
+    memmon report "/tmp/$1.cap" > "/tmp/$1.txt" 2> "/tmp/$1.report-err" ||
+        { cat "/tmp/$1.report-err"; fail "memmon report of $1"; }
+    memmon report --format json "/tmp/$1.cap" > "/tmp/$1.json" || fail "json report of $1"
+    echo "== $1: record's summary and the report's first lines"
+    cat "/tmp/$1.err"
+    sed -n '1,/^RSS tree/p' "/tmp/$1.txt"
+    first_table "/tmp/$1.txt" > "/tmp/$1.first"
+}
+
+# whole NAME: the capture /tmp/NAME.cap lost nothing: no lost or dropped line, no stack
+# shed, and its report (/tmp/NAME.txt) does not say it is incomplete
+whole() {
+    expect_eq "$1: lost lines" "$(grep -c ' lost count=' "/tmp/$1.cap")" 0
+    expect_eq "$1: dropped lines" "$(grep -c ' dropped faults=' "/tmp/$1.cap")" 0
+    expect_eq "$1: stacks shed" "$(grep -c 'stack_end=shed' "/tmp/$1.cap")" 0
+    grep -q '^incomplete:' "/tmp/$1.txt" && fail "$1: the report says it is incomplete"
+    true
+}
+
 # first_table FILE: the rows of the report's "Your code" table (after its header line)
 first_table() {
     awk '/^Your code:/ { on = 1; getline; next } on && /^$/ { exit } on' "$1"
