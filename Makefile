@@ -12,7 +12,7 @@
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
 #   make check-gxx  g++ -O2 -c under memmon record with the defaults on a busy guest
-#                 (tests/defaults/gxx.sh; two compiles under single-threaded TCG, up to 45 min)
+#                 (tests/defaults/gxx.sh; two compiles under TCG, up to 45 min)
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
 #                 beside the memmon binary
 #   make check-fleet  memmon-fleet's tests with Ballista (a loopback cluster of a scheduler

@@ -3,12 +3,13 @@
 # nothing to read: every rmmod completes, every reader ends (end of file, or EIO once the
 # file is gone) with exit status 0, and the kernel log has no warning (the harness checks).
 #
-# Single-threaded TCG (both vCPUs on one host thread, in turn): loading and unloading memmon
-# live-patches the syscalls and the fault path that the storm runs on the other vCPU, and
-# multi-threaded TCG (QEMU 10.0) sometimes leaves a vCPU executing text that was already
-# patched: an "Oops: int3" at __x64_sys_munmap+0x5 once in about 170 cycles. ftrace alone
-# does the same within seconds (scripts/tcg-text-poke-race.sh); single-threaded TCG does not.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG (each vCPU on a host thread of its own, so that load, unload and the
+# handlers really run at the same time): loading and unloading memmon live-patches the
+# syscalls and the fault path that the storm runs on the other vCPU, and multi-threaded TCG
+# (QEMU 10.0) sometimes leaves a vCPU executing text that was already patched: an "Oops:
+# int3" at __x64_sys_munmap+0x5 once in about 170 cycles. ftrace alone does the same within
+# seconds (scripts/tcg-text-poke-race.sh); scripts/check.sh boots again once a scenario that
+# died of exactly that (scripts/tcg-race-signature), and nothing else.
 . /host/lib.sh
 cycles=${CYCLES:-100}
 /progs/stress storm 2 100000 > /dev/null &
