@@ -12,7 +12,7 @@
 #                 build/linux-debug) and memmon refusing int3 kprobes (build/linux-noftrace)
 #   make check-stress  stress scenarios (scripts/check-stress.sh); DEBUG=1: on the debug kernel
 #   make check-gxx  g++ -O2 -c under memmon record with the defaults on a busy guest
-#                 (tests/defaults/gxx.sh; two compiles under single-threaded TCG, up to 45 min)
+#                 (tests/defaults/gxx.sh; two compiles under TCG, up to 45 min)
 #   make check-depth  the bytes of g++, python3.11 and Node.js whose stacks are cut at the
 #                 depth limit, at 64 and at the default 127: at most 2 % (tests/defaults/depth.sh)
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),

@@ -70,13 +70,12 @@ vm_run="$top/scripts/vm-run"
 [ -n "$stock" ] && vm_run="$top/scripts/stock/vm-run"
 # Multi-threaded TCG sometimes runs kernel text that another vCPU has just live-patched
 # (scripts/tcg-text-poke-race.sh shows it without memmon), and every set-up switch patches
-# text: a guest that died of such an "Oops: int3" is booted again, from the start (figures
-# are only compared inside one boot), at most 3 times in all. The same stale int3 has a
-# second form: on a function entry that an ftrace-based kprobe probes (the syscall probes),
-# the int3 handler finds that kprobe, whose copied instruction is NULL by design
-# (arch_prepare_kprobe_ftrace: it never single-steps), and jumps to it: "BUG: kernel NULL
-# pointer dereference", "RIP: 0010:0x0", an instruction fetch, called from do_syscall_64
-# (seen once in make check's bench-quick, log kept as $klog.attempt-oops).
+# text: a guest whose kernel log shows that race's exact signature (scripts/tcg-race-signature:
+# an int3 Oops at a syscall's ftrace site that no longer holds the int3, or the jump to 0 an
+# ftrace-based kprobe's missing copied instruction makes there, on the syscall entry's stack)
+# is booted again, from the start (figures are only compared inside one boot), at most 3
+# boots in all; each retry is named ("bench: retried: WHAT") and its kernel log kept as
+# $klog.attemptN. Any other failure ends the bench.
 # The python walk's workload: the host's python3.11 (Debian bookworm's), its libraries and
 # the standard library's modules it imports, as tests/vm/54-python.sh adds them.
 python_adds=()
@@ -90,24 +89,24 @@ if [ -x /usr/bin/python3.11 ]; then
         python_adds+=(--add "$(readlink -f "$file"):$file")
     done
 fi
-attempt=1
+attempt=1 retried=()
 until "$vm_run" --timeout 3000 --log "$klog" \
     --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" ${python_adds[@]+"${python_adds[@]}"} -- \
     "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS sh /host/bench-guest.sh" > "$out"; do
-    if [ $attempt -ge 3 ] || ! { grep -q 'Oops: int3' "$klog" ||
-        { grep -q 'RIP: 0010:0x0[[:space:]]*$' "$klog" &&
-            grep -q 'supervisor instruction fetch in kernel mode' "$klog"; }; }; then
+    if [ $attempt -ge 3 ] || ! sig=$("$top/scripts/tcg-race-signature" "$klog"); then
         cat "$out"
         echo "bench: the guest failed (kernel log: $klog)" >&2
         exit 1
     fi
-    echo "bench: the guest took an int3 Oops (or jumped to a kprobe's NULL copied instruction) at $(grep -m1 'RIP:' "$klog" | sed 's/.*RIP: [0-9]*://') (TCG runs live-patched text stale, see scripts/tcg-text-poke-race.sh); booting again" >&2
+    echo "bench: retried: $sig (boot $attempt, kernel log kept as $klog.attempt$attempt); booting again" >&2
+    retried+=("$sig")
     cp "$klog" "$klog.attempt$attempt"
     attempt=$((attempt + 1))
 done
 sed -n '/^=== results ===$/,$p' "$out" | tail -n +2 > "$out.results"
 [ -s "$out.results" ] || { cat "$out"; echo "bench: no results" >&2; exit 1; }
 echo "memmon bench: $REPS repetitions, $SROUNDS sampling generations, N=$N faults per thread, $PAIRS mmap+munmap pairs, reader $READN events ($(date -u +%Y-%m-%d), $(nproc) host CPUs, TCG guest with 2 vCPUs${icount:+, -icount shift=0}, $([ -n "$stock" ] && echo "Debian's stock kernel, fault source: kprobes" || echo "patched kernel, fault source: mm_fault"))"
+for r in "${retried[@]+"${retried[@]}"}"; do echo "retried: bench ($r)"; done
 awk '
     $1 == "frames" { fr[$2 " " $3] = $4; next }
     $1 == "bytes" { by[$2 " " $3] = $4; next }

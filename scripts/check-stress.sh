@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # memmon's stress scenarios (tests/stress/NN-*.sh), each in a fresh VM like the VM scenarios
 # of make check, failing on a bad exit or any kernel warning: insmod/rmmod cycles under a
-# storm with blocked readers, a watch-pids fuzzer checked against a model, 60 s of churn
+# storm with blocked readers (single-threaded TCG; and a multi-threaded twin, the storm
+# stopped while memmon patches text), a watch-pids fuzzer checked against a model, 60 s of churn
 # with exact per-reader accounting, pid reuse, non-root access. About 12 minutes under TCG.
 # With MEMMON_KERNEL/MEMMON_MODULE (make check-stress DEBUG=1) on the debug kernel.
 # Usage: scripts/check-stress.sh [PATTERN]   Ends with one line: "N passed, N failed".

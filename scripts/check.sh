@@ -16,9 +16,14 @@
 #     line "# vm-timeout: SECONDS" gets that long (default: scripts/vm-run's), and one with
 #     a line "# vm-oom: expected" may have the OOM killer's reports in its kernel log
 #     (their Call Trace is not a splat)
-# Ends with one line: "N passed, N failed, N skipped", then "; lints: N passed[, N failed]"
-# when lints ran (formatting, clippy, modinfo, checkpatch, the docs' paths: counted apart
-# from the tests).
+#   A VM scenario whose boot died of multi-threaded TCG's text-poke race (the exact
+#   signatures of scripts/tcg-race-signature, reproduced without memmon by
+#   scripts/tcg-text-poke-race.sh) is run once more and the second result counts; no other
+#   failure is retried.
+# Ends with one line "retried: vm-NAME (WHAT)" per such retry, then one line: "N passed,
+# N failed, N skipped", then "; N retried" when some were, then "; lints: N passed[, N
+# failed]" when lints ran (formatting, clippy, modinfo, checkpatch, the docs' paths: counted
+# apart from the tests).
 # Usage: scripts/check.sh [PATTERN]   (only the items whose name contains PATTERN)
 # Environment (scripts/check-debug.sh sets these; unset, the suite is the one above):
 #   MEMMON_KERNEL, MEMMON_MODULE, MEMMON_VM_TIMEOUT  read by scripts/vm-run
@@ -63,7 +68,7 @@ else
     not_splats='^$'
 fi
 mkdir -p "$results"
-passed=0 failed=0 skipped=0 lints_passed=0 lints_failed=0 failures=()
+passed=0 failed=0 skipped=0 lints_passed=0 lints_failed=0 failures=() retries=()
 # The items that check the code's form rather than what it does: counted apart ("lints").
 lint_items=" userspace-fmt-clippy module-rustfmt module-clippy module-modinfo patches-checkpatch docs-paths "
 
@@ -73,18 +78,19 @@ lint_items=" userspace-fmt-clippy module-rustfmt module-clippy module-modinfo pa
 run_item() {
     local name=$1; shift
     [[ -z "$filter" || "$name" == *"$filter"* ]] || return 0
-    local log="$results/$name.log" start=$SECONDS status=0
+    local log="$results/$name.log" start=$SECONDS status=0 nretries=${#retries[@]} retried=""
     "$@" >"$log" 2>&1 || status=$?
+    [ ${#retries[@]} = "$nretries" ] || retried="  (retried: ${retries[-1]#* (}"
     if [ "$status" = 0 ]; then
         if [[ "$lint_items" == *" $name "* ]]; then lints_passed=$((lints_passed + 1)); else passed=$((passed + 1)); fi
-        printf 'PASS %-40s %3ds\n' "$name" $((SECONDS - start))
+        printf 'PASS %-40s %3ds%s\n' "$name" $((SECONDS - start)) "$retried"
     elif [ "$status" = 77 ]; then
         skipped=$((skipped + 1))
         printf 'SKIP %-40s %3ds  (%s)\n' "$name" $((SECONDS - start)) "$(tail -n 1 "$log")"
     else
         if [[ "$lint_items" == *" $name "* ]]; then lints_failed=$((lints_failed + 1)); else failed=$((failed + 1)); fi
         failures+=("$name")
-        printf 'FAIL %-40s %3ds  (log: %s)\n' "$name" $((SECONDS - start)) "${log#$top/}"
+        printf 'FAIL %-40s %3ds  (log: %s)%s\n' "$name" $((SECONDS - start)) "${log#$top/}" "$retried"
         # A Rust test's panic message is far above the tail, behind its backtrace.
         grep -m 3 -A 3 ' panicked at ' "$log" | sed 's/^/     ! /'
         tail -n 15 "$log" | sed 's/^/     | /'
@@ -130,8 +136,24 @@ patches_checkpatch() {
     "$linux/scripts/checkpatch.pl" --no-tree --quiet --ignore FILE_PATH_CHANGES "$top"/patches/*.patch
 }
 
-# vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat
+# vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat. A
+# boot that died of multi-threaded TCG's text-poke race (scripts/tcg-race-signature: the two
+# forms scripts/tcg-text-poke-race.sh reproduces without memmon, and nothing else) is run
+# once more, its first kernel log kept as KLOG.race; the second result counts, and the
+# retry is named in the summary ("retried: vm-NAME (WHAT)") and counted.
 vm_scenario() {
+    local name klog sig
+    name=$(basename "$1" .sh)
+    klog="$results/vm-$name.kernel.log"
+    rm -f "$klog.race"
+    vm_scenario_once "$1" && return 0
+    sig=$("$top/scripts/tcg-race-signature" "$klog") || return 1
+    mv "$klog" "$klog.race"
+    retries+=("vm-$name ($sig)")
+    echo "retried: vm-$name ($sig; first kernel log: $klog.race)"
+    vm_scenario_once "$1"
+}
+vm_scenario_once() {
     # Files from Debian's packages (build/stock/root, vm-55's python3.13) come from the
     # stock preparation running in the background: wait for it first.
     if grep -q '^# vm-add: build/stock/' "$1"; then wait_stock_prepare || true; fi
@@ -299,7 +321,9 @@ fi
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"
 fi
+for r in "${retries[@]+"${retries[@]}"}"; do echo "retried: $r"; done
 summary="$passed passed, $failed failed, $skipped skipped"
+[ ${#retries[@]} = 0 ] || summary="$summary; ${#retries[@]} retried"
 if [ $((lints_passed + lints_failed)) -gt 0 ]; then
     summary="$summary; lints: $lints_passed passed"
     [ "$lints_failed" = 0 ] || summary="$summary, $lints_failed failed"

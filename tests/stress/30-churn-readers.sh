@@ -3,13 +3,14 @@
 # can, one slow enough to lose events): for each reader, events read + lost reported =
 # events produced, exactly; stats agree (delivered and lost_reported are the readers' sums).
 #
-# Single-threaded TCG, as tests/stress/10: watching and unwatching every 0.2 s arms and
+# Multi-threaded TCG (tests/stress/10 stays single-threaded, with its twin 11): watching and unwatching every 0.2 s arms and
 # disarms the syscall probes, which live-patches the ftrace sites of the syscalls the storm
 # runs on the other vCPU, and multi-threaded TCG sometimes runs such a site stale: on the
 # debug kernel once (2026-12-06) a vCPU ran a stale int3 at __x64_sys_munmap+0x4, the
 # ftrace-based kprobe there was found, and its copied instruction, NULL by design, was
-# jumped to (scripts/tcg-text-poke-race.sh shows the race with ftrace alone).
-# vm-accel: tcg,thread=single
+# jumped to. scripts/tcg-text-poke-race.sh --mode kprobe-off does the same without memmon
+# (a disabled kprobe event and the function tracer); scripts/check.sh boots again once a
+# scenario that died of exactly that (scripts/tcg-race-signature), and nothing else.
 . /host/lib.sh
 load
 rm -f /tmp/done

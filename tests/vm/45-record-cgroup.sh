@@ -17,12 +17,12 @@
 # workload, once in its cgroup, execs a shell that waits until record has written its header,
 # then execs memtest: the pid, and so the header, is memtest's.
 #
-# Single-threaded TCG, as vm-42 and vm-47: record arms and disarms the syscall probes while
-# the churn's processes run the patched syscalls on the other vCPU, and multi-threaded TCG
+# Multi-threaded TCG, as vm-42 and vm-47: record arms and disarms the syscall probes while
+# the churn's processes run the patched syscalls on the other vCPU. Multi-threaded TCG
 # sometimes runs the patched text stale (scripts/tcg-text-poke-race.sh): on a clean clone's
 # CI run (2026-12-06) this scenario took "BUG: kernel NULL pointer dereference" with RIP 0
-# on a syscall's entry, the same race's other face (the int3 one is at +0x5).
-# vm-accel: tcg,thread=single
+# on a syscall's entry, the race's jump-to-0 form (reproduced without memmon by
+# tcg-text-poke-race.sh --mode kprobe-off), which scripts/check.sh boots again once.
 . /host/lib.sh
 cg=/sys/fs/cgroup
 grep -q "^[^ ]* $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg || fail "cannot mount cgroup2 at $cg"

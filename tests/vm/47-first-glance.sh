@@ -16,11 +16,12 @@
 # - go_cache (Debian's Go): main.fillCache and main.buildJournal, its stacks whole;
 # and no raw address or frame of memmon's own in any of them, nor in a diff of two runs.
 #
-# Single-threaded TCG, as vm-42: each record arms the syscall probes, which live-patches
-# __x64_sys_brk and __x64_sys_mmap while a program's other thread (Go's) may run them on the
-# other vCPU, and multi-threaded TCG sometimes runs the patched text stale
-# (scripts/tcg-text-poke-race.sh): here it took "Unrecoverable kprobe" at __x64_sys_brk+0x5.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG: each record arms the syscall probes, which live-patches __x64_sys_brk
+# and __x64_sys_mmap while a program's other thread (Go's) may run them on the other vCPU.
+# Multi-threaded TCG sometimes runs the patched text stale (scripts/tcg-text-poke-race.sh);
+# scripts/check.sh boots again only on that race's exact signatures (scripts/tcg-race-signature).
+# It once took "Unrecoverable kprobe" at __x64_sys_brk+0x5 here: that form is not one of
+# them (never reproduced without memmon), so it fails the scenario.
 . /host/lib.sh
 load
 

@@ -12,8 +12,7 @@
 # - A cgroup 2 000 bytes deep is watched, its process's faults recorded exactly, its
 #   `cgroup` line keeps the path's end; a path over 4095 bytes is refused with one line
 #   saying so.
-# Single-threaded TCG, as vm-45: memmon attach arms the probes while processes run.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-45: memmon attach arms the probes while processes run.
 . /host/lib.sh
 cg=/sys/fs/cgroup
 grep -q "^[^ ]* $cg cgroup2 " /proc/mounts || mount -t cgroup2 none $cg || fail "cannot mount cgroup2 at $cg"

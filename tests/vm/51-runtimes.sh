@@ -19,9 +19,8 @@
 # 200 characters, Node's stacks whole at the default depth; and without the switch, record
 # says how to get the script's functions named and the report why they are not.
 #
-# Single-threaded TCG, as vm-47 (record arms the syscall probes while the runtimes' other
+# Multi-threaded TCG, as vm-47 (record arms the syscall probes while the runtimes' other
 # threads run); Node.js under TCG takes a while.
-# vm-accel: tcg,thread=single
 # vm-timeout: 900
 . /host/lib.sh
 load

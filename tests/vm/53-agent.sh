@@ -22,9 +22,9 @@
 #   - the spool moved (SIGHUP) to a 16 KiB tmpfs: the disk fills, memmon_spool_full 1,
 #     snapshots dropped and counted, one log line for it;
 #   - SIGTERM: a last snapshot (reason exit), nothing watched any more, exit status 0.
-# Single-threaded TCG, as vm-45: watching arms the probes while the workloads run on the
-# other vCPU (scripts/tcg-text-poke-race.sh).
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-45: watching arms the probes while the workloads run on the
+# other vCPU (scripts/tcg-text-poke-race.sh: scripts/check.sh boots again only on that
+# race's exact signatures).
 # vm-timeout: 900
 . /host/lib.sh
 cg=/sys/fs/cgroup
@@ -137,7 +137,7 @@ expect_eq "watched cgroups after job-c's removal" "$(metric memmon_watched_cgrou
 
 # 10 000 short-lived processes in job-b (each a static program's exec); 1 000 on the debug
 # kernel (make check-debug), where 10 000 did not end within the 900 s under
-# single-threaded TCG, lockdep, KASAN and kmemleak.
+# single-threaded TCG (this scenario's accelerator then), lockdep, KASAN and kmemleak.
 churn=10000
 [ -n "${MEMMON_DEBUG_KERNEL:-}" ] && churn=1000
 sh -c "echo \$\$ > $cg/work/job-b/cgroup.procs && i=0 && while [ \$i -lt $churn ]; do /progs/hold 0 / >/dev/null || exit 1; i=\$((i + 1)); done" \

@@ -33,8 +33,7 @@
 # script started (the mark "started"). Then a description with wrong offsets: stacks keep
 # their native part and end their Python part with a reason, no kernel report.
 #
-# Single-threaded TCG, as vm-47 (record arms the syscall probes while threads run).
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-47 (record arms the syscall probes while threads run).
 # vm-timeout: 900
 . /host/lib.sh
 load

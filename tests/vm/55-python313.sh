@@ -40,8 +40,7 @@
 # wrong frame offset: stacks keep their native part and end their Python part with a
 # reason, no kernel report.
 #
-# Single-threaded TCG, as vm-54.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-54.
 # vm-timeout: 900
 . /host/lib.sh
 load

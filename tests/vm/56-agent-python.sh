@@ -24,8 +24,7 @@
 # snapshots name the script's functions: memmon_site_resident_bytes has a series for load_a
 # with 24 MiB and one for load_b with 12 MiB (each within 10 %), and the spool's snapshot
 # (pprof) names both functions and the script's file. No option but the cgroup.
-# Single-threaded TCG, as vm-53.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-53.
 # vm-timeout: 900
 . /host/lib.sh
 cg=/sys/fs/cgroup

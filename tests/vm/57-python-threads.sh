@@ -26,8 +26,7 @@
 # interpreter is step 1). So workers 45 to 299 (255) must have Python frames, touch's
 # first, and workers 0 to 44 (45) none, with pystack_end=depth; each write's line is found
 # by its thread and the address its mmap returned.
-# Single-threaded TCG, as vm-54.
-# vm-accel: tcg,thread=single
+# Multi-threaded TCG, as vm-54.
 # vm-timeout: 900
 . /host/lib.sh
 load

@@ -29,7 +29,6 @@
 # bytes as a reference run of the same program in the same boot on rings grown to 16 MiB
 # (8 MiB per CPU), within 5 % (for the script, at the mark it writes once both are held:
 # at the peak, the dict's resizes make the runs differ by up to 7 %).
-# vm-accel: tcg,thread=single
 # vm-timeout: 1200
 . /host/lib.sh
 load
