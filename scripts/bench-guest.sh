@@ -273,6 +273,30 @@ while [ $((rep += 1)) -le "$REPS" ]; do
     echo "reader ftrace $ftrace_lps 0" >> $res
 done
 
+# Latencies that functional tests bound only loosely (tests/vm/23, 29, 50), measured here
+# with memmon loaded with no parameter: a lone event's wake-up of a reader sleeping in read,
+# poll, select or epoll (LATN trials each: "latency wake-HOW US"), and the unwind store's
+# writes while a reader lists /proc/memmon/unwind ("latency unwind-write-median US",
+# "latency unwind-write-max US", one per repetition, and the same alone).
+LATN=${LATN:-11}
+load
+for how in read poll select epoll; do
+    i=0
+    while [ $((i += 1)) -le "$LATN" ]; do
+        us=$(/progs/readers wake-latency $how | tr ' ' '\n' | sed -n "s/^${how}_us=//p")
+        [ -n "$us" ] && echo "latency wake-$how $us" >> $res
+    done
+done
+rep=0
+while [ $((rep += 1)) -le "$REPS" ]; do
+    out=$(taskset 1 /progs/unwind-bounds listing 2000 8 4096 5 | tr ' ' '\n')
+    for k in noop_reading_median_us noop_reading_max_us noop_alone_median_us noop_alone_max_us; do
+        v=$(printf '%s\n' "$out" | sed -n "s/^$k=//p")
+        [ -n "$v" ] && echo "latency unwind-$k $v" >> $res
+    done
+done
+unload
+
 # Access sampling: only with patches/0002 (not on a stock kernel).
 [ -d $T/events/mm/mm_fault ] || REPS=0
 # Access sampling: a process with SPAGES pages resident writes 10 % of them, a random set,

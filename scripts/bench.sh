@@ -53,7 +53,7 @@ for arg in "$@"; do
     esac
 done
 if [ -n "$quick" ]; then
-    REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000} SROUNDS=${SROUNDS:-3}
+    REPS=${REPS:-1} N=${N:-2048} PAIRS=${PAIRS:-512} READN=${READN:-5000} SROUNDS=${SROUNDS:-3} LATN=${LATN:-3}
 fi
 unit="ns of emulated time"
 if [ -n "$icount" ]; then
@@ -61,7 +61,7 @@ if [ -n "$icount" ]; then
     unit="instructions (icount: 1 ns per instruction, both vCPUs)"
 fi
 REPS=${REPS:-7} N=${N:-16384} PAIRS=${PAIRS:-4096} READN=${READN:-100000}
-SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10}
+SPAGES=${SPAGES:-16384} SROUNDS=${SROUNDS:-10} LATN=${LATN:-11}
 name=bench${stock:+-stock}${icount:+-icount}
 out="$top/build/vm/$name.out"
 mkdir -p "$top/build/vm"
@@ -92,7 +92,7 @@ fi
 attempt=1 retried=()
 until "$vm_run" --timeout 3000 --log "$klog" \
     --add "$top/scripts/bench-guest.sh:/host/bench-guest.sh" ${python_adds[@]+"${python_adds[@]}"} -- \
-    "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS sh /host/bench-guest.sh" > "$out"; do
+    "REPS=$REPS N=$N PAIRS=$PAIRS READN=$READN SPAGES=$SPAGES SROUNDS=$SROUNDS LATN=$LATN sh /host/bench-guest.sh" > "$out"; do
     if [ $attempt -ge 3 ] || ! sig=$("$top/scripts/tcg-race-signature" "$klog"); then
         cat "$out"
         echo "bench: the guest failed (kernel log: $klog)" >&2
@@ -112,6 +112,7 @@ awk '
     $1 == "bytes" { by[$2 " " $3] = $4; next }
     $1 == "stackwalk" { v["stackwalk " $2] = v["stackwalk " $2] " " $3; ent[$2] = ent[$2] " " $4; lost["stackwalk " $2] += $5; next }
     $1 == "pywalk" { v["pywalk " $2] = v["pywalk " $2] " " $3; ent[$2] = $4; pyf[$2] = $5; lost["pywalk " $2] += $6; next }
+    $1 == "latency" { lat[$2] = lat[$2] " " $3; if (!($2 in lseen)) { lseen[$2] = 1; lorder[++nl] = $2 }; next }
     $1 == "sampling-arm" { v["sampling-arm"] = v["sampling-arm"] " " $2; armv = armv " " $3; next }
     { key = $1 " " $2; v[key] = v[key] " " $3; lost[key] += $4; runs[key]++
       if (!(($1) in seen)) { seen[$1] = 1; order[++nw] = $1 } }
@@ -177,6 +178,17 @@ awk '
         stats("reader ftrace"); f = med
         printf "\nreader: memmon %d lines/s (min %d, max %d), ftrace %d lines/s: %.2fx\n", m, mlo, mhi, f, f ? m / f : 0
         print "(" unit " per fault or per pair; vs ftrace = (set-up - none) / (ftrace - none); lost = events lost over all runs)"
+        if (nl > 0) {
+            printf "\n%-34s %8s %8s %8s %8s %6s\n", "latency (us, no module parameter)", "median", "p90", "min", "max", "n"
+            for (l = 1; l <= nl; l++) {
+                n = split(substr(lat[lorder[l]], 2), a, " ")
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+                med = (n % 2) ? a[(n + 1) / 2] : int((a[n / 2] + a[n / 2 + 1]) / 2)
+                p90 = a[int(0.9 * (n - 1)) + 1]
+                printf "%-34s %8d %8d %8d %8d %6d\n", lorder[l], med, p90, a[1], a[n], n
+            }
+            print "(wake-HOW: a lone event to a reader asleep in HOW, tests/vm/29 bounds the median at 50 ms; unwind-noop_reading_*: ADD_TABLE writes while a reader lists the store, tests/vm/50 bounds the median at 50 ms and the slowest at 400 ms)"
+        }
         if (("sampling on") in v) {
             stats("sampling on"); on = med; onlo = lo; onhi = hi
             stats("sampling off"); off = med

@@ -226,9 +226,15 @@ record_parsed_on_host() {
 bench_quick() {
     "$top/scripts/bench.sh" --quick || return 1
     local n
-    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 != "pywalk" && $1 != "bytes" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
+    n=$(awk '$1 != "reader" && $1 != "frames" && $1 != "stackwalk" && $1 != "pywalk" && $1 != "bytes" && $1 != "latency" && $1 !~ /^sampling/' "$top/build/vm/bench.out.results" | wc -l)
     echo "$n results"
     [ "$n" -eq 21 ] || { echo "want 21 results (7 set-ups x 3 workloads)"; return 1; }
+    # The latencies the functional tests bound loosely: 3 wake-ups per way of waiting, the
+    # unwind store's writes during a listing (4 figures).
+    n=$(awk '$1 == "latency" && $2 ~ /^wake-(read|poll|select|epoll)$/ && $3 > 0' "$top/build/vm/bench.out.results" | wc -l)
+    [ "$n" -eq 12 ] || { echo "want 12 wake-up latencies (3 per read, poll, select, epoll), got $n"; return 1; }
+    n=$(awk '$1 == "latency" && $2 ~ /^unwind-noop_/ && $3 > 0' "$top/build/vm/bench.out.results" | wc -l)
+    [ "$n" -eq 4 ] || { echo "want 4 unwind-write latencies, got $n"; return 1; }
     # The stream's bytes per event of the two record set-ups, for each workload.
     n=$(awk '$1 == "bytes" && $4 > 0' "$top/build/vm/bench.out.results" | wc -l)
     [ "$n" -eq 6 ] || { echo "want 6 stream-bytes figures (2 record set-ups x 3 workloads), got $n"; return 1; }
