@@ -107,16 +107,21 @@ unsafe extern "C" fn process_exit(
 ) {
     // SAFETY: `data` is the `State` the probe was attached with, alive while it is attached.
     let state = unsafe { &*data.cast::<State>() };
+    if !group_dead {
+        return;
+    }
     let tgid = current_ids().0;
-    if !group_dead || !state.watch.contains(tgid) {
+    // Its faults not recorded, while readers know it: before its `rss` and `exit` lines, and
+    // also when it is no longer watched (unwatched after those faults), so that no count is
+    // left in a ring for a later read to report long after the process is gone.
+    state.ring.report_dropped_of(tgid);
+    if !state.watch.contains(tgid) {
         return;
     }
     // The exit probe (a kprobe, which can be missed) takes it out of the watch set later;
     // this tracepoint cannot be missed: the mark lets a new process with this number see a
     // stale bit.
     state.watch.exiting(tgid);
-    // Its faults not recorded, while readers know it: before its `rss` and `exit` lines.
-    state.ring.report_dropped_of(tgid);
     let task = kernel::task::Task::current_raw();
     // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address
     // space (null for a kernel thread).

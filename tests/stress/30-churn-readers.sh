@@ -42,9 +42,13 @@ while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
 done
 wait $storm || fail "the storm"
 echo 0 > /proc/memmon/watch-pids
+# Nothing is watched and the storm has exited: nothing may be written any more, not even a
+# `dropped` line a reader's read would otherwise write later (the storm's drops are reported
+# at its exit, watched or not), or the readers that already finished would miss it.
+produced=$(stat_of produced)
 touch /tmp/done
 for p in $r1 $r2 $r3; do wait $p || fail "reader $p"; done
-produced=$(stat_of produced)
+expect_eq "records produced after the storm and the watching ended" "$(stat_of produced)" "$produced"
 echo "$n watch/unwatch rounds; $(cat /tmp/storm); produced $produced, overwritten $(stat_of overwritten)"
 delivered=0 reported=0
 for r in /tmp/r1 /tmp/r2 /tmp/r3; do
