@@ -296,6 +296,8 @@ if [ -z "$vm_only" ]; then
     run_item patches-checkpatch patches_checkpatch
     # every path README.md, docs/ and userspace/README.md name exists
     run_item docs-paths "$top/scripts/check-doc-paths.sh"
+    # which failed boots the VM items run once more, against logs of each form and near misses
+    run_item tcg-race-signature "$top/tests/scripts/tcg-race-signature.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item install "$top/tests/install/install.sh"
 fi
 for script in "${scenarios[@]}"; do
