@@ -115,7 +115,10 @@ fn top_warns_once_per_kind_of_undecodable_line() {
 
 /// `-p PID`: the children PID forks (and theirs) are followed, and unwatched with PID at
 /// the end; a child that exited is not, nor the child of a process top did not add. The
-/// fake `watch-pids` is a FIFO, read by a thread, so that every write is seen.
+/// fake `watch-pids` is a FIFO, read by a thread, so that every write is seen. The thread
+/// holds it open for reading and writing from before top starts: a FIFO reopened after
+/// each writer's close discards a write made between the reader's end of file and its
+/// close (a host busy elsewhere lost one so).
 #[test]
 fn top_pids_unwatches_every_followed_process() {
     let root = fake_proc_root("pids");
@@ -126,19 +129,20 @@ fn top_pids_unwatches_every_followed_process() {
         .status()
         .unwrap()
         .success());
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || {
-            let mut all = String::new();
-            while !all.ends_with("end\n") {
-                fs::File::open(&fifo)
-                    .unwrap()
-                    .read_to_string(&mut all)
-                    .unwrap();
-            }
-            all
-        })
-    };
+    let mut held = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !all.ends_with(b"end\n") {
+            let read = held.read(&mut chunk).unwrap();
+            all.extend_from_slice(&chunk[..read]);
+        }
+        String::from_utf8(all).unwrap()
+    });
     let mut processes: Vec<Child> = (0..6).map(|_| sleeper()).collect();
     let [parent, child, grandchild, exited, other, others_child] =
         <[u32; 6]>::try_from(processes.iter().map(Child::id).collect::<Vec<_>>()).unwrap();
