@@ -97,15 +97,20 @@ run_item() {
     fi
 }
 
-userspace_tests() { cd "$top/userspace" && timeout --kill-after=30 2400 cargo test --quiet 2>&1; }
+userspace_tests() {
+    wait_userspace_prebuild
+    cd "$top/userspace" && timeout --kill-after=30 2400 cargo test --quiet 2>&1
+}
 # fleet_tests: memmon-fleet's embedded engine (DataFusion) built and tested without
 # Ballista's crates, which are most of its build: make check-fleet adds them, the loopback
 # cluster's test and clippy. Bounded, so that a build or a test that does not end fails
 # this item rather than the whole run.
 fleet_tests() {
+    wait_userspace_prebuild
     cd "$top/userspace" && timeout --kill-after=30 2400 cargo test --quiet -p memmon-fleet --no-default-features 2>&1
 }
 userspace_lint() {
+    wait_userspace_prebuild
     cd "$top/userspace" && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings
 }
 module_rustfmt() {
@@ -285,11 +290,33 @@ stock_quick() {
     STOCK_CHECK_QUICK=1 "$top/scripts/stock/check"
 }
 
-if [ -z "$vm_only" ]; then
-    if [ -f "$top/userspace/Cargo.toml" ]; then
-        run_item userspace-cargo-test userspace_tests
-        run_item userspace-fmt-clippy userspace_lint
+# The userspace builds of the items that test it (the workspace's tests, clippy's check,
+# memmon-cli for the host-side items, memmon-fleet's embedded engine) are most of a first
+# make check after make run: started in the background at low priority once the items
+# before the VM scenarios have used cargo (install), so that they overlap the scenarios,
+# whose vCPUs wait much of the time; the items that run them come after the scenarios and
+# wait for it. The same commands, flags and profile as the items: their own runs then
+# build nothing, and a build error shows in the item, which builds again.
+userspace_prebuild=
+start_userspace_prebuild() {
+    [ -z "$vm_only" ] && [ -f "$top/userspace/Cargo.toml" ] || return 0
+    [[ -z "$filter" || "userspace-cargo-test userspace-fmt-clippy fleet report-debuginfod top-tmux" == *"$filter"* ]] || return 0
+    (cd "$top/userspace" && {
+        nice -n 10 cargo test --quiet --no-run
+        nice -n 10 cargo clippy --quiet --all-targets -- -D warnings
+        nice -n 10 cargo build --quiet -p memmon-cli
+        nice -n 10 cargo test --quiet -p memmon-fleet --no-default-features --no-run
+    }) > "$results/userspace-prebuild.log" 2>&1 &
+    userspace_prebuild=$!
+}
+wait_userspace_prebuild() {
+    if [ -n "$userspace_prebuild" ]; then
+        wait "$userspace_prebuild" || true
+        userspace_prebuild=
     fi
+}
+
+if [ -z "$vm_only" ]; then
     run_item module-rustfmt module_rustfmt
     run_item module-clippy module_clippy
     run_item module-modinfo module_modinfo
@@ -299,11 +326,16 @@ if [ -z "$vm_only" ]; then
     # which failed boots the VM items run once more, against logs of each form and near misses
     run_item tcg-race-signature "$top/tests/scripts/tcg-race-signature.sh"
     [ -f "$top/userspace/Cargo.toml" ] && run_item install "$top/tests/install/install.sh"
+    start_userspace_prebuild
 fi
 for script in "${scenarios[@]}"; do
     run_item "vm-$(basename "$script" .sh)" vm_scenario "$script"
 done
 if [ -z "$vm_only" ]; then
+    if [ -f "$top/userspace/Cargo.toml" ]; then
+        run_item userspace-cargo-test userspace_tests
+        run_item userspace-fmt-clippy userspace_lint
+    fi
     [ -f "$top/userspace/Cargo.toml" ] && run_item vm-record-parsed-on-host record_parsed_on_host
     # host-side: a real debuginfod server (and a corrupt one) for `memmon report`
     [ -f "$top/userspace/Cargo.toml" ] && run_item report-debuginfod "$top/tests/report/debuginfod.sh"
