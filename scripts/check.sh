@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # memmon's test suite (run by `make check` after deps and the build):
-#   - userspace: cargo test, clippy and rustfmt of the workspace
+#   - userspace: cargo test, clippy and rustfmt of the workspace (built in the background
+#     while the VM scenarios run, tested after them)
 #   - fleet: memmon-fleet (not a default member) built and tested without Ballista (the
 #     embedded engine; make check-fleet: with Ballista, a loopback cluster and clippy)
 #   - module: rustfmt --check and a clippy build (CLIPPY=1), both warning-free; the
