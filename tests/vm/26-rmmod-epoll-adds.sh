@@ -1,7 +1,9 @@
 # rmmod while two processes keep adding the events file to new epoll instances and select
 # callers wait (unload sleeps until they have left the wait queue): entries that arrive
-# while unload drains the queue must not keep it from emptying. Unload takes well under
-# 5 s, not until the adders stop after 20 s.
+# while unload drains the queue must not keep it from emptying. Unload ends while the
+# adders still run (they stop after 20 s): it took 0.2 to 1.2 s on a quiet host, 5.2 s once on
+# a host at a load of 7 under multi-threaded TCG; the bound is 15 s, and the adder must
+# still be running after it.
 . /host/lib.sh
 load
 for i in 1 2 3 4; do
@@ -18,7 +20,7 @@ start=$(cut -d' ' -f1 /proc/uptime)
 timeout 30 rmmod memmon || fail "rmmod failed"
 took=$(awk -v s="$start" '{ printf "%d", ($1 - s) * 1000 }' /proc/uptime)
 echo "rmmod took ${took} ms"
-[ "$took" -lt 5000 ] || fail "rmmod took ${took} ms: it waited for the epoll adder"
+[ "$took" -lt 15000 ] || fail "rmmod took ${took} ms: it waited for the epoll adder"
 kill -0 $adder 2>/dev/null || fail "the adder ended before rmmod (cat: $(cat /tmp/epolladd.out))"
 kill $adder $adder2
 echo "ok: rmmod completed in ${took} ms while epoll entries kept arriving"
