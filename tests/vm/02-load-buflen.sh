@@ -24,6 +24,10 @@ if insmod /memmon/memmon.ko fault_kprobes=Y 2>/dev/null; then fail "fault_kprobe
 # (fault_kprobes=1 runs the scenarios on the hook fault source on the debug kernel:
 # MEMMON_DEBUG_APPEND=memmon_load=fault_kprobes=1 make check-debug; this kernel inlines
 # do_anonymous_page, which that source hooks, and refuses it with ENOENT.)
+# fault_kprobes=0 is the default: the mm:mm_fault tracepoint where the kernel has it (the
+# patched kernel), the kprobe fault source where it does not (Debian's).
+source=kprobes
+grep -q ' __traceiter_mm_fault$' /proc/kallsyms && source=mm_fault
 load fault_kprobes=0
-expect_match "load line (fault_kprobes=0)" "$(dmesg | grep 'memmon: loaded' | tail -n 1)" 'fault source: mm_fault$'
+expect_match "load line (fault_kprobes=0)" "$(dmesg | grep 'memmon: loaded' | tail -n 1)" "fault source: $source\$"
 unload
