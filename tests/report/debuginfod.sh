@@ -189,7 +189,9 @@ n=$(grep -c 'warning' "$tmp/5.err" || true)
 [ "$n" = 1 ] || fail "5: want one warning line, got $n: $(cat "$tmp/5.err")"
 grep -q "^memmon: warning: debuginfod: http://127.0.0.1:$p: .*objects without symbols show as offsets\$" "$tmp/5.err" \
     || fail "5: the warning: $(cat "$tmp/5.err")"
-[ "$took" -le 10 ] || fail "5: the report took $took s with DEBUGINFOD_TIMEOUT=2"
+# DEBUGINFOD_TIMEOUT honoured: a few seconds (2 on a quiet host); ignored, the report
+# would wait for the server for good. 30 s leaves room for a host busy elsewhere.
+[ "$took" -le 30 ] || fail "5: the report took $took s with DEBUGINFOD_TIMEOUT=2"
 top_sites "$tmp/5.out" > "$tmp/5.top"
 diff "$tmp/stripped.top" "$tmp/5.top" || fail "5: want offsets"
 echo "ok 5: a server that never answers: $took s, one warning ($(grep warning "$tmp/5.err")), offsets"
