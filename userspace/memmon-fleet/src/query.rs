@@ -24,6 +24,9 @@ pub const CLASSES: [&str; 7] = [
     "unknown",
 ];
 
+/// The percentiles of RSS per cluster in `clusters.csv`.
+pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
+
 /// What is asked.
 #[derive(Debug, Clone)]
 pub struct Question {
@@ -33,11 +36,22 @@ pub struct Question {
     pub top: Option<u64>,
 }
 
-/// One cluster's sums over its snapshots.
+/// One cluster's sums over its snapshots. The resident sums are over the snapshots with
+/// resident figures (captures, agent snapshots), the allocated ones over the heap
+/// profiles.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterSums {
     /// Snapshots.
     pub snapshots: u64,
+    /// Snapshots with resident figures.
+    pub resident_snapshots: u64,
+    /// Snapshots with allocated figures (heap profiles).
+    pub allocated_snapshots: u64,
+    /// Allocated bytes (unbiased) in use.
+    pub allocated: i64,
+    /// Resident bytes at the 50th, 95th and 99th percentiles (nearest rank) of the
+    /// snapshots with resident figures.
+    pub resident_percentiles: [i64; 3],
     /// Resident, anon, file, shmem bytes.
     pub resident: i64,
     /// Anonymous bytes.
@@ -48,8 +62,8 @@ pub struct ClusterSums {
     pub shmem: i64,
     /// By coarse class ([`CLASSES`] order).
     pub classes: [i64; 7],
-    /// Per stack: resident, mapped, the five fault counts.
-    pub stacks: BTreeMap<i64, [i64; 7]>,
+    /// Per stack: resident, mapped, the five fault counts, allocated.
+    pub stacks: BTreeMap<i64, [i64; 8]>,
 }
 
 /// The answers: clusters by their labels' values, and the frames of their stacks.
@@ -81,15 +95,15 @@ fn chosen_sql(question: &Question) -> String {
         .collect();
     let keys = cluster_columns(question);
     let snaps = format!(
-        "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, {}, {} \
-         FROM snapshots",
+        "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, \
+         allocated_bytes, {}, {} FROM snapshots",
         classes.join(", "),
         labels.join(", ")
     );
     match question.top {
         Some(n) => format!(
             "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
-             {keys} ORDER BY resident_bytes DESC, snapshot_id) AS rank FROM snaps) \
+             {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
              SELECT * FROM ranked WHERE rank <= {n}"
         ),
         None => snaps,
@@ -152,9 +166,11 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let class_sums: Vec<String> = (0..CLASSES.len()).map(|i| format!("SUM(k{i})")).collect();
     let clusters_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {keys}, COUNT(*), SUM(resident_bytes), \
-         SUM(anon_bytes), SUM(file_bytes), SUM(shmem_bytes), {} FROM chosen GROUP BY {keys}",
+         SUM(anon_bytes), SUM(file_bytes), SUM(shmem_bytes), {}, COUNT(resident_bytes), \
+         COUNT(allocated_bytes), SUM(allocated_bytes) FROM chosen GROUP BY {keys}",
         class_sums.join(", ")
     );
+    let classes = CLASSES.len();
     let mut answers = Answers::default();
     batches(context, &clusters_sql, |batch| {
         let columns = batch.columns();
@@ -180,6 +196,46 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             for (i, class) in sums.classes.iter_mut().enumerate() {
                 *class = numbers[5 + i][row];
             }
+            sums.resident_snapshots = u64::try_from(numbers[5 + classes][row]).unwrap_or(0);
+            sums.allocated_snapshots = u64::try_from(numbers[6 + classes][row]).unwrap_or(0);
+            sums.allocated = numbers[7 + classes][row];
+        }
+        Ok(())
+    })
+    .await?;
+    // Nearest-rank percentiles of RSS: the value of rank ceil(P * n / 100) in each
+    // cluster's snapshots with resident figures, in integers.
+    let percentiles: Vec<String> = RESIDENT_PERCENTILES
+        .iter()
+        .map(|p| format!("MAX(CASE WHEN r = ({p} * n + 99) / 100 THEN resident_bytes END)"))
+        .collect();
+    let percentiles_sql = format!(
+        "WITH chosen AS ({chosen}), ranked AS (SELECT {keys}, resident_bytes, ROW_NUMBER() \
+         OVER (PARTITION BY {keys} ORDER BY resident_bytes, snapshot_id) AS r, \
+         COUNT(*) OVER (PARTITION BY {keys}) AS n FROM chosen WHERE resident_bytes IS NOT \
+         NULL) SELECT {keys}, {} FROM ranked GROUP BY {keys}",
+        percentiles.join(", ")
+    );
+    batches(context, &percentiles_sql, |batch| {
+        let columns = batch.columns();
+        let labels: Vec<Vec<Option<String>>> = columns[..width]
+            .iter()
+            .map(strings)
+            .collect::<Result<_, _>>()?;
+        let numbers: Vec<Vec<i64>> = columns[width..]
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        for row in 0..batch.num_rows() {
+            let key: Vec<String> = labels
+                .iter()
+                .map(|column| column[row].clone().unwrap_or_default())
+                .collect();
+            if let Some(sums) = answers.clusters.get_mut(&key) {
+                for (i, value) in sums.resident_percentiles.iter_mut().enumerate() {
+                    *value = numbers[i][row];
+                }
+            }
         }
         Ok(())
     })
@@ -188,7 +244,8 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let stacks_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {}, s.stack_id, SUM(s.resident_bytes), \
          SUM(s.mapped_bytes), SUM(s.faults_anon), SUM(s.faults_file), SUM(s.faults_swap), \
-         SUM(s.faults_wp), SUM(s.faults_other) FROM samples s JOIN chosen c \
+         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes) FROM samples s \
+         JOIN chosen c \
          ON s.snapshot_id = c.snapshot_id GROUP BY {}, s.stack_id",
         prefixed.join(", "),
         prefixed.join(", ")
@@ -211,7 +268,7 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             let Some(sums) = answers.clusters.get_mut(&key) else {
                 continue;
             };
-            let mut values = [0i64; 7];
+            let mut values = [0i64; 8];
             for (i, value) in values.iter_mut().enumerate() {
                 *value = numbers[1 + i][row];
             }
