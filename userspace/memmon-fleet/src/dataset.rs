@@ -66,7 +66,10 @@ fn check(path: &Path, table: &str, expected: &Schema) -> Result<u64, String> {
         .iter()
         .find(|field| expected.field_with_name(field.name()).is_err())
     {
-        return Err(format!("wrong schema: a column {} it should not have", extra.name()));
+        return Err(format!(
+            "wrong schema: a column {} it should not have",
+            extra.name()
+        ));
     }
     Ok(u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }

@@ -182,11 +182,7 @@ fn allocated_aggregate_of(sums: &ClusterSums, label: String) -> Aggregate {
 }
 
 /// The report's outputs of one aggregate: `STEM.folded`, `.txt`, `.html`, `.pb.gz`.
-fn write_outputs(
-    options: &RunOptions,
-    stem: &str,
-    cluster: &Prepared,
-) -> Result<(), String> {
+fn write_outputs(options: &RunOptions, stem: &str, cluster: &Prepared) -> Result<(), String> {
     let view = &cluster.view;
     let naming = Naming::Short;
     write(

@@ -214,9 +214,7 @@ fn addresses(text: &str, line: usize) -> Result<Vec<u64>, ParseError> {
 }
 
 /// The maps section from line `first` (its lines' numbers from `first + 1`).
-fn maps<'a>(
-    lines: impl Iterator<Item = (usize, &'a str)>,
-) -> Result<Vec<MapsEntry>, ParseError> {
+fn maps<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Result<Vec<MapsEntry>, ParseError> {
     let mut maps = Vec::new();
     for (number, text) in lines {
         if text.trim().is_empty() {
@@ -225,7 +223,10 @@ fn maps<'a>(
         let entry = MapsEntry::parse(text.trim_end()).ok_or_else(|| {
             error(
                 number,
-                format!("bad maps line {:?}", text.chars().take(80).collect::<String>()),
+                format!(
+                    "bad maps line {:?}",
+                    text.chars().take(80).collect::<String>()
+                ),
             )
         })?;
         maps.push(entry);
@@ -237,7 +238,11 @@ fn maps<'a>(
 /// Parses a text dump: jemalloc's `heap_v2/R` or gperftools' `heap profile:`.
 pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
         error(line, "not text (not a heap profile)")
     })?;
     if !text.ends_with('\n') {
@@ -256,11 +261,17 @@ pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
     let header = header.trim();
     let (format, sampling) = if let Some(rate) = header.strip_prefix("heap_v2/") {
         let period = count(rate.trim(), header_line)?;
-        (HeapFormat::Jemalloc, Sampling::Poisson {
-            period: period as f64,
-        })
+        (
+            HeapFormat::Jemalloc,
+            Sampling::Poisson {
+                period: period as f64,
+            },
+        )
     } else if let Some(rest) = header.strip_prefix("heap profile:") {
-        (HeapFormat::Gperftools, gperftools_sampling(rest, header_line)?)
+        (
+            HeapFormat::Gperftools,
+            gperftools_sampling(rest, header_line)?,
+        )
     } else {
         return Err(error(
             header_line,
@@ -284,10 +295,7 @@ pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
             HeapFormat::Jemalloc => {
                 if let Some(stack) = trimmed.strip_prefix('@') {
                     if let Some(index) = open {
-                        return Err(error(
-                            stacks[index].line,
-                            "a stack without its `t*:` line",
-                        ));
+                        return Err(error(stacks[index].line, "a stack without its `t*:` line"));
                     }
                     stacks.push(HeapStack {
                         line: number,
@@ -299,9 +307,9 @@ pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
                     });
                     open = Some(stacks.len() - 1);
                 } else if let Some(rest) = trimmed.strip_prefix('t') {
-                    let (thread, values) = rest.split_once(':').ok_or_else(|| {
-                        error(number, format!("bad line {:?}", shorten(trimmed)))
-                    })?;
+                    let (thread, values) = rest
+                        .split_once(':')
+                        .ok_or_else(|| error(number, format!("bad line {:?}", shorten(trimmed))))?;
                     if thread != "*" && !thread.bytes().all(|b| b.is_ascii_digit()) {
                         return Err(error(number, format!("bad thread {:?}", shorten(trimmed))));
                     }
@@ -326,9 +334,9 @@ pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
                 }
             }
             HeapFormat::Gperftools | HeapFormat::Go => {
-                let (values, stack) = trimmed.split_once('@').ok_or_else(|| {
-                    error(number, format!("bad line {:?}", shorten(trimmed)))
-                })?;
+                let (values, stack) = trimmed
+                    .split_once('@')
+                    .ok_or_else(|| error(number, format!("bad line {:?}", shorten(trimmed))))?;
                 let [objects, bytes, ..] = counts(values, number)?;
                 let (unbiased_objects, unbiased_bytes) = sampling.unbias(objects, bytes);
                 stacks.push(HeapStack {
@@ -390,7 +398,12 @@ fn gperftools_sampling(rest: &str, line: usize) -> Result<Sampling, ParseError> 
     let (name, period) = match kind.split_once('/') {
         Some((name, period)) => {
             let digits: String = period.chars().take_while(char::is_ascii_digit).collect();
-            (name, (!digits.is_empty()).then(|| count(&digits, line)).transpose()?)
+            (
+                name,
+                (!digits.is_empty())
+                    .then(|| count(&digits, line))
+                    .transpose()?,
+            )
         }
         None => (kind, None),
     };
@@ -579,7 +592,12 @@ fn go_text(profile: &Profile, index: i64) -> Result<&str, ParseError> {
         .ok()
         .and_then(|i| profile.string_table.get(i))
         .map(String::as_str)
-        .ok_or_else(|| error(0, format!("string {index} out of the table (corrupt profile)")))
+        .ok_or_else(|| {
+            error(
+                0,
+                format!("string {index} out of the table (corrupt profile)"),
+            )
+        })
 }
 
 /// Whether a decoded profile.proto is a Go heap profile (sample types `inuse_objects`
@@ -652,7 +670,10 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
             if !mapping_ids.contains_key(&location.mapping_id) {
                 return Err(error(
                     0,
-                    format!("location {} names mapping {}, which is not there", location.id, location.mapping_id),
+                    format!(
+                        "location {} names mapping {}, which is not there",
+                        location.id, location.mapping_id
+                    ),
                 ));
             }
             location.address
@@ -675,8 +696,7 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
     for sample in &profile.sample {
         let value = |slot: usize| -> Result<u64, ParseError> {
             let value = sample.value.get(columns[slot]).copied().unwrap_or(0);
-            u64::try_from(value)
-                .map_err(|_| error(0, format!("bad count {value} (negative)")))
+            u64::try_from(value).map_err(|_| error(0, format!("bad count {value} (negative)")))
         };
         let (objects, bytes) = (value(0)?, value(1)?);
         if objects == 0 && bytes == 0 {
@@ -687,7 +707,10 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
             .iter()
             .map(|id| {
                 locations.get(id).copied().ok_or_else(|| {
-                    error(0, format!("a sample names location {id}, which is not there"))
+                    error(
+                        0,
+                        format!("a sample names location {id}, which is not there"),
+                    )
                 })
             })
             .collect::<Result<Vec<u64>, ParseError>>()?;
