@@ -407,34 +407,21 @@ fn gperftools_sampling(rest: &str, line: usize) -> Result<Sampling, ParseError> 
         }
         None => (kind, None),
     };
+    // jeprof: v2 samples at the header's figure, v1 at half of it; at 128 KiB where the
+    // header gives none or 0.
+    let v2 = name.contains("_v2");
+    let period = match period {
+        Some(period) if period > 0 && v2 => period as f64,
+        Some(period) if period > 0 => period as f64 / 2.0,
+        _ => 128.0 * 1024.0,
+    };
     Ok(if name == "heapprofile" || !name.contains("heap") {
         Sampling::Exact
-    } else if name.contains("_v2") {
-        Sampling::Poisson {
-            period: period.map_or(128.0 * 1024.0, |p| p as f64).max(0.0),
-        }
-        .with_default()
+    } else if v2 {
+        Sampling::Poisson { period }
     } else {
-        Sampling::Uniform {
-            period: period.map_or(128.0 * 1024.0, |p| p as f64 / 2.0),
-        }
-        .with_default()
+        Sampling::Uniform { period }
     })
-}
-
-impl Sampling {
-    /// jeprof's `ReadHeapProfile` samples every 128 KiB when the header's period is 0.
-    fn with_default(self) -> Sampling {
-        match self {
-            Sampling::Poisson { period } if period == 0.0 => Sampling::Poisson {
-                period: 128.0 * 1024.0,
-            },
-            Sampling::Uniform { period } if period == 0.0 => Sampling::Uniform {
-                period: 128.0 * 1024.0,
-            },
-            other => other,
-        }
-    }
 }
 
 /// The name of the code frames' pseudo-frame outside any file of the maps.
