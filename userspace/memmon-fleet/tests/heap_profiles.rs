@@ -481,3 +481,120 @@ fn gperftools_heap_profiles_give_google_pprofs_figures_per_function() {
     assert_eq!(snapshot.labels["profiler"], "gperftools");
     assert_eq!(snapshot.allocated, Some(total));
 }
+
+const GO_PROGRAM: &str = r#"package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/pprof"
+)
+
+var keep [][]byte
+
+//go:noinline
+func smallBlocks(n int) {
+	for i := 0; i < n; i++ {
+		keep = append(keep, make([]byte, 48))
+	}
+}
+
+//go:noinline
+func bigBlock(size int) { keep = append(keep, make([]byte, size)) }
+
+func main() {
+	runtime.MemProfileRate = 4096
+	smallBlocks(20000)
+	bigBlock(3 << 20)
+	runtime.GC()
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		panic(err)
+	}
+	f.Close()
+}
+"#;
+
+#[test]
+fn a_go_heap_profile_gives_go_tool_pprofs_figures_per_function() {
+    let dir = tmp("heap-go");
+    std::fs::write(dir.join("main.go"), GO_PROGRAM).unwrap();
+    std::fs::write(dir.join("go.mod"), "module heapprogram\n\ngo 1.19\n").unwrap();
+    let go = |args: &[&str]| {
+        tool(
+            Command::new("go")
+                .args(args)
+                .current_dir(&dir)
+                .env("HOME", &dir)
+                .env("GOCACHE", dir.join("cache"))
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOTOOLCHAIN", "local"),
+        )
+    };
+    go(&["build", "-o", "heapprogram", "."]);
+    let profile = dir.join("heap.pb.gz");
+    tool(Command::new(dir.join("heapprogram")).arg(&profile));
+    let snapshot = read_input(&profile, &BTreeMap::new(), None)
+        .unwrap()
+        .remove(0);
+    assert_eq!(snapshot.labels["profiler"], "go");
+    // go tool pprof's figures: its total and per function in use (cum).
+    let top = go(&[
+        "tool",
+        "pprof",
+        "-top",
+        "-cum",
+        "-sample_index=inuse_space",
+        "-unit=B",
+        "-nodefraction=0",
+        "-edgefraction=0",
+        "heap.pb.gz",
+    ]);
+    let mut total = None;
+    let mut cum: BTreeMap<String, u64> = BTreeMap::new();
+    let bytes = |word: &str| word.trim_end_matches('B').parse::<u64>().unwrap();
+    for line in top.lines() {
+        if let Some(rest) = line.split(" of ").nth(1) {
+            total = Some(bytes(rest.split_whitespace().next().unwrap()));
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() == 6 && words[1].ends_with('%') && words[4].ends_with('%') {
+            cum.insert(words[5].to_owned(), bytes(words[3]));
+        }
+    }
+    let total = total.expect("no total in go tool pprof's output");
+    assert_eq!(snapshot.allocated, Some(total));
+    // memmon's: each stack's bytes to each function in it (once); the Go binary has no
+    // GNU build ID, so its frames are the profile's function names.
+    let mut mine: BTreeMap<String, u64> = BTreeMap::new();
+    for sample in &snapshot.samples {
+        let names: BTreeSet<&str> = sample
+            .frames
+            .iter()
+            .filter_map(|frame| match frame {
+                StackFrame::Label(name) => Some(name.as_str()),
+                StackFrame::Code { .. } => None,
+            })
+            .collect();
+        for name in names {
+            *mine.entry(name.to_owned()).or_default() += sample.allocated;
+        }
+    }
+    for function in [
+        "main.smallBlocks",
+        "main.bigBlock",
+        "main.main",
+        "runtime.main",
+    ] {
+        eprintln!(
+            "{function}: go tool pprof {} B, memmon {} B",
+            cum[function], mine[function]
+        );
+        assert_eq!(mine[function], cum[function], "{function}");
+    }
+    assert_eq!(mine["main.bigBlock"], 3 << 20);
+}

@@ -132,6 +132,13 @@ pub struct HeapProfile {
     /// Frames a dump names rather than locates (a Go profile's locations without a
     /// mapping), by the address the stack gives them.
     pub names: BTreeMap<u64, String>,
+    /// The functions a dump names at an address (a Go profile's locations, innermost
+    /// first where inlined): its frames there where the object's build ID is unknown (a Go
+    /// binary has a Go build ID but no GNU one unless linked with one).
+    pub functions: BTreeMap<u64, Vec<String>>,
+    /// Whether the addresses are return addresses (jemalloc's, gperftools'), each moved
+    /// one byte back into its call; Go's are already.
+    pub return_addresses: bool,
 }
 
 /// Why a dump does not parse: the line (from 1; 0 for the whole file) and why.
@@ -369,6 +376,8 @@ pub fn parse_text(bytes: &[u8]) -> Result<HeapProfile, ParseError> {
         maps,
         build_ids: BTreeMap::new(),
         names: BTreeMap::new(),
+        functions: BTreeMap::new(),
+        return_addresses: true,
     })
 }
 
@@ -447,43 +456,53 @@ impl HeapProfile {
     /// A stack's frames, normalised through the dump's maps: each return address moved
     /// one byte back (into its call) and made (build ID, file offset); an address in no
     /// file mapping is [`OUTSIDE_FILES`]. `build_id` gives an object's build ID by its
-    /// path; an object without one is an error naming it.
+    /// path (where the dump does not); in an object without one, the functions the dump
+    /// names there (Go's), else an error naming the object.
     pub fn frames(
         &self,
         stack: &HeapStack,
         build_id: &mut dyn FnMut(&str) -> Option<String>,
     ) -> Result<Vec<StackFrame>, ParseError> {
-        stack
-            .addresses
-            .iter()
-            .map(|&address| {
-                if let Some(name) = self.names.get(&address) {
-                    return Ok(StackFrame::Label(name.clone()));
-                }
-                let instruction = address.saturating_sub(1);
-                let Some(entry) = self
-                    .mapping_of(instruction)
-                    .filter(|entry| entry.path.starts_with('/'))
-                else {
-                    return Ok(StackFrame::Label(OUTSIDE_FILES.to_owned()));
-                };
-                let id = self.build_ids.get(&entry.path).cloned();
-                let id = id.or_else(|| build_id(&entry.path)).ok_or_else(|| {
-                    error(
-                        stack.line,
-                        format!(
-                            "unknown build ID of {} (give --sysroot where the binary is)",
-                            entry.path
-                        ),
-                    )
-                })?;
-                Ok(StackFrame::Code {
+        let mut frames = Vec::with_capacity(stack.addresses.len());
+        for &address in &stack.addresses {
+            if let Some(name) = self.names.get(&address) {
+                frames.push(StackFrame::Label(name.clone()));
+                continue;
+            }
+            let instruction = if self.return_addresses {
+                address.saturating_sub(1)
+            } else {
+                address
+            };
+            let Some(entry) = self
+                .mapping_of(instruction)
+                .filter(|entry| entry.path.starts_with('/'))
+            else {
+                frames.push(StackFrame::Label(OUTSIDE_FILES.to_owned()));
+                continue;
+            };
+            let id = self.build_ids.get(&entry.path).cloned();
+            match id.or_else(|| build_id(&entry.path)) {
+                Some(id) => frames.push(StackFrame::Code {
                     build_id: id,
                     file_offset: instruction - entry.start + entry.offset,
                     object: entry.path.clone(),
-                })
-            })
-            .collect()
+                }),
+                None => match self.functions.get(&address) {
+                    Some(names) => frames.extend(names.iter().cloned().map(StackFrame::Label)),
+                    None => {
+                        return Err(error(
+                            stack.line,
+                            format!(
+                                "unknown build ID of {} (give --sysroot where the binary is)",
+                                entry.path
+                            ),
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(frames)
     }
 
     /// The dump as a snapshot named `name`: one sample per stack with its unbiased bytes
@@ -651,8 +670,15 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
     // Each location as the address its frames are found by: its own (a return address),
     // or for one without a mapping a made-up one named by its function.
     let mut names = BTreeMap::new();
+    let mut functions_at: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut locations = std::collections::HashMap::new();
     for location in &profile.location {
+        let named = location
+            .line
+            .iter()
+            .filter_map(|line| functions.get(&line.function_id))
+            .map(|function| go_text(profile, function.name).map(str::to_owned))
+            .collect::<Result<Vec<String>, ParseError>>()?;
         let address = if location.mapping_id != 0 && location.address != 0 {
             if !mapping_ids.contains_key(&location.mapping_id) {
                 return Err(error(
@@ -662,6 +688,9 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
                         location.id, location.mapping_id
                     ),
                 ));
+            }
+            if !named.is_empty() {
+                functions_at.insert(location.address, named);
             }
             location.address
         } else {
@@ -717,5 +746,7 @@ pub fn parse_go(profile: &Profile) -> Result<HeapProfile, ParseError> {
         maps,
         build_ids,
         names,
+        functions: functions_at,
+        return_addresses: false,
     })
 }
