@@ -28,12 +28,16 @@ pub const CLASSES: [&str; 7] = [
 pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
 
 /// What is asked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Question {
     /// The labels that make clusters.
     pub by: Vec<String>,
     /// Only the N snapshots with the highest RSS of each cluster (ties: by id).
     pub top: Option<u64>,
+    /// Only the snapshots taken at or after this time (ns since the epoch).
+    pub since: Option<i64>,
+    /// Only the snapshots taken before this time (ns since the epoch).
+    pub until: Option<i64>,
 }
 
 /// One cluster's sums over its snapshots. The resident sums are over the snapshots with
@@ -94,9 +98,21 @@ fn chosen_sql(question: &Question) -> String {
         .map(|(i, class)| format!("COALESCE(class_bytes[{}], 0) AS k{i}", quote(class)))
         .collect();
     let keys = cluster_columns(question);
+    let mut when = Vec::new();
+    if let Some(since) = question.since {
+        when.push(format!("time_unix_ns >= {since}"));
+    }
+    if let Some(until) = question.until {
+        when.push(format!("time_unix_ns < {until}"));
+    }
+    let filter = if when.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", when.join(" AND "))
+    };
     let snaps = format!(
         "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, \
-         allocated_bytes, {}, {} FROM snapshots",
+         allocated_bytes, {}, {} FROM snapshots{filter}",
         classes.join(", "),
         labels.join(", ")
     );
@@ -308,4 +324,83 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         answers.stacks.entry(stack).or_default().push(frame);
     }
     Ok(answers)
+}
+
+/// A time of `--since`/`--until`: seconds since the epoch, or a UTC date `YYYY-MM-DD` with an
+/// optional time `THH:MM[:SS]` (and an optional `Z`), as nanoseconds since the epoch.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    let bad =
+        || format!("{text:?}: give seconds since the epoch or a UTC time YYYY-MM-DD[THH:MM[:SS]]");
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        let seconds: i64 = text.parse().map_err(|_| bad())?;
+        return seconds.checked_mul(1_000_000_000).ok_or_else(bad);
+    }
+    let text_utc = text.strip_suffix('Z').unwrap_or(text);
+    let (date, time) = text_utc
+        .split_once(['T', ' '])
+        .unwrap_or((text_utc, "00:00"));
+    let number = |part: Option<&str>, digits: usize| -> Result<i64, String> {
+        let part = part.ok_or_else(bad)?;
+        if part.len() != digits || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        part.parse().map_err(|_| bad())
+    };
+    let mut fields = date.split('-');
+    let (year, month, day) = (
+        number(fields.next(), 4)?,
+        number(fields.next(), 2)?,
+        number(fields.next(), 2)?,
+    );
+    let mut clock = time.split(':');
+    let (hour, minute) = (number(clock.next(), 2)?, number(clock.next(), 2)?);
+    let second = match clock.next() {
+        Some(part) => number(Some(part), 2)?,
+        None => 0,
+    };
+    if fields.next().is_some()
+        || clock.next().is_some()
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return Err(bad());
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok((days * 86_400 + hour * 3600 + minute * 60 + second) * 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_are_seconds_or_utc_dates() {
+        assert_eq!(parse_time("1796601600"), Ok(1_796_601_600_000_000_000));
+        assert_eq!(parse_time("2026-12-07"), Ok(1_796_601_600_000_000_000));
+        assert_eq!(
+            parse_time("2000-02-29T13:45:07Z"),
+            Ok(951_831_907_000_000_000)
+        );
+        assert_eq!(parse_time("1970-01-01T00:00"), Ok(0));
+        for bad in [
+            "",
+            "2026-13-01",
+            "2026-12-7",
+            "2026-12-07T25:00",
+            "yesterday",
+            "1e9",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub symbols: SymbolOptions,
     /// Rows per table of the text and HTML outputs.
     pub rows: usize,
+    /// Clusters of fewer snapshots are dropped (after `--top`), with one line.
+    pub min_snapshots: u64,
     /// The output directory.
     pub output: PathBuf,
 }
@@ -79,6 +81,8 @@ pub struct Summary {
     pub stacks: usize,
     /// Diffs written.
     pub diffs: usize,
+    /// Clusters dropped for having fewer than `--min-snapshots` snapshots.
+    pub dropped: usize,
 }
 
 /// A cluster's file name: its labels' values joined by `-`, characters other than
@@ -235,7 +239,7 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         eprintln!("memmon fleet: {line}");
     }
     let context = options.engine.session(&dataset).await?;
-    let answers = match options.engine.timeout() {
+    let mut answers = match options.engine.timeout() {
         None => answer(&context, &options.question).await?,
         Some(limit) => tokio::time::timeout(limit, answer(&context, &options.question))
             .await
@@ -247,6 +251,23 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 )
             })??,
     };
+    let before = answers.clusters.len();
+    let mut dropped_snapshots = 0;
+    answers.clusters.retain(|_, sums| {
+        let keep = sums.snapshots >= options.min_snapshots;
+        if !keep {
+            dropped_snapshots += sums.snapshots;
+        }
+        keep
+    });
+    let dropped = before - answers.clusters.len();
+    if dropped > 0 {
+        eprintln!(
+            "memmon fleet: {dropped} clusters of fewer than {} snapshots dropped ({dropped_snapshots} \
+             snapshots)",
+            options.min_snapshots
+        );
+    }
     if let Some(spec) = &options.diff {
         if !options.question.by.contains(&spec.label) {
             return Err(format!(
@@ -405,5 +426,6 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         skipped: dataset.skipped.len(),
         stacks: table.len(),
         diffs,
+        dropped,
     })
 }

@@ -220,6 +220,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
         question: Question {
             by: vec!["model".into(), "version".into(), "group".into()],
             top,
+            ..Question::default()
         },
         diff: Some(DiffSpec::parse("group=baseline:test").unwrap()),
         engine,
@@ -228,6 +229,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
             ..SymbolOptions::default()
         },
         rows: 10,
+        min_snapshots: 1,
         output: output.to_path_buf(),
     }
 }
@@ -315,6 +317,66 @@ fn folded_total(path: &Path) -> u64 {
         .lines()
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum()
+}
+
+/// `--since`/`--until` keep a day's snapshots, `--min-snapshots` drops the small clusters;
+/// the percentiles of RSS are the nearest ranks of each cluster's snapshots.
+#[test]
+fn a_days_snapshots_the_clusters_big_enough_and_their_percentiles() {
+    let day = 1_796_601_600_000_000_000i64;
+    let hour = 3_600_000_000_000i64;
+    let mut snapshots = fleet();
+    // From 6 hours before the day to well into it, an hour apart.
+    for (index, snapshot) in snapshots.iter_mut().enumerate() {
+        snapshot.time_unix_ns = day - 6 * hour + index as i64 * hour;
+    }
+    let dataset = tmp("fleet-dataset-day");
+    write_dataset(&dataset, &snapshots);
+    let output = tmp("fleet-out-day");
+    let mut options = options(&dataset, &output, local(), None);
+    options.diff = None;
+    options.question.since = Some(memmon_fleet::query::parse_time("2026-12-07").unwrap());
+    options.question.until = Some(memmon_fleet::query::parse_time("2026-12-07T18:00").unwrap());
+    options.min_snapshots = 3;
+    let summary = block_on(run(&options)).unwrap();
+    // The day's: indices 6..24.
+    let chosen: Vec<SnapshotData> = snapshots[6..24].to_vec();
+    let expected = expected(&chosen, None);
+    let kept: BTreeMap<_, _> = expected.iter().filter(|(_, e)| e.snapshots >= 3).collect();
+    assert_eq!(summary.dropped, expected.len() - kept.len());
+    assert!(summary.dropped > 0 && !kept.is_empty(), "{expected:?}");
+    let text = std::fs::read_to_string(output.join("clusters.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), kept.len());
+    for (row, (key, e)) in rows.iter().zip(&kept) {
+        assert_eq!(
+            row[..3],
+            key.iter().map(String::as_str).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(row[3], e.snapshots.to_string());
+        let mut rss: Vec<u64> = chosen
+            .iter()
+            .filter(|s| {
+                ["model", "version", "group"]
+                    .map(|k| s.labels[k].clone())
+                    .to_vec()
+                    == **key
+            })
+            .map(SnapshotData::resident)
+            .collect();
+        rss.sort_unstable();
+        let n = rss.len() as u64;
+        for (column, p) in [(9, 50), (10, 95), (11, 99)] {
+            let rank = (p * n).div_ceil(100) as usize;
+            assert_eq!(row[column], rss[rank - 1].to_string(), "p{p} of {key:?}");
+        }
+        // No heap profiles: no allocated mean.
+        assert_eq!(row[8], "");
+    }
 }
 
 #[test]

@@ -365,6 +365,7 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
         question: Question {
             by: vec!["version".to_owned()],
             top: None,
+            ..Question::default()
         },
         diff: None,
         engine: Engine::Local {
@@ -372,6 +373,7 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
         },
         symbols: SymbolOptions::default(),
         rows: 10,
+        min_snapshots: 1,
         output: output.clone(),
     }))
     .unwrap();
