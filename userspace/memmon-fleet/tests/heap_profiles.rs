@@ -357,6 +357,19 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
             .or_default()
             .push((snapshot, mine));
     }
+    // memmon's own snapshot of a process of version v1 (a capture's peak): its cluster has
+    // both figures, each mean over the snapshots that have it.
+    let capture = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../memmon/tests/fixtures/base.cap"),
+    )
+    .unwrap();
+    let mut captured = memmon::export::capture::snapshots(&capture, "base.cap", None).unwrap();
+    captured.sort_by_key(|s| std::cmp::Reverse(s.resident()));
+    let mut captured = captured.remove(0);
+    captured
+        .labels
+        .insert("version".to_owned(), "v1".to_owned());
+    writer.add(&captured).unwrap();
     writer.finish().unwrap();
     // The fleet: one cluster per version.
     let output = dir.join("out");
@@ -378,15 +391,27 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
     }))
     .unwrap();
     assert_eq!(summary.clusters, 2);
-    assert_eq!(summary.snapshots, 6);
+    assert_eq!(summary.snapshots, 7);
     let csv = clusters_csv(&output.join("clusters.csv"));
     for (version, members) in &per_version {
         let n = members.len() as u64;
         let row = &csv[version];
-        assert_eq!(row["snapshots"], "3");
-        // No resident figures in heap profiles: empty, not 0.
-        assert_eq!(row["mean_resident_bytes"], "");
-        assert_eq!(row["p50_resident_bytes"], "");
+        if version == "v1" {
+            assert_eq!(row["snapshots"], "4");
+            let rss = captured.resident().to_string();
+            assert_eq!(row["mean_resident_bytes"], rss);
+            assert_eq!(row["mean_anon_bytes"], captured.anon.to_string());
+            assert_eq!(row["p50_resident_bytes"], rss);
+            assert_eq!(row["p99_resident_bytes"], rss);
+            assert!(output.join("v1.folded").is_file());
+        } else {
+            assert_eq!(row["snapshots"], "3");
+            // No resident figures in heap profiles: empty, not 0.
+            assert_eq!(row["mean_resident_bytes"], "");
+            assert_eq!(row["p50_resident_bytes"], "");
+            // Heap profiles only: no resident outputs.
+            assert!(!output.join(format!("{version}.folded")).exists());
+        }
         let sum: u64 = members.iter().map(|(s, _)| s.allocated.unwrap()).sum();
         let thousandths = mean(sum as i64 * 1000, n);
         let expected = format!("{}.{:03}", thousandths / 1000, thousandths % 1000);
@@ -423,8 +448,6 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
                 .join(format!("{version}.allocated.{suffix}"))
                 .is_file());
         }
-        // Heap profiles only: no resident outputs.
-        assert!(!output.join(format!("{version}.folded")).exists());
     }
 }
 
