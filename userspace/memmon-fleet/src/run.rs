@@ -220,6 +220,18 @@ fn write_outputs(options: &RunOptions, stem: &str, cluster: &Prepared) -> Result
     )
 }
 
+/// The top three functions of own code of a cluster with their mean bytes.
+fn top_functions(cluster: &Prepared) -> Vec<String> {
+    cluster
+        .view
+        .your_code
+        .functions
+        .iter()
+        .take(3)
+        .map(|f| format!("{} {}", f.function, f.resident))
+        .collect()
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -322,14 +334,7 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 .prepare(&symbols, &aggregate, &own_code, naming)
                 .map_err(|e| format!("cluster {name}: {e}"))?;
             write_outputs(options, &name, &cluster)?;
-            top_sites = cluster
-                .view
-                .your_code
-                .functions
-                .iter()
-                .take(3)
-                .map(|f| format!("{} {}", f.function, f.resident))
-                .collect();
+            top_sites = top_functions(&cluster);
             prepared.insert(values.clone(), cluster);
         }
         if sums.allocated_snapshots > 0 {
@@ -342,6 +347,9 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 .prepare(&symbols, &aggregate, &own_code, naming)
                 .map_err(|e| format!("cluster {name}: {e}"))?;
             write_outputs(options, &format!("{name}.allocated"), &cluster)?;
+            if top_sites.is_empty() {
+                top_sites = top_functions(&cluster);
+            }
         }
         for value in values {
             let _ = write!(csv, "{},", csv_field(value));

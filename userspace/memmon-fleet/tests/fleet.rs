@@ -319,6 +319,61 @@ fn folded_total(path: &Path) -> u64 {
         .sum()
 }
 
+/// A dataset's parquet file rewritten without the column `allocated_bytes`, as exports
+/// wrote them before it.
+fn drop_allocated(path: &Path) {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    let schema = batches[0].schema();
+    let keep: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| schema.field(i).name() != "allocated_bytes")
+        .collect();
+    assert_eq!(keep.len() + 1, schema.fields().len());
+    let projected = std::sync::Arc::new(schema.project(&keep).unwrap());
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), projected, None).unwrap();
+    for batch in &batches {
+        writer.write(&batch.project(&keep).unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+/// A dataset exported before `allocated_bytes`: read with nulls there, the same answers.
+#[test]
+fn parts_written_before_allocated_bytes_give_the_same_answers() {
+    let snapshots = fleet();
+    let new = tmp("fleet-dataset-new");
+    write_dataset(&new, &snapshots);
+    let old = tmp("fleet-dataset-old");
+    for table in ["snapshots", "samples", "stacks"] {
+        std::fs::create_dir_all(old.join(table)).unwrap();
+        for entry in std::fs::read_dir(new.join(table)).unwrap().flatten() {
+            let copy = old.join(table).join(entry.file_name());
+            std::fs::copy(entry.path(), &copy).unwrap();
+            if table != "stacks" {
+                drop_allocated(&copy);
+            }
+        }
+    }
+    let (out_new, out_old) = (tmp("fleet-out-new"), tmp("fleet-out-old"));
+    let summary = block_on(run(&options(&new, &out_new, local(), None))).unwrap();
+    let summary_old = block_on(run(&options(&old, &out_old, local(), None))).unwrap();
+    assert_eq!(summary_old.skipped, 0);
+    assert_eq!(summary_old.snapshots, summary.snapshots);
+    for name in ["clusters.csv", "s1-1.0-baseline.folded", "s2-2.0-test.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(out_old.join(name)).unwrap(),
+            std::fs::read_to_string(out_new.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// `--since`/`--until` keep a day's snapshots, `--min-snapshots` drops the small clusters;
 /// the percentiles of RSS are the nearest ranks of each cluster's snapshots.
 #[test]

@@ -409,6 +409,8 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
             // No resident figures in heap profiles: empty, not 0.
             assert_eq!(row["mean_resident_bytes"], "");
             assert_eq!(row["p50_resident_bytes"], "");
+            // Its top functions are by allocated bytes.
+            assert!(row["top_own_sites"].starts_with("many_sizes "), "{row:?}");
             // Heap profiles only: no resident outputs.
             assert!(!output.join(format!("{version}.folded")).exists());
         }
