@@ -235,6 +235,23 @@ fn export_names_the_file_and_line_of_a_bad_dump() {
         bad.to_string(),
         format!("{}: line 6: bad count \"x\" (not a number)", path.display())
     );
+    // Gzipped, the same line.
+    let gzipped = dir.join("speaker.1.f.heap.gz");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(
+        &mut encoder,
+        ARM_DUMP.replace("t*: 2: 1000000", "t*: 2: x").as_bytes(),
+    )
+    .unwrap();
+    std::fs::write(&gzipped, encoder.finish().unwrap()).unwrap();
+    let bad = read_input(&gzipped, &BTreeMap::new(), None).unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        format!(
+            "{}: line 6: bad count \"x\" (not a number)",
+            gzipped.display()
+        )
+    );
     // The binaries are not here: the build ID is what is missing.
     std::fs::write(&path, ARM_DUMP).unwrap();
     let bad = read_input(&path, &BTreeMap::new(), None).unwrap_err();

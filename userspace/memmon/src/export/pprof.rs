@@ -26,13 +26,23 @@ pub const SAMPLE_TYPES: [&str; 8] = [
     "class_resident",
 ];
 
-/// The profile in the gzipped `bytes`.
-pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
+/// The gzipped `bytes` decompressed.
+pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
     MultiGzDecoder::new(bytes)
         .read_to_end(&mut raw)
         .map_err(|e| format!("truncated or not gzip: {e}"))?;
-    Profile::decode(raw.as_slice()).map_err(|e| format!("not a profile.proto (wrong schema): {e}"))
+    Ok(raw)
+}
+
+/// The profile.proto in the decompressed `raw` bytes.
+pub fn decode_raw(raw: &[u8]) -> Result<Profile, String> {
+    Profile::decode(raw).map_err(|e| format!("not a profile.proto (wrong schema): {e}"))
+}
+
+/// The profile in the gzipped `bytes`.
+pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
+    decode_raw(&gunzip(bytes)?)
 }
 
 /// The snapshot in the gzipped profile `bytes` (named `name`).
