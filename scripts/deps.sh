@@ -14,7 +14,8 @@ BINDGEN_VERSION="0.73.2"
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
           qemu-system-x86 busybox-static gcc make git xz-utils python3 file
           golang-go chromium libsqlite3-dev zlib1g-dev libglib2.0-dev debuginfod tmux kmod systemd
-          mmdebstrap)
+          mmdebstrap libjemalloc2 libjemalloc-dev google-perftools libgoogle-perftools4
+          libgoogle-perftools-dev)
 # golang-go: `go tool pprof` reads the pprof output in the report tests; chromium: the
 # report page is loaded headless in its tests; libsqlite3-dev, zlib1g-dev: the unwinding
 # tests run Debian's shared libsqlite3 and libz (tests/unwind/); libglib2.0-dev: a first-glance
@@ -22,7 +23,10 @@ PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libss
 # debuginfod test starts a server (tests/report/debuginfod.sh); kmod: make install runs depmod
 # and modinfo (tests/install.sh, into a staging root); systemd: systemd-analyze verifies the
 # unit make install writes; mmdebstrap: make check-deb builds a trixie system to install the
-# packages in (tests/packaging/system-root.sh).
+# packages in (tests/packaging/system-root.sh); libjemalloc2, libjemalloc-dev (jeprof),
+# google-perftools (google-pprof), libgoogle-perftools4/-dev (libtcmalloc, HEAPPROFILE): the
+# heap profiles memmon export reads are made and checked against their own readers in the
+# export tests (memmon/tests/heap_profile_real.rs).
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -263,15 +263,20 @@ enum Command {
         after_help = "Example:\n  memmon agent --config /etc/memmon/agent.toml\n  memmon agent --cgroup 'system.slice/*.service' --interval 300 --label group=canary"
     )]
     Agent(AgentArgs),
-    /// Add captures and agent snapshots to a parquet dataset for `memmon fleet`
-    /// (docs/fleet.md): tables of snapshots (labels, time, resident by class), samples
-    /// (resident, mapped, faults per stack) and stacks (build ID + file offset per frame).
+    /// Add captures, agent snapshots and heap profiles to a parquet dataset for `memmon
+    /// fleet` (docs/fleet.md): tables of snapshots (labels, time, resident by class,
+    /// allocated), samples (resident, mapped, faults, allocated per stack) and stacks (build
+    /// ID + file offset per frame).
     ///
-    /// A capture gives one snapshot per process, at its peak; an agent snapshot, one. An
-    /// input that is bad (truncated, not a capture nor a snapshot, a frame without a build
-    /// ID) is skipped with a line naming it; the exit status is then 2.
+    /// A capture gives one snapshot per process, at its peak; an agent snapshot, one; a heap
+    /// profile (jemalloc's heap_v2 dump, gperftools'/tcmalloc's `heap profile:`, Go's pprof
+    /// heap profile), one with its unbiased allocated bytes, its frames normalised through
+    /// its own maps (build IDs from the binaries, under --sysroot). Inputs are told apart by
+    /// their contents. An input that is bad (truncated, not one of these, a frame without a
+    /// build ID) is skipped with a line naming it (and for a heap profile its line); the
+    /// exit status is then 2.
     #[command(
-        after_help = "Example:\n  memmon export --format parquet --label model=s1 --label group=beta -o fleet/ app.cap\n  memmon export -o fleet/ /var/spool/memmon/*.pb.gz"
+        after_help = "Example:\n  memmon export --format parquet --label model=s1 --label group=beta -o fleet/ app.cap\n  memmon export -o fleet/ /var/spool/memmon/*.pb.gz\n  memmon export --sysroot /srv/firmware/1.2 --label version=1.2 -o fleet/ dumps/*.heap"
     )]
     Export(fleet::ExportArgs),
     /// Aggregate a dataset of `memmon export` on DataFusion (or a Ballista cluster): per

@@ -1017,6 +1017,68 @@ fn export_writes_the_tables_and_names_each_bad_input() {
     );
 }
 
+/// `memmon export` of heap profiles: a good jemalloc dump exported (its frames in a real
+/// binary of this machine, whose build ID is read); a truncated one, one with a bad count
+/// and one whose program is not here each skipped with one line naming the file, the line
+/// and why; the others still exported, exit status 2.
+#[test]
+fn export_takes_heap_profiles_and_names_each_bad_dumps_line() {
+    let dir = temp_dir("export-heap");
+    let dump = "heap_v2/524288\n  t*: 3: 3000 [0: 0]\n\
+                @ 0x7f0000001001 0x7f0000002001\n  t*: 2: 2000 [0: 0]\n  t0: 2: 2000 [0: 0]\n\
+                @ 0x7f0000003001\n  t*: 1: 1000 [0: 0]\n\n\
+                MAPPED_LIBRARIES:\n\
+                7f0000000000-7f0000010000 r-xp 00000000 08:01 1234 /usr/bin/true\n";
+    let good = dir.join("app.1.0.f.heap");
+    fs::write(&good, dump).unwrap();
+    let truncated = dir.join("app.2.0.f.heap");
+    fs::write(&truncated, &dump[..dump.len() - 10]).unwrap();
+    let bad_count = dir.join("app.3.0.f.heap");
+    fs::write(&bad_count, dump.replace("t*: 1: 1000", "t*: 1: 1,000")).unwrap();
+    let elsewhere = dir.join("app.4.0.f.heap");
+    fs::write(
+        &elsewhere,
+        dump.replace("/usr/bin/true", "/opt/app/bin/app"),
+    )
+    .unwrap();
+    let out = dir.join("dataset");
+    let (code, _, stderr) = run(memmon()
+        .args(["export", "--label", "version=1.2", "-o"])
+        .arg(&out)
+        .arg(&good)
+        .arg(&truncated)
+        .arg(&bad_count)
+        .arg(&elsewhere));
+    assert_eq!(code, 2, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "memmon: skipped {}: line 10: truncated: the last line has no newline",
+                truncated.display()
+            ),
+            format!(
+                "memmon: skipped {}: line 7: bad count \"1,000\" (not a number)",
+                bad_count.display()
+            ),
+            format!(
+                "memmon: skipped {}: line 3: unknown build ID of /opt/app/bin/app (give \
+                 --sysroot where the binary is)",
+                elsewhere.display()
+            ),
+            format!(
+                "memmon: exported 1 snapshots from 1 inputs into {} (3 skipped)",
+                out.display()
+            ),
+        ],
+        "{stderr}"
+    );
+    for table in ["snapshots", "samples", "stacks"] {
+        assert_eq!(fs::read_dir(out.join(table)).unwrap().count(), 1, "{table}");
+    }
+}
+
 /// ETXTBSY, "Text file busy", on Linux.
 const ETXTBSY: i32 = 26;
 

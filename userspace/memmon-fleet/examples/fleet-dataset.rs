@@ -108,9 +108,11 @@ fn main() -> Result<(), String> {
                     source: format!("synthetic-{written}"),
                     labels,
                     time_unix_ns: 1_800_000_000_000_000_000 + written as i64,
+                    resident_known: true,
                     anon,
                     file: 4096 * random.below(1000),
                     shmem: 0,
+                    allocated: None,
                     class_bytes: BTreeMap::from([("heap".to_owned(), anon)]),
                     samples,
                 })

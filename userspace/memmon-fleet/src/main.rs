@@ -11,7 +11,7 @@ use memmon::report::symbolize::symbols::SymbolOptions;
 #[cfg(feature = "ballista")]
 use memmon_fleet::cluster::{self, ExecutorAddress};
 use memmon_fleet::engine::{Engine, DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT};
-use memmon_fleet::query::Question;
+use memmon_fleet::query::{parse_time, Question};
 use memmon_fleet::run::{run, DiffSpec, RunOptions};
 
 /// Aggregate a fleet's snapshots (a dataset of `memmon export`) per cluster of labels, on
@@ -51,6 +51,17 @@ struct Cli {
     /// Only the N snapshots of each cluster with the highest RSS.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     top: Option<u64>,
+    /// Only the snapshots taken at or after TIME (seconds since the epoch, or a UTC time
+    /// YYYY-MM-DD[THH:MM[:SS]]); those of unknown time are left out.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    since: Option<i64>,
+    /// Only the snapshots taken before TIME (as --since).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    until: Option<i64>,
+    /// Drop the clusters of fewer than N snapshots (after --top), with one line saying
+    /// how many.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    min_snapshots: u64,
     /// Compare each cluster with LABEL=BASE with the one with LABEL=NEW.
     #[arg(long, value_name = "LABEL=BASE:NEW")]
     diff: Option<String>,
@@ -145,6 +156,8 @@ async fn start(cli: Cli) -> Result<(), String> {
         question: Question {
             by: cli.by,
             top: cli.top,
+            since: cli.since,
+            until: cli.until,
         },
         diff: cli.diff.as_deref().map(DiffSpec::parse).transpose()?,
         engine: Engine::parse(
@@ -162,6 +175,7 @@ async fn start(cli: Cli) -> Result<(), String> {
             },
         },
         rows: cli.rows,
+        min_snapshots: cli.min_snapshots,
         output,
     };
     let summary = run(&options).await?;

@@ -24,20 +24,38 @@ pub const CLASSES: [&str; 7] = [
     "unknown",
 ];
 
+/// The percentiles of RSS per cluster in `clusters.csv`.
+pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
+
 /// What is asked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Question {
     /// The labels that make clusters.
     pub by: Vec<String>,
     /// Only the N snapshots with the highest RSS of each cluster (ties: by id).
     pub top: Option<u64>,
+    /// Only the snapshots taken at or after this time (ns since the epoch).
+    pub since: Option<i64>,
+    /// Only the snapshots taken before this time (ns since the epoch).
+    pub until: Option<i64>,
 }
 
-/// One cluster's sums over its snapshots.
+/// One cluster's sums over its snapshots. The resident sums are over the snapshots with
+/// resident figures (captures, agent snapshots), the allocated ones over the heap
+/// profiles.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterSums {
     /// Snapshots.
     pub snapshots: u64,
+    /// Snapshots with resident figures.
+    pub resident_snapshots: u64,
+    /// Snapshots with allocated figures (heap profiles).
+    pub allocated_snapshots: u64,
+    /// Allocated bytes (unbiased) in use.
+    pub allocated: i64,
+    /// Resident bytes at the 50th, 95th and 99th percentiles (nearest rank) of the
+    /// snapshots with resident figures.
+    pub resident_percentiles: [i64; 3],
     /// Resident, anon, file, shmem bytes.
     pub resident: i64,
     /// Anonymous bytes.
@@ -48,8 +66,8 @@ pub struct ClusterSums {
     pub shmem: i64,
     /// By coarse class ([`CLASSES`] order).
     pub classes: [i64; 7],
-    /// Per stack: resident, mapped, the five fault counts.
-    pub stacks: BTreeMap<i64, [i64; 7]>,
+    /// Per stack: resident, mapped, the five fault counts, allocated.
+    pub stacks: BTreeMap<i64, [i64; 8]>,
 }
 
 /// The answers: clusters by their labels' values, and the frames of their stacks.
@@ -80,16 +98,28 @@ fn chosen_sql(question: &Question) -> String {
         .map(|(i, class)| format!("COALESCE(class_bytes[{}], 0) AS k{i}", quote(class)))
         .collect();
     let keys = cluster_columns(question);
+    let mut when = Vec::new();
+    if let Some(since) = question.since {
+        when.push(format!("time_unix_ns >= {since}"));
+    }
+    if let Some(until) = question.until {
+        when.push(format!("time_unix_ns < {until}"));
+    }
+    let filter = if when.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", when.join(" AND "))
+    };
     let snaps = format!(
-        "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, {}, {} \
-         FROM snapshots",
+        "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, \
+         allocated_bytes, {}, {} FROM snapshots{filter}",
         classes.join(", "),
         labels.join(", ")
     );
     match question.top {
         Some(n) => format!(
             "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
-             {keys} ORDER BY resident_bytes DESC, snapshot_id) AS rank FROM snaps) \
+             {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
              SELECT * FROM ranked WHERE rank <= {n}"
         ),
         None => snaps,
@@ -152,9 +182,11 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let class_sums: Vec<String> = (0..CLASSES.len()).map(|i| format!("SUM(k{i})")).collect();
     let clusters_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {keys}, COUNT(*), SUM(resident_bytes), \
-         SUM(anon_bytes), SUM(file_bytes), SUM(shmem_bytes), {} FROM chosen GROUP BY {keys}",
+         SUM(anon_bytes), SUM(file_bytes), SUM(shmem_bytes), {}, COUNT(resident_bytes), \
+         COUNT(allocated_bytes), SUM(allocated_bytes) FROM chosen GROUP BY {keys}",
         class_sums.join(", ")
     );
+    let classes = CLASSES.len();
     let mut answers = Answers::default();
     batches(context, &clusters_sql, |batch| {
         let columns = batch.columns();
@@ -180,6 +212,46 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             for (i, class) in sums.classes.iter_mut().enumerate() {
                 *class = numbers[5 + i][row];
             }
+            sums.resident_snapshots = u64::try_from(numbers[5 + classes][row]).unwrap_or(0);
+            sums.allocated_snapshots = u64::try_from(numbers[6 + classes][row]).unwrap_or(0);
+            sums.allocated = numbers[7 + classes][row];
+        }
+        Ok(())
+    })
+    .await?;
+    // Nearest-rank percentiles of RSS: the value of rank ceil(P * n / 100) in each
+    // cluster's snapshots with resident figures, in integers.
+    let percentiles: Vec<String> = RESIDENT_PERCENTILES
+        .iter()
+        .map(|p| format!("MAX(CASE WHEN r = ({p} * n + 99) / 100 THEN resident_bytes END)"))
+        .collect();
+    let percentiles_sql = format!(
+        "WITH chosen AS ({chosen}), ranked AS (SELECT {keys}, resident_bytes, ROW_NUMBER() \
+         OVER (PARTITION BY {keys} ORDER BY resident_bytes, snapshot_id) AS r, \
+         COUNT(*) OVER (PARTITION BY {keys}) AS n FROM chosen WHERE resident_bytes IS NOT \
+         NULL) SELECT {keys}, {} FROM ranked GROUP BY {keys}",
+        percentiles.join(", ")
+    );
+    batches(context, &percentiles_sql, |batch| {
+        let columns = batch.columns();
+        let labels: Vec<Vec<Option<String>>> = columns[..width]
+            .iter()
+            .map(strings)
+            .collect::<Result<_, _>>()?;
+        let numbers: Vec<Vec<i64>> = columns[width..]
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        for row in 0..batch.num_rows() {
+            let key: Vec<String> = labels
+                .iter()
+                .map(|column| column[row].clone().unwrap_or_default())
+                .collect();
+            if let Some(sums) = answers.clusters.get_mut(&key) {
+                for (i, value) in sums.resident_percentiles.iter_mut().enumerate() {
+                    *value = numbers[i][row];
+                }
+            }
         }
         Ok(())
     })
@@ -188,7 +260,8 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let stacks_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {}, s.stack_id, SUM(s.resident_bytes), \
          SUM(s.mapped_bytes), SUM(s.faults_anon), SUM(s.faults_file), SUM(s.faults_swap), \
-         SUM(s.faults_wp), SUM(s.faults_other) FROM samples s JOIN chosen c \
+         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes) FROM samples s \
+         JOIN chosen c \
          ON s.snapshot_id = c.snapshot_id GROUP BY {}, s.stack_id",
         prefixed.join(", "),
         prefixed.join(", ")
@@ -211,7 +284,7 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             let Some(sums) = answers.clusters.get_mut(&key) else {
                 continue;
             };
-            let mut values = [0i64; 7];
+            let mut values = [0i64; 8];
             for (i, value) in values.iter_mut().enumerate() {
                 *value = numbers[1 + i][row];
             }
@@ -251,4 +324,83 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         answers.stacks.entry(stack).or_default().push(frame);
     }
     Ok(answers)
+}
+
+/// A time of `--since`/`--until`: seconds since the epoch, or a UTC date `YYYY-MM-DD` with an
+/// optional time `THH:MM[:SS]` (and an optional `Z`), as nanoseconds since the epoch.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    let bad =
+        || format!("{text:?}: give seconds since the epoch or a UTC time YYYY-MM-DD[THH:MM[:SS]]");
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        let seconds: i64 = text.parse().map_err(|_| bad())?;
+        return seconds.checked_mul(1_000_000_000).ok_or_else(bad);
+    }
+    let text_utc = text.strip_suffix('Z').unwrap_or(text);
+    let (date, time) = text_utc
+        .split_once(['T', ' '])
+        .unwrap_or((text_utc, "00:00"));
+    let number = |part: Option<&str>, digits: usize| -> Result<i64, String> {
+        let part = part.ok_or_else(bad)?;
+        if part.len() != digits || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        part.parse().map_err(|_| bad())
+    };
+    let mut fields = date.split('-');
+    let (year, month, day) = (
+        number(fields.next(), 4)?,
+        number(fields.next(), 2)?,
+        number(fields.next(), 2)?,
+    );
+    let mut clock = time.split(':');
+    let (hour, minute) = (number(clock.next(), 2)?, number(clock.next(), 2)?);
+    let second = match clock.next() {
+        Some(part) => number(Some(part), 2)?,
+        None => 0,
+    };
+    if fields.next().is_some()
+        || clock.next().is_some()
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return Err(bad());
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok((days * 86_400 + hour * 3600 + minute * 60 + second) * 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_are_seconds_or_utc_dates() {
+        assert_eq!(parse_time("1796601600"), Ok(1_796_601_600_000_000_000));
+        assert_eq!(parse_time("2026-12-07"), Ok(1_796_601_600_000_000_000));
+        assert_eq!(
+            parse_time("2000-02-29T13:45:07Z"),
+            Ok(951_831_907_000_000_000)
+        );
+        assert_eq!(parse_time("1970-01-01T00:00"), Ok(0));
+        for bad in [
+            "",
+            "2026-13-01",
+            "2026-12-7",
+            "2026-12-07T25:00",
+            "yesterday",
+            "1e9",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
 }

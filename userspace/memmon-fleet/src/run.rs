@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub symbols: SymbolOptions,
     /// Rows per table of the text and HTML outputs.
     pub rows: usize,
+    /// Clusters of fewer snapshots are dropped (after `--top`), with one line.
+    pub min_snapshots: u64,
     /// The output directory.
     pub output: PathBuf,
 }
@@ -79,6 +81,8 @@ pub struct Summary {
     pub stacks: usize,
     /// Diffs written.
     pub diffs: usize,
+    /// Clusters dropped for having fewer than `--min-snapshots` snapshots.
+    pub dropped: usize,
 }
 
 /// A cluster's file name: its labels' values joined by `-`, characters other than
@@ -127,8 +131,9 @@ fn mean_text(sum: i64, count: u64) -> String {
     }
 }
 
+/// The mean resident snapshot of a cluster (over its snapshots with resident figures).
 fn aggregate_of(sums: &ClusterSums, label: String) -> Aggregate {
-    let n = sums.snapshots;
+    let n = sums.resident_snapshots;
     Aggregate {
         label,
         snapshots: n,
@@ -155,6 +160,78 @@ fn aggregate_of(sums: &ClusterSums, label: String) -> Aggregate {
     }
 }
 
+/// The mean allocated snapshot of a cluster (over its heap profiles): each stack's mean
+/// unbiased bytes in the report's resident column, the total as its heap.
+fn allocated_aggregate_of(sums: &ClusterSums, label: String) -> Aggregate {
+    let n = sums.allocated_snapshots;
+    Aggregate {
+        label,
+        snapshots: n,
+        stacks: sums
+            .stacks
+            .iter()
+            .filter(|(_, values)| values[7] > 0)
+            .map(|(&stack, values)| {
+                (
+                    stack,
+                    StackValues {
+                        resident: mean(values[7], n),
+                        ..StackValues::default()
+                    },
+                )
+            })
+            .collect(),
+        class_bytes: BTreeMap::from([("heap".to_owned(), mean(sums.allocated, n))]),
+    }
+}
+
+/// The report's outputs of one aggregate: `STEM.folded`, `.txt`, `.html`, `.pb.gz`.
+fn write_outputs(options: &RunOptions, stem: &str, cluster: &Prepared) -> Result<(), String> {
+    let view = &cluster.view;
+    let naming = Naming::Short;
+    write(
+        &options.output.join(format!("{stem}.folded")),
+        render_folded(view, Weight::Resident).as_bytes(),
+    )?;
+    write(
+        &options.output.join(format!("{stem}.txt")),
+        text::memory::render(
+            view,
+            TextOptions {
+                top: options.rows,
+                timeline: false,
+            },
+        )
+        .as_bytes(),
+    )?;
+    write(
+        &options.output.join(format!("{stem}.html")),
+        memmon::report::output::html::render(
+            cluster,
+            options.rows,
+            memmon::report::view::access::DEFAULT_COLD,
+            naming,
+        )
+        .as_bytes(),
+    )?;
+    write(
+        &options.output.join(format!("{stem}.pb.gz")),
+        &aggregate::pprof(&[(cluster, 1)], &options.symbols).map_err(|e| e.0)?,
+    )
+}
+
+/// The top three functions of own code of a cluster with their mean bytes.
+fn top_functions(cluster: &Prepared) -> Vec<String> {
+    cluster
+        .view
+        .your_code
+        .functions
+        .iter()
+        .take(3)
+        .map(|f| format!("{} {}", f.function, f.resident))
+        .collect()
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -174,7 +251,7 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         eprintln!("memmon fleet: {line}");
     }
     let context = options.engine.session(&dataset).await?;
-    let answers = match options.engine.timeout() {
+    let mut answers = match options.engine.timeout() {
         None => answer(&context, &options.question).await?,
         Some(limit) => tokio::time::timeout(limit, answer(&context, &options.question))
             .await
@@ -186,6 +263,23 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 )
             })??,
     };
+    let before = answers.clusters.len();
+    let mut dropped_snapshots = 0;
+    answers.clusters.retain(|_, sums| {
+        let keep = sums.snapshots >= options.min_snapshots;
+        if !keep {
+            dropped_snapshots += sums.snapshots;
+        }
+        keep
+    });
+    let dropped = before - answers.clusters.len();
+    if dropped > 0 {
+        eprintln!(
+            "memmon fleet: {dropped} clusters of fewer than {} snapshots dropped ({dropped_snapshots} \
+             snapshots)",
+            options.min_snapshots
+        );
+    }
     if let Some(spec) = &options.diff {
         if !options.question.by.contains(&spec.label) {
             return Err(format!(
@@ -216,77 +310,82 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
     }
     csv.push_str(
         "snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
+         mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,p99_resident_bytes,\
          top_own_sites\n",
     );
     for (values, sums) in &answers.clusters {
         let name = cluster_name(values);
-        let label = format!(
-            "the mean of {} snapshots of {}",
-            sums.snapshots,
-            options
-                .question
-                .by
-                .iter()
-                .zip(values)
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let aggregate = aggregate_of(sums, label);
-        let cluster = table
-            .prepare(&symbols, &aggregate, &own_code, naming)
-            .map_err(|e| format!("cluster {name}: {e}"))?;
-        let view = &cluster.view;
-        write(
-            &options.output.join(format!("{name}.folded")),
-            render_folded(view, Weight::Resident).as_bytes(),
-        )?;
-        write(
-            &options.output.join(format!("{name}.txt")),
-            text::memory::render(
-                view,
-                TextOptions {
-                    top: options.rows,
-                    timeline: false,
-                },
-            )
-            .as_bytes(),
-        )?;
-        write(
-            &options.output.join(format!("{name}.html")),
-            memmon::report::output::html::render(
-                &cluster,
-                options.rows,
-                memmon::report::view::access::DEFAULT_COLD,
-                naming,
-            )
-            .as_bytes(),
-        )?;
-        write(
-            &options.output.join(format!("{name}.pb.gz")),
-            &aggregate::pprof(&[(&cluster, 1)], &options.symbols).map_err(|e| e.0)?,
-        )?;
-        let top_sites: Vec<String> = view
-            .your_code
-            .functions
+        let labels = options
+            .question
+            .by
             .iter()
-            .take(3)
-            .map(|f| format!("{} {}", f.function, f.resident))
-            .collect();
+            .zip(values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut top_sites: Vec<String> = Vec::new();
+        if sums.resident_snapshots > 0 || sums.allocated_snapshots == 0 {
+            let label = format!(
+                "the mean of {} snapshots of {labels}",
+                sums.resident_snapshots
+            );
+            let aggregate = aggregate_of(sums, label);
+            let cluster = table
+                .prepare(&symbols, &aggregate, &own_code, naming)
+                .map_err(|e| format!("cluster {name}: {e}"))?;
+            write_outputs(options, &name, &cluster)?;
+            top_sites = top_functions(&cluster);
+            prepared.insert(values.clone(), cluster);
+        }
+        if sums.allocated_snapshots > 0 {
+            let label = format!(
+                "the mean allocated bytes (unbiased) of {} heap profiles of {labels}",
+                sums.allocated_snapshots
+            );
+            let aggregate = allocated_aggregate_of(sums, label);
+            let cluster = table
+                .prepare(&symbols, &aggregate, &own_code, naming)
+                .map_err(|e| format!("cluster {name}: {e}"))?;
+            write_outputs(options, &format!("{name}.allocated"), &cluster)?;
+            if top_sites.is_empty() {
+                top_sites = top_functions(&cluster);
+            }
+        }
         for value in values {
             let _ = write!(csv, "{},", csv_field(value));
         }
+        let resident_mean = |sum: i64| {
+            if sums.resident_snapshots == 0 {
+                String::new()
+            } else {
+                mean_text(sum, sums.resident_snapshots)
+            }
+        };
+        let percentile = |value: i64| {
+            if sums.resident_snapshots == 0 {
+                String::new()
+            } else {
+                value.to_string()
+            }
+        };
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             sums.snapshots,
-            mean_text(sums.resident, sums.snapshots),
-            mean_text(sums.anon, sums.snapshots),
-            mean_text(sums.file, sums.snapshots),
-            mean_text(sums.shmem, sums.snapshots),
+            resident_mean(sums.resident),
+            resident_mean(sums.anon),
+            resident_mean(sums.file),
+            resident_mean(sums.shmem),
+            if sums.allocated_snapshots == 0 {
+                String::new()
+            } else {
+                mean_text(sums.allocated, sums.allocated_snapshots)
+            },
+            percentile(sums.resident_percentiles[0]),
+            percentile(sums.resident_percentiles[1]),
+            percentile(sums.resident_percentiles[2]),
             csv_field(&top_sites.join("; "))
         );
-        prepared.insert(values.clone(), cluster);
     }
     write(&options.output.join("clusters.csv"), csv.as_bytes())?;
     let mut diffs = 0;
@@ -330,10 +429,11 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         }
     }
     Ok(Summary {
-        clusters: prepared.len(),
+        clusters: answers.clusters.len(),
         snapshots: dataset.snapshots,
         skipped: dataset.skipped.len(),
         stacks: table.len(),
         diffs,
+        dropped,
     })
 }

@@ -220,6 +220,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
         question: Question {
             by: vec!["model".into(), "version".into(), "group".into()],
             top,
+            ..Question::default()
         },
         diff: Some(DiffSpec::parse("group=baseline:test").unwrap()),
         engine,
@@ -228,6 +229,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
             ..SymbolOptions::default()
         },
         rows: 10,
+        min_snapshots: 1,
         output: output.to_path_buf(),
     }
 }
@@ -300,7 +302,8 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
     assert_eq!(
         lines.next().unwrap(),
         "model,version,group,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,\
-         mean_shmem_bytes,top_own_sites"
+         mean_shmem_bytes,mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,\
+         p99_resident_bytes,top_own_sites"
     );
     lines
         .map(|line| line.split(',').take(7).map(str::to_owned).collect())
@@ -314,6 +317,121 @@ fn folded_total(path: &Path) -> u64 {
         .lines()
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum()
+}
+
+/// A dataset's parquet file rewritten without the column `allocated_bytes`, as exports
+/// wrote them before it.
+fn drop_allocated(path: &Path) {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    let schema = batches[0].schema();
+    let keep: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| schema.field(i).name() != "allocated_bytes")
+        .collect();
+    assert_eq!(keep.len() + 1, schema.fields().len());
+    let projected = std::sync::Arc::new(schema.project(&keep).unwrap());
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), projected, None).unwrap();
+    for batch in &batches {
+        writer.write(&batch.project(&keep).unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+/// A dataset exported before `allocated_bytes`: read with nulls there, the same answers.
+#[test]
+fn parts_written_before_allocated_bytes_give_the_same_answers() {
+    let snapshots = fleet();
+    let new = tmp("fleet-dataset-new");
+    write_dataset(&new, &snapshots);
+    let old = tmp("fleet-dataset-old");
+    for table in ["snapshots", "samples", "stacks"] {
+        std::fs::create_dir_all(old.join(table)).unwrap();
+        for entry in std::fs::read_dir(new.join(table)).unwrap().flatten() {
+            let copy = old.join(table).join(entry.file_name());
+            std::fs::copy(entry.path(), &copy).unwrap();
+            if table != "stacks" {
+                drop_allocated(&copy);
+            }
+        }
+    }
+    let (out_new, out_old) = (tmp("fleet-out-new"), tmp("fleet-out-old"));
+    let summary = block_on(run(&options(&new, &out_new, local(), None))).unwrap();
+    let summary_old = block_on(run(&options(&old, &out_old, local(), None))).unwrap();
+    assert_eq!(summary_old.skipped, 0);
+    assert_eq!(summary_old.snapshots, summary.snapshots);
+    for name in ["clusters.csv", "s1-1.0-baseline.folded", "s2-2.0-test.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(out_old.join(name)).unwrap(),
+            std::fs::read_to_string(out_new.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+/// `--since`/`--until` keep a day's snapshots, `--min-snapshots` drops the small clusters;
+/// the percentiles of RSS are the nearest ranks of each cluster's snapshots.
+#[test]
+fn a_days_snapshots_the_clusters_big_enough_and_their_percentiles() {
+    let day = 1_796_601_600_000_000_000i64;
+    let hour = 3_600_000_000_000i64;
+    let mut snapshots = fleet();
+    // From 6 hours before the day to well into it, an hour apart.
+    for (index, snapshot) in snapshots.iter_mut().enumerate() {
+        snapshot.time_unix_ns = day - 6 * hour + index as i64 * hour;
+    }
+    let dataset = tmp("fleet-dataset-day");
+    write_dataset(&dataset, &snapshots);
+    let output = tmp("fleet-out-day");
+    let mut options = options(&dataset, &output, local(), None);
+    options.diff = None;
+    options.question.since = Some(memmon_fleet::query::parse_time("2026-12-07").unwrap());
+    options.question.until = Some(memmon_fleet::query::parse_time("2026-12-07T18:00").unwrap());
+    options.min_snapshots = 3;
+    let summary = block_on(run(&options)).unwrap();
+    // The day's: indices 6..24.
+    let chosen: Vec<SnapshotData> = snapshots[6..24].to_vec();
+    let expected = expected(&chosen, None);
+    let kept: BTreeMap<_, _> = expected.iter().filter(|(_, e)| e.snapshots >= 3).collect();
+    assert_eq!(summary.dropped, expected.len() - kept.len());
+    assert!(summary.dropped > 0 && !kept.is_empty(), "{expected:?}");
+    let text = std::fs::read_to_string(output.join("clusters.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), kept.len());
+    for (row, (key, e)) in rows.iter().zip(&kept) {
+        assert_eq!(
+            row[..3],
+            key.iter().map(String::as_str).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(row[3], e.snapshots.to_string());
+        let mut rss: Vec<u64> = chosen
+            .iter()
+            .filter(|s| {
+                ["model", "version", "group"]
+                    .map(|k| s.labels[k].clone())
+                    .to_vec()
+                    == **key
+            })
+            .map(SnapshotData::resident)
+            .collect();
+        rss.sort_unstable();
+        let n = rss.len() as u64;
+        for (column, p) in [(9, 50), (10, 95), (11, 99)] {
+            let rank = (p * n).div_ceil(100) as usize;
+            assert_eq!(row[column], rss[rank - 1].to_string(), "p{p} of {key:?}");
+        }
+        // No heap profiles: no allocated mean.
+        assert_eq!(row[8], "");
+    }
 }
 
 #[test]

@@ -19,14 +19,16 @@ pub struct ExportArgs {
     /// A label of every snapshot exported (repeatable; over the snapshot's own).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = memmon_agent::config::parse_label)]
     labels: Vec<(String, String)>,
-    /// Read build IDs that a capture lacks from the binaries under DIR (as `memmon report`).
+    /// Read build IDs that a capture or a heap profile lacks from the binaries under DIR
+    /// (as `memmon report`).
     #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
     /// The dataset directory, created or added to.
     #[arg(short = 'o', long, value_name = "DIR")]
     output: PathBuf,
-    /// Captures (`memmon record`) and agent snapshots (`*.pb.gz` of its spool).
-    #[arg(required = true, value_name = "CAPTURE_OR_SNAPSHOT")]
+    /// Captures (`memmon record`), agent snapshots (`*.pb.gz` of its spool) and heap
+    /// profiles (jemalloc, gperftools/tcmalloc, Go).
+    #[arg(required = true, value_name = "CAPTURE_SNAPSHOT_OR_HEAP_PROFILE")]
     inputs: Vec<PathBuf>,
 }
 

@@ -177,6 +177,7 @@ pub fn snapshots(
                 resident,
                 mapped,
                 faults,
+                allocated: 0,
             });
         }
         let mut labels = BTreeMap::new();
@@ -195,6 +196,8 @@ pub fn snapshots(
             anon: picture.kinds[PageKind::Anon.index()] * PAGE,
             file: picture.kinds[PageKind::File.index()] * PAGE,
             shmem: picture.kinds[PageKind::Shmem.index()] * PAGE,
+            resident_known: true,
+            allocated: None,
             class_bytes,
             samples,
         });

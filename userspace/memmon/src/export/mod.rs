@@ -1,17 +1,22 @@
-//! `memmon export --format parquet`: captures and agent snapshots as three columnar tables
-//! (schema: [`schema`], docs/fleet.md), for `memmon fleet` and any other query engine.
+//! `memmon export --format parquet`: captures, agent snapshots and heap profiles as three
+//! columnar tables (schema: [`schema`], docs/fleet.md), for `memmon fleet` and any other
+//! query engine.
 //!
-//! - **snapshots**: one row per snapshot (a process of a capture at its peak, or one agent
-//!   snapshot): its id, labels, time and resident bytes by kind and by class;
-//! - **samples**: one row per (snapshot, stack): resident bytes, mapped bytes, faults by type;
+//! - **snapshots**: one row per snapshot (a process of a capture at its peak, one agent
+//!   snapshot, or one heap profile): its id, labels, time, resident bytes by kind and by
+//!   class, allocated bytes;
+//! - **samples**: one row per (snapshot, stack): resident bytes, mapped bytes, faults by
+//!   type, allocated bytes;
 //! - **stacks**: one row per frame of each stack: the object's build ID and the file offset
 //!   of the instruction (a return address minus one), so that the same code has the same
 //!   stack id on every machine, wherever ASLR loaded it.
 //!
-//! [`capture::snapshots`] and [`pprof::snapshot`] read the inputs into [`SnapshotData`];
-//! [`write::DatasetWriter`] appends them to a dataset directory as parquet files.
+//! [`capture::snapshots`], [`pprof::snapshot`] and [`heap_profile`] read the inputs into
+//! [`SnapshotData`]; [`write::DatasetWriter`] appends them to a dataset directory as parquet
+//! files.
 
 pub mod capture;
+pub mod heap_profile;
 pub mod pprof;
 pub mod schema;
 pub mod write;
@@ -39,7 +44,7 @@ pub enum StackFrame {
 }
 
 /// One stack's values in one snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StackSample {
     /// The frames, innermost first.
     pub frames: Vec<StackFrame>,
@@ -50,6 +55,8 @@ pub struct StackSample {
     /// Faults by type: anon (first touch), file, swap-in, write-protect (copy-on-write),
     /// other ([`FAULT_COLUMNS`] order).
     pub faults: [u64; 5],
+    /// Allocated bytes in use (a heap profile's unbiased estimate; 0 for other sources).
+    pub allocated: u64,
 }
 
 /// The samples table's fault columns, in [`StackSample::faults`] order (the agent's
@@ -73,12 +80,17 @@ pub struct SnapshotData {
     pub labels: BTreeMap<String, String>,
     /// Wall-clock time, nanoseconds since the epoch (0: unknown).
     pub time_unix_ns: i64,
+    /// Whether the source has resident figures (a capture, an agent snapshot); a heap
+    /// profile has none: its resident columns are null.
+    pub resident_known: bool,
     /// Resident bytes by kind: anonymous, file, shared memory.
     pub anon: u64,
     /// File-backed resident bytes.
     pub file: u64,
     /// Shared-memory resident bytes.
     pub shmem: u64,
+    /// Allocated bytes in use, unbiased (a heap profile); `None` for the other sources.
+    pub allocated: Option<u64>,
     /// Resident bytes by coarse class (`heap`, `anon_mmap`, `stack`, `file`, `shmem`,
     /// `special`, `unknown`).
     pub class_bytes: BTreeMap<String, u64>,
@@ -166,8 +178,13 @@ pub struct BadInput {
     pub reason: String,
 }
 
-/// Reads a capture or an agent snapshot (told apart by the gzip magic of the latter):
-/// its snapshots, with `labels` added (over the snapshot's own).
+/// Reads a capture, an agent snapshot or a heap profile: its snapshots, with `labels`
+/// added (over the snapshot's own). Told apart by their contents: a gzipped profile.proto
+/// is an agent snapshot, or a Go heap profile when its sample types are Go's
+/// (`inuse_space`); a text file starting `heap_v2/` or `heap profile:`, gzipped or not, is
+/// jemalloc's or gperftools' heap profile; anything else is read as a capture. A heap profile's
+/// objects' build IDs are read from the binaries (under `sysroot`), and its time is the
+/// file's modification time.
 pub fn read_input(
     path: &std::path::Path,
     labels: &BTreeMap<String, String>,
@@ -179,12 +196,46 @@ pub fn read_input(
         reason,
     };
     let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let mut snapshots = if bytes.starts_with(&[0x1f, 0x8b]) {
-        vec![pprof::snapshot(&bytes, &name).map_err(bad)?]
+    let mut build_ids = heap_profile::BuildIds::new(sysroot);
+    let raw = if bytes.starts_with(&[0x1f, 0x8b]) {
+        Some(pprof::gunzip(&bytes).map_err(bad)?)
     } else {
-        capture::snapshots(&bytes, &name, sysroot).map_err(bad)?
+        None
+    };
+    let mut snapshots =
+        if let Some(raw) = raw.as_ref().filter(|raw| heap_profile::is_text_dump(raw)) {
+            // A gzipped text dump: its id is the compressed file's, as for the others.
+            let heap = heap_profile::parse_text(raw).map_err(|e| bad(e.to_string()))?;
+            vec![heap
+                .snapshot(&bytes, &name, &mut |object| build_ids.of(object))
+                .map_err(|e| bad(e.to_string()))?]
+        } else if let Some(raw) = &raw {
+            let profile = pprof::decode_raw(raw).map_err(bad)?;
+            if heap_profile::is_go_heap(&profile) {
+                let heap = heap_profile::parse_go(&profile).map_err(|e| bad(e.to_string()))?;
+                vec![heap
+                    .snapshot(&bytes, &name, &mut |object| build_ids.of(object))
+                    .map_err(|e| bad(e.to_string()))?]
+            } else {
+                vec![pprof::snapshot_of(&profile, &bytes, &name).map_err(bad)?]
+            }
+        } else if heap_profile::is_text_dump(&bytes) {
+            let heap = heap_profile::parse_text(&bytes).map_err(|e| bad(e.to_string()))?;
+            vec![heap
+                .snapshot(&bytes, &name, &mut |object| build_ids.of(object))
+                .map_err(|e| bad(e.to_string()))?]
+        } else {
+            capture::snapshots(&bytes, &name, sysroot).map_err(bad)?
+        };
+    let modified = || -> Option<i64> {
+        let time = std::fs::metadata(path).ok()?.modified().ok()?;
+        let since = time.duration_since(std::time::UNIX_EPOCH).ok()?;
+        i64::try_from(since.as_nanos()).ok()
     };
     for snapshot in &mut snapshots {
+        if snapshot.allocated.is_some() && snapshot.time_unix_ns == 0 {
+            snapshot.time_unix_ns = modified().unwrap_or(0);
+        }
         for (key, value) in labels {
             snapshot.labels.insert(key.clone(), value.clone());
         }

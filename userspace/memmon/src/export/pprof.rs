@@ -26,14 +26,32 @@ pub const SAMPLE_TYPES: [&str; 8] = [
     "class_resident",
 ];
 
-/// The snapshot in the gzipped profile `bytes` (named `name`).
-pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
+/// The gzipped `bytes` decompressed.
+pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
     MultiGzDecoder::new(bytes)
         .read_to_end(&mut raw)
         .map_err(|e| format!("truncated or not gzip: {e}"))?;
-    let profile = Profile::decode(raw.as_slice())
-        .map_err(|e| format!("not a profile.proto (wrong schema): {e}"))?;
+    Ok(raw)
+}
+
+/// The profile.proto in the decompressed `raw` bytes.
+pub fn decode_raw(raw: &[u8]) -> Result<Profile, String> {
+    Profile::decode(raw).map_err(|e| format!("not a profile.proto (wrong schema): {e}"))
+}
+
+/// The profile in the gzipped `bytes`.
+pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
+    decode_raw(&gunzip(bytes)?)
+}
+
+/// The snapshot in the gzipped profile `bytes` (named `name`).
+pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
+    snapshot_of(&decode(bytes)?, bytes, name)
+}
+
+/// The snapshot of `profile`, decoded from `bytes` (named `name`).
+pub fn snapshot_of(profile: &Profile, bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
     let text = |index: i64| -> Result<&str, String> {
         usize::try_from(index)
             .ok()
@@ -131,6 +149,7 @@ pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
             resident: value(&sample.value, 0),
             mapped: value(&sample.value, 1),
             faults: [2, 3, 4, 5, 6].map(|slot| value(&sample.value, slot)),
+            allocated: 0,
         });
     }
     let class = |name: &str| class_bytes.get(name).copied().unwrap_or(0);
@@ -142,6 +161,8 @@ pub fn snapshot(bytes: &[u8], name: &str) -> Result<SnapshotData, String> {
         anon: class("heap") + class("anon_mmap") + class("stack"),
         file: class("file"),
         shmem: class("shmem"),
+        resident_known: true,
+        allocated: None,
         class_bytes,
         samples,
     })

@@ -2,9 +2,13 @@
 //!
 //! - `snapshots`: `snapshot_id` int64, `source` utf8, `labels` map<utf8, utf8>,
 //!   `time_unix_ns` int64, `resident_bytes`, `anon_bytes`, `file_bytes`, `shmem_bytes`
-//!   int64, `class_bytes` map<utf8, int64>;
+//!   int64 (null: a heap profile, which has no resident figures), `allocated_bytes` int64
+//!   (null: not a heap profile), `class_bytes` map<utf8, int64>;
 //! - `samples`: `snapshot_id` int64, `stack_id` int64, `resident_bytes`, `mapped_bytes`,
-//!   `faults_anon`, `faults_file`, `faults_swap`, `faults_wp`, `faults_other` int64;
+//!   `faults_anon`, `faults_file`, `faults_swap`, `faults_wp`, `faults_other` int64,
+//!   `allocated_bytes` int64 (a heap profile's unbiased bytes; 0 otherwise);
+//!
+//! The nullable columns a dataset written before them lacks ([`ADDED`]) read as null.
 //! - `stacks`: `stack_id` int64, `frame` int32 (0: innermost), `build_id` utf8 (empty for a
 //!   pseudo-frame), `file_offset` int64, `object` utf8, `label` utf8 (null for code).
 
@@ -39,6 +43,17 @@ fn int64(name: &str) -> Field {
     Field::new(name, DataType::Int64, false)
 }
 
+fn nullable_int64(name: &str) -> Field {
+    Field::new(name, DataType::Int64, true)
+}
+
+/// The columns added since the first datasets, by table: a part without them is read
+/// with nulls there.
+pub const ADDED: [(&str, &str); 2] = [
+    ("snapshots", "allocated_bytes"),
+    ("samples", "allocated_bytes"),
+];
+
 /// The snapshots table.
 pub fn snapshots() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -46,10 +61,11 @@ pub fn snapshots() -> SchemaRef {
         Field::new("source", DataType::Utf8, false),
         Field::new("labels", labels_type(), false),
         int64("time_unix_ns"),
-        int64("resident_bytes"),
-        int64("anon_bytes"),
-        int64("file_bytes"),
-        int64("shmem_bytes"),
+        nullable_int64("resident_bytes"),
+        nullable_int64("anon_bytes"),
+        nullable_int64("file_bytes"),
+        nullable_int64("shmem_bytes"),
+        nullable_int64("allocated_bytes"),
         Field::new("class_bytes", class_bytes_type(), false),
     ]))
 }
@@ -63,6 +79,7 @@ pub fn samples() -> SchemaRef {
         int64("mapped_bytes"),
     ];
     fields.extend(FAULT_COLUMNS.iter().map(|name| int64(name)));
+    fields.push(nullable_int64("allocated_bytes"));
     Arc::new(Schema::new(fields))
 }
 

@@ -72,7 +72,7 @@ impl DatasetWriter {
         self.snapshots.rows.push(snapshot);
         // Stacks met more than once in a snapshot (sites that differ only in what the
         // tables do not keep) are one sample.
-        let mut by_stack: std::collections::BTreeMap<i64, [u64; 7]> = Default::default();
+        let mut by_stack: std::collections::BTreeMap<i64, [u64; 8]> = Default::default();
         for sample in &snapshot.samples {
             let id = stack_id(&sample.frames);
             if self.stacks_seen.insert(id) {
@@ -81,9 +81,10 @@ impl DatasetWriter {
             let values = by_stack.entry(id).or_default();
             values[0] = values[0].saturating_add(sample.resident);
             values[1] = values[1].saturating_add(sample.mapped);
-            for (value, fault) in values[2..].iter_mut().zip(sample.faults) {
+            for (value, fault) in values[2..7].iter_mut().zip(sample.faults) {
                 *value = value.saturating_add(fault);
             }
+            values[7] = values[7].saturating_add(sample.allocated);
         }
         for (stack, values) in by_stack {
             self.samples.rows.push(snapshot.id, stack, &values);
@@ -207,6 +208,7 @@ struct SnapshotRows {
     anon: Int64Builder,
     file: Int64Builder,
     shmem: Int64Builder,
+    allocated: Int64Builder,
     classes: MapBuilder<StringBuilder, Int64Builder>,
 }
 
@@ -222,6 +224,7 @@ impl Default for SnapshotRows {
             anon: Int64Builder::new(),
             file: Int64Builder::new(),
             shmem: Int64Builder::new(),
+            allocated: Int64Builder::new(),
             classes: MapBuilder::new(None, StringBuilder::new(), Int64Builder::new()),
         }
     }
@@ -239,10 +242,12 @@ impl SnapshotRows {
         // A map builder's append fails only for a key count unlike its values'.
         let _ = self.labels.append(true);
         self.time.append_value(snapshot.time_unix_ns);
-        self.resident.append_value(to_i64(snapshot.resident()));
-        self.anon.append_value(to_i64(snapshot.anon));
-        self.file.append_value(to_i64(snapshot.file));
-        self.shmem.append_value(to_i64(snapshot.shmem));
+        let known = |bytes: u64| snapshot.resident_known.then(|| to_i64(bytes));
+        self.resident.append_option(known(snapshot.resident()));
+        self.anon.append_option(known(snapshot.anon));
+        self.file.append_option(known(snapshot.file));
+        self.shmem.append_option(known(snapshot.shmem));
+        self.allocated.append_option(snapshot.allocated.map(to_i64));
         for (class, bytes) in &snapshot.class_bytes {
             self.classes.keys().append_value(class);
             self.classes.values().append_value(to_i64(*bytes));
@@ -267,6 +272,7 @@ impl Rows for SnapshotRows {
             Arc::new(self.anon.finish()),
             Arc::new(self.file.finish()),
             Arc::new(self.shmem.finish()),
+            Arc::new(self.allocated.finish()),
             Arc::new(self.classes.finish()),
         ]
     }
@@ -275,11 +281,11 @@ impl Rows for SnapshotRows {
 #[derive(Default)]
 struct SampleRows {
     count: usize,
-    columns: [Int64Builder; 9],
+    columns: [Int64Builder; 10],
 }
 
 impl SampleRows {
-    fn push(&mut self, snapshot: i64, stack: i64, values: &[u64; 7]) {
+    fn push(&mut self, snapshot: i64, stack: i64, values: &[u64; 8]) {
         self.count += 1;
         self.columns[0].append_value(snapshot);
         self.columns[1].append_value(stack);
