@@ -469,7 +469,7 @@ mod tests {
     #[test]
     fn every_interleaving_of_an_adoption_and_an_exec_is_exact() {
         let mut cases = 0;
-        for seed_at in [1.05, 1.5, 1.95, 2.05, 2.25, 2.45, 2.55, 2.65, 3.0] {
+        for seed_at in [1.05f64, 1.5, 1.95, 2.05, 2.25, 2.45, 2.55, 2.65, 3.0] {
             // The read sees the process as it is then, or a little later (faults stamped
             // after the stamp are in it): a seed stamped before the exec may even see the
             // new image, whole or half-built (it is applied before the exec, which
@@ -484,10 +484,14 @@ mod tests {
                     // Read after the exec's stamp: the agent waits for the image.
                     continue;
                 }
-                let seen_at = if seed_at >= 2.0 { seen_at.max(LOADED) } else { seen_at };
+                let seen_at = if seed_at >= 2.0 {
+                    seen_at.max(LOADED)
+                } else {
+                    seen_at
+                };
                 // The exec line is handled after the cgroup line: its maps are read later
                 // than the seed, once the image is loaded, maybe after the mmap too.
-                for exec_read_at in [2.01, 2.35, 2.45, 3.0] {
+                for exec_read_at in [2.01f64, 2.35, 2.45, 3.0] {
                     let exec_read_at = exec_read_at.max(seed_at);
                     for batches in [false, true] {
                         let classes = replay(
