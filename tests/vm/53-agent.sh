@@ -4,12 +4,13 @@
 # and a flag (--label): job-a from the start, job-b made after the agent started, job-c
 # made and removed; other/ is outside the glob. Checks, with the workloads' exact sizes
 # (hold N: N anonymous pages):
-#   - job-a's memmon_resident_bytes{class="anon_mmap"} is exactly the kernel's Rss of the
-#     holder's anonymous mappings (smaps): its N pages (4096) and the pages of its .bss past
-#     its file that it touched; job-b's (a cgroup made after the agent started) is at least
-#     its 2048 pages and at most the kernel's Rss: a known defect, its 2 .bss pages may be
-#     counted in another class (2 of 4 runs whose value was seen on 2026-12-06); anon
-#     faults at least N;
+#   - each job's memmon_resident_bytes{class="anon_mmap"} is exactly the kernel's Rss of
+#     its holder's anonymous mappings (smaps): its N pages (4096 in job-a, 2048 in job-b, a
+#     cgroup made after the agent started) and the pages of its .bss past its file that it
+#     touched, whenever the agent adopts the holder (at its move into the cgroup) and reads
+#     its maps relative to its exec (the agent waits for the exec's image to be loaded:
+#     memmon::capture::resident::wait_for_image); again for job-b after the churn below;
+#     anon faults at least N;
 #     other/ has no series;
 #   - a snapshot per job and interval in the spool (gzip files named TIME-CGROUP-REASON);
 #   - job-c: watched, then removed: its series go, one log line;
@@ -102,13 +103,7 @@ anon_exact() {
     echo "ok: $2 = $want, the kernel's anonymous Rss of holder $1 ($3 pages held)"
 }
 anon_exact a "$A" 4096
-# job-b: at least its 2048 pages, at most the kernel's anonymous Rss (the known defect
-# above: its .bss pages may be missing from the class).
-want_b=$(anon_of b)
-v=$(metric "$B")
-[ "$v" -ge $((2048 * 4096)) ] && [ "$v" -le "$want_b" ] ||
-    fail "$B is $v: not between its 2048 pages and the kernel's $want_b"
-echo "ok: $B = $v, between its 2048 pages and the kernel's anonymous Rss of holder b ($want_b)"
+anon_exact b "$B" 2048
 at_least 'memmon_faults_total{cgroup="/work/job-a",type="anon"}' 4096 || fail "job-a's anon faults"
 at_least 'memmon_mm_calls_total{cgroup="/work/job-a",call="mmap"}' 1 || fail "job-a's mmap calls"
 expect_eq "series of other/ (outside the glob)" "$(grep -c 'cgroup="/other"' $m)" 0
@@ -146,7 +141,7 @@ echo "$churn short-lived processes in job-b"
 sleep 3
 expect_eq "job-b's live processes after the churn" \
     "$(metric 'memmon_processes{cgroup="/work/job-b"}')" 1
-anon_bss "$(metric "$B")" 2048
+anon_exact b "$B" 2048
 echo "events read: $(metric memmon_events_total), lost: $(metric memmon_events_lost_total)"
 rss_bounded
 

@@ -485,6 +485,53 @@ impl ResidentPages {
     }
 }
 
+/// How long [`wait_for_image`] waits for an exec to finish loading its image.
+const IMAGE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `PF_EXITING` of `/proc/PID/stat`'s flags: the process is exiting (its mm may be gone).
+const PF_EXITING: u64 = 0x4;
+/// `PF_KTHREAD` of `/proc/PID/stat`'s flags: a kernel thread, which has no image.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// Whether a process's address space is being built by an exec, from its `/proc/PID/stat`
+/// text: between `begin_new_exec` (the new, empty mm installed; where the module stamps the
+/// `exec` event) and the end of the ELF loader's `create_elf_tables`, which sets `env_end`
+/// (field 51) after the stack was moved to its place (`setup_arg_pages`: until then an
+/// unnamed anonymous region at the top of the address space, holding the arguments' page)
+/// and every segment, the `.bss` past the file and the vDSO were mapped. A fresh mm is
+/// zeroed, so `env_end` is 0 all that time and set ever after. `None` when the text is not
+/// a stat line; `Some(false)` for a kernel thread, a process exiting or a zombie (no mm:
+/// its fields read 0 too, and no image is coming).
+pub fn image_loading(stat: &str) -> Option<bool> {
+    // The command name (field 2) may hold spaces and parentheses: the fields after it.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // Field N is fields[N - 3]: the state (3), the flags (9), env_end (51).
+    let state = *fields.first()?;
+    let flags: u64 = fields.get(6)?.parse().ok()?;
+    let env_end: u64 = fields.get(48)?.parse().ok()?;
+    let gone = matches!(state, "Z" | "X" | "x") || flags & (PF_EXITING | PF_KTHREAD) != 0;
+    Some(!gone && env_end == 0)
+}
+
+/// Waits (up to a second) while process `pid` is between an exec's new mm and its loaded
+/// image ([`image_loading`]): its maps, smaps and pagemap read then show an address space
+/// the kernel changes without any event the model sees (the stack moved, the segments and
+/// `.bss` mapped). Returns at once for a process not in an exec, gone, or whose stat cannot
+/// be read or parsed.
+pub fn wait_for_image(pid: u32) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < IMAGE_WAIT {
+        let loading = std::fs::read_to_string(process_path(pid, "stat"))
+            .ok()
+            .and_then(|stat| image_loading(&stat));
+        if loading != Some(true) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+}
+
 /// The start snapshots of a process memmon starts watching while it runs: its mappings
 /// (`maps`) and the pages they hold (`pages`), of one read at `time`; `None` when the
 /// process cannot be read (it exited, or no permission).
@@ -738,6 +785,50 @@ mod tests {
             pages.note().unwrap(),
             "changed while read: 2 pages differ from smaps' Rss"
         );
+    }
+
+    /// A `/proc/PID/stat` line (a real one's fields) with `comm`, `state`, `flags` and
+    /// `env_end` (field 51) given.
+    fn stat(comm: &str, state: &str, flags: u64, env_end: u64) -> String {
+        format!(
+            "6892 ({comm}) {state} 6890 6890 22141 0 -1 {flags} 104 0 0 0 0 0 0 0 20 0 1 0 \
+             2830968 3133440 413 18446744073709551615 94209123872768 94209123892649 \
+             140730503431440 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 94209123908656 94209123910272 \
+             94209262030848 140730503437026 140730503437046 140730503437046 {env_end} 0\n"
+        )
+    }
+
+    /// An exec's window (the new mm installed, the loader not done: env_end 0) is told
+    /// from a loaded image, and from the processes that have no image coming (a zombie, an
+    /// exiting process, a kernel thread, whose fields read 0 too).
+    #[test]
+    fn an_image_being_loaded_is_told_from_its_stat() {
+        assert_eq!(image_loading(&stat("hold", "R", 0x40_0000, 0)), Some(true));
+        assert_eq!(
+            image_loading(&stat("hold", "R", 0x40_0000, 140730503438315)),
+            Some(false)
+        );
+        // A command name with spaces and parentheses.
+        assert_eq!(image_loading(&stat("a) R 1 (b", "D", 0, 0)), Some(true));
+        assert_eq!(image_loading(&stat("hold", "Z", 0x40_0000, 0)), Some(false));
+        assert_eq!(image_loading(&stat("hold", "X", 0x40_0000, 0)), Some(false));
+        assert_eq!(
+            image_loading(&stat("hold", "R", 0x40_0000 | PF_EXITING, 0)),
+            Some(false)
+        );
+        assert_eq!(
+            image_loading(&stat("kworker/0:1", "I", PF_KTHREAD | 0x4000_0000, 0)),
+            Some(false)
+        );
+        // Not a stat line (a fake /proc's): no waiting on it.
+        assert_eq!(image_loading(""), None);
+        assert_eq!(image_loading("6892 (hold) R 1 2"), None);
+        // This test process: loaded, and the wait returns at once.
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert_eq!(image_loading(&own), Some(false));
+        let start = std::time::Instant::now();
+        wait_for_image(std::process::id());
+        assert!(start.elapsed() < IMAGE_WAIT / 10);
     }
 
     #[test]
