@@ -17,6 +17,9 @@
 //!   procfs, poll queues, timers, work, runtime parameters, tasks and pids, cgroups, page
 //!   faults, `READ_ONCE`, a byte writer).
 //!
+//! - [`arch`]: what differs between x86_64 and arm64 (syscall entry points and arguments,
+//!   registers, the current task, ftrace call sites).
+//!
 //! Initialisation order: the state (rings, watch set), the kprobes (registered disarmed),
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
 //! in reverse, closing the rings first so that blocked readers return.
@@ -28,6 +31,7 @@ use kernel::{prelude::*, sync::Arc};
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
+mod arch;
 mod bindings;
 mod files;
 mod kernel_ext;
