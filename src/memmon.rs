@@ -237,9 +237,11 @@ fn register_probes(state: &Arc<State>, fault_source: Source) -> Result<Arc<Monit
         GFP_KERNEL,
     )?;
     // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
-    // where kprobes run in the probed task's context, through ftrace, not from an int3
-    // trap (NMI-like context).
-    if !monitor.syscalls.ftrace_based() || !monitor.lifecycle.ftrace_based() {
+    // where kprobes run in the probed task's context, not as an NMI
+    // ([`arch::kprobe_handlers_fit`]: x86_64's must go through ftrace, not an int3 trap).
+    if !arch::kprobe_handlers_fit(monitor.syscalls.ftrace_based())
+        || !arch::kprobe_handlers_fit(monitor.lifecycle.ftrace_based())
+    {
         pr_err!(
             "the kprobes do not go through ftrace (int3): build the kernel with \
              CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"

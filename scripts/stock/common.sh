@@ -126,6 +126,27 @@ stock_kernel() {
 # 7.3.4+deb13-amd64 -> 7.3.4+deb13 (linux-headers-7.3.4+deb13-common, linux-kbuild-7.3.4+deb13).
 stock_kbase() { printf '%s' "${1%%-*}"; }
 
+# stock_vm_env: export what scripts/vm-run needs for the selected kernel's architecture: for
+# an arm64 kernel MEMMON_ARCH=arm64, MEMMON_BUSYBOX (the busybox of packages.txt's
+# guest-arm64 line, unpacked from its .deb into build/stock/kernels/RELEASE/busybox) and the
+# cross-built test programs (make progs-arm64, in this checkout's build/progs-arm64).
+stock_vm_env() {
+    export MEMMON_ARCH=$STOCK_ARCH
+    [ "$STOCK_ARCH" != amd64 ] || return 0
+    local bb="$stock_kdir/busybox" name version arch sha role
+    if [ ! -x "$bb" ] || [ "$stock_kdir/packages.txt" -nt "$bb" ]; then
+        while read -r role name version arch sha; do
+            [ "$role" = guest ] && [ "$name" = busybox-static ] || continue
+            rm -rf "$bb.tmp" && mkdir -p "$bb.tmp"
+            dpkg-deb -x "$stock_debs/$(stock_deb_file "$name" "$version" "$arch")" "$bb.tmp"
+            install -m 0755 "$bb.tmp/usr/bin/busybox" "$bb" && rm -rf "$bb.tmp"
+        done < "$stock_kdir/packages.txt"
+        [ -x "$bb" ] || stock_die "no busybox-static for $STOCK_ARCH in $STOCK_KREL's packages (scripts/stock/resolve $STOCK_KREL)"
+    fi
+    export MEMMON_BUSYBOX=$bb
+    make -C "$stock_top" -s "progs-$STOCK_ARCH" >&2 || stock_die "make progs-$STOCK_ARCH failed"
+}
+
 # stock_is_current: whether the selected kernel is make check's, the one build/stock/current
 # links to (scripts/stock/prepare links it): its module is build/module-stock/memmon.ko and
 # its check logs are in build/stock/check.

@@ -157,6 +157,16 @@ pub(crate) unsafe fn task_pt_regs(task: *mut bindings::task_struct) -> *const bi
     unsafe { bindings::memmon_task_pt_regs(task) }
 }
 
+/// Whether the handlers of kprobes that do (`ftrace_based`) or do not go through ftrace run
+/// where memmon's may take its spinlocks, wake readers and resolve paths, in the probed
+/// task's context: on arm64 always. Its kprobes are `BRK` instructions (it has no kprobes on
+/// ftrace), and a `BRK` from the kernel is a debug exception taken in the probed task's
+/// context with interrupts masked and preemption disabled (`el1_brk64()`:
+/// `arm64_enter_el1_dbg()` enters RCU's NMI state only, `in_nmi()` stays false), not an NMI.
+pub(crate) fn kprobe_handlers_fit(_ftrace_based: bool) -> bool {
+    true
+}
+
 /// `BTI C`, a function's first instruction when the kernel is built with BTI.
 const INSN_BTI_C: u32 = 0xd503_245f;
 /// `NOP`: an ftrace call site not in use.

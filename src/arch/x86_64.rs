@@ -144,6 +144,14 @@ pub(crate) unsafe fn task_pt_regs(task: *mut bindings::task_struct) -> *const bi
     (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs
 }
 
+/// Whether the handlers of kprobes that do (`ftrace_based`) or do not go through ftrace run
+/// where memmon's may take its spinlocks, wake readers and resolve paths, in the probed
+/// task's context: on x86_64 only through ftrace; a kprobe's int3 trap in the kernel is
+/// handled as an NMI (`exc_int3()`, `irqentry_nmi_enter()`).
+pub(crate) fn kprobe_handlers_fit(ftrace_based: bool) -> bool {
+    ftrace_based
+}
+
 /// The ftrace call site of a kernel function whose entry the kprobes core resolved to
 /// `address` with `flags` (a kprobe registered there, disabled): x86_64 has kprobes on
 /// ftrace, so a kprobe on a traceable function's entry is on its `__fentry__` call, with
