@@ -161,13 +161,12 @@ struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
 {
 	return &arch_ftrace_regs(fregs)->regs;
 }
+#endif /* CONFIG_X86_64 */
 
 /*
  * Where the hooked function's entry continues once the callback returns
  * (FTRACE_OPS_FL_IPMODIFY).
  */
-#endif /* CONFIG_X86_64 */
-
 void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
 {
 	ftrace_regs_set_instruction_pointer(fregs, ip);
