@@ -351,8 +351,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         let called = if data.is_aligned() {
             // SAFETY: `data` has room for an `H::Data` (see `register`), is aligned for it, and
             // belongs to this call only until its exit handler returns.
-            this.handler
-                .entry(regs, unsafe { &mut *data.cast::<MaybeUninit<H::Data>>() })
+            let slot = unsafe { &mut *data.cast::<MaybeUninit<H::Data>>() };
+            this.handler.entry(regs, slot)
         } else {
             let mut value = MaybeUninit::uninit();
             let called = this.handler.entry(regs, &mut value);
