@@ -55,8 +55,14 @@ TARBALL := $(BUILD)/dl/linux-source.tar.xz
 USERSPACE_BIN := $(TOP)/userspace/target/x86_64-unknown-linux-gnu/release/memmon
 PROGS_SRCS := $(wildcard $(TOP)/tests/progs/*.c)
 PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
+# The test programs for an arm64 guest (scripts/stock/vm-run with an arm64 kernel): the same
+# sources cross-built, static, with the host's aarch64 gcc; stackattack is x86_64 assembly.
+# stacks-pac: stacks with return addresses signed by pointer authentication
+# (-mbranch-protection=standard, as Debian's arm64 userspace is built).
+PROGS_ARM64 := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs-arm64/%,$(filter-out %/stackattack.c,$(PROGS_SRCS))) \
+	$(BUILD)/progs-arm64/stacks-pac
 
-.PHONY: all deps kernel module userspace progs run check bench clean distclean check-debug install uninstall check-gxx check-depth \
+.PHONY: all deps kernel module userspace progs progs-arm64 run check bench clean distclean check-debug install uninstall check-gxx check-depth \
 	deb check-deb \
 	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
@@ -152,6 +158,16 @@ $(RUNTIMES_PROGS_STAMP): $(wildcard $(TOP)/tests/runtimes/*)
 $(BUILD)/progs/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
 	@mkdir -p $(dir $@)
 	gcc -static -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror -o $@ $< -lpthread
+
+progs-arm64: $(PROGS_ARM64)
+
+$(BUILD)/progs-arm64/stacks-pac: $(TOP)/tests/progs/stacks.c
+	@mkdir -p $(dir $@)
+	aarch64-linux-gnu-gcc -static -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -mbranch-protection=standard -Wall -Werror -o $@ $< -lpthread
+
+$(BUILD)/progs-arm64/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
+	@mkdir -p $(dir $@)
+	aarch64-linux-gnu-gcc -static -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Wall -Werror -o $@ $< -lpthread
 
 # --- demo and tests -----------------------------------------------------------------------
 run: deps all

@@ -13,6 +13,7 @@ KERNEL_DEB_SHA256="703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181
 BINDGEN_VERSION="0.73.2"
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
           qemu-system-x86 busybox-static gcc make git xz-utils python3 file
+          qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
           golang-go chromium libsqlite3-dev zlib1g-dev libglib2.0-dev debuginfod tmux kmod systemd
           mmdebstrap libjemalloc2 libjemalloc-dev google-perftools libgoogle-perftools4
           libgoogle-perftools-dev)
@@ -26,7 +27,10 @@ PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libss
 # packages in (tests/packaging/system-root.sh); libjemalloc2, libjemalloc-dev (jeprof),
 # google-perftools (google-pprof), libgoogle-perftools4/-dev (libtcmalloc, HEAPPROFILE): the
 # heap profiles memmon export reads are made and checked against their own readers in the
-# export tests (memmon/tests/heap_profile_real.rs).
+# export tests (memmon-fleet/tests/heap_profiles.rs).
+# qemu-system-arm, gcc-aarch64-linux-gnu and
+# libc6-dev-arm64-cross: Debian's arm64 kernels boot in qemu-system-aarch64 with the test
+# programs cross-built (make progs-arm64; scripts/stock/vm-run --kernel RELEASE-arm64).
 
 say() { printf 'deps: %s\n' "$*"; }
 export PATH="$HOME/.cargo/bin:$PATH"

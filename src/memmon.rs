@@ -17,6 +17,9 @@
 //!   procfs, poll queues, timers, work, runtime parameters, tasks and pids, cgroups, page
 //!   faults, `READ_ONCE`, a byte writer).
 //!
+//! - [`arch`]: what differs between x86_64 and arm64 (syscall entry points and arguments,
+//!   registers, the current task, ftrace call sites).
+//!
 //! Initialisation order: the state (rings, watch set), the kprobes (registered disarmed),
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
 //! in reverse, closing the rings first so that blocked readers return.
@@ -28,6 +31,7 @@ use kernel::{prelude::*, sync::Arc};
 #[cfg(CONFIG_PREEMPT_RT)]
 compile_error!("memmon does not support PREEMPT_RT kernels");
 
+mod arch;
 mod bindings;
 mod files;
 mod kernel_ext;
@@ -233,9 +237,11 @@ fn register_probes(state: &Arc<State>, fault_source: Source) -> Result<Arc<Monit
         GFP_KERNEL,
     )?;
     // The handlers take spinlocks, wake readers and resolve paths: that is only allowed
-    // where kprobes run in the probed task's context, through ftrace, not from an int3
-    // trap (NMI-like context).
-    if !monitor.syscalls.ftrace_based() || !monitor.lifecycle.ftrace_based() {
+    // where kprobes run in the probed task's context, not as an NMI
+    // ([`arch::kprobe_handlers_fit`]: x86_64's must go through ftrace, not an int3 trap).
+    if !arch::kprobe_handlers_fit(monitor.syscalls.ftrace_based())
+        || !arch::kprobe_handlers_fit(monitor.lifecycle.ftrace_based())
+    {
         pr_err!(
             "the kprobes do not go through ftrace (int3): build the kernel with \
              CONFIG_KPROBES_ON_FTRACE and CONFIG_DYNAMIC_FTRACE\n"

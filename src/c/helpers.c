@@ -21,12 +21,17 @@
 #include <linux/rethook.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
 
+#ifdef CONFIG_X86_64
 #include <asm/fsgsbase.h>
+#else
+#include <asm/sysreg.h>
+#endif
 
 #include "helpers.h"
 
@@ -61,7 +66,8 @@ bool memmon_kernel_matches(void)
  * The end of the current task's user address space, exclusive: TASK_SIZE,
  * which on x86_64 is TASK_SIZE_MAX (one page below 2^47 with 4-level page
  * tables, below 2^56 with 5-level ones) or, for a 32-bit task, the end of its
- * 4 GiB.
+ * 4 GiB; on arm64 1 << vabits_actual (52 with LPA2 on a CPU that has it, else
+ * 48 or 39).
  */
 unsigned long memmon_current_task_size(void)
 {
@@ -69,15 +75,26 @@ unsigned long memmon_current_task_size(void)
 }
 
 /*
- * The current task's user FS base (its thread pointer, where glibc keeps its
- * TLS and `pthread_self()`). In a fault or system call from user mode the CPU
- * still holds it: the kernel runs with its own GS, not FS, and switches FS
- * only when it switches tasks. Read from the CPU rather than from
- * task->thread.fsbase, which is only saved at a task switch.
+ * The current task's user thread pointer (where glibc keeps its TLS and
+ * `pthread_self()`): on x86_64 its FS base, on arm64 TPIDR_EL0. In a fault or
+ * system call from user mode the CPU still holds it: the kernel runs with its
+ * own GS (x86_64) or TPIDR_EL1 (arm64), and switches the user's only when it
+ * switches tasks. Read from the CPU rather than from the task's thread
+ * struct, which is only saved at a task switch.
  */
 unsigned long memmon_current_user_fsbase(void)
 {
+#ifdef CONFIG_X86_64
 	return x86_fsbase_read_cpu();
+#else
+	return read_sysreg(tpidr_el0);
+#endif
+}
+
+/* The user registers saved at the top of @task's kernel stack. */
+struct pt_regs *memmon_task_pt_regs(struct task_struct *task)
+{
+	return task_pt_regs(task);
 }
 
 /*
@@ -120,8 +137,18 @@ fault:
 }
 
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
+/*
+ * Argument @n of the function an ftrace callback was called for, from the
+ * registers ftrace saved (arm64's struct ftrace_regs is not a struct pt_regs).
+ */
+unsigned long memmon_ftrace_regs_arg(struct ftrace_regs *fregs, unsigned int n)
+{
+	return ftrace_regs_get_argument(fregs, n);
+}
+
+#ifdef CONFIG_X86_64
 #ifndef CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS
-#error "memmon reads an ftrace callback's registers as a struct pt_regs (CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS)"
+#error "memmon reads an ftrace callback's registers on x86_64 as a struct pt_regs (CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS)"
 #endif
 
 /*
@@ -134,6 +161,7 @@ struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
 {
 	return &arch_ftrace_regs(fregs)->regs;
 }
+#endif /* CONFIG_X86_64 */
 
 /*
  * Where the hooked function's entry continues once the callback returns
@@ -159,6 +187,12 @@ struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs)
 void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip)
 {
 	WARN_ON_ONCE(1);
+}
+
+unsigned long memmon_ftrace_regs_arg(struct ftrace_regs *fregs, unsigned int n)
+{
+	WARN_ON_ONCE(1);
+	return 0;
 }
 #endif
 

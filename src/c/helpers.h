@@ -26,6 +26,8 @@ struct ftrace_regs;
 struct pt_regs;
 struct pt_regs *memmon_ftrace_regs_pt_regs(struct ftrace_regs *fregs);
 void memmon_ftrace_regs_set_ip(struct ftrace_regs *fregs, unsigned long ip);
+unsigned long memmon_ftrace_regs_arg(struct ftrace_regs *fregs, unsigned int n);
+struct pt_regs *memmon_task_pt_regs(struct task_struct *task);
 bool memmon_within_this_module(unsigned long addr);
 void memmon_preempt_disable(void);
 void memmon_preempt_enable(void);

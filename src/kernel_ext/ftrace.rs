@@ -60,14 +60,14 @@ impl FunctionEntry<'_> {
         self.parent_ip
     }
 
-    /// The registers at entry, as a `struct pt_regs` of which only the argument registers
-    /// (`di`, `si`, `dx`, `cx`, `r8`, `r9`), `ax`, `bp`, `sp` and `ip` hold the caller's
-    /// values (ftrace saves no more without `FTRACE_OPS_FL_SAVE_REGS`).
-    pub(crate) fn args(&self) -> &bindings::pt_regs {
+    /// Argument `n` of the call (0 to 5: the integer and pointer arguments passed in
+    /// registers on both architectures), as ftrace saved it (it saves the argument registers
+    /// without `FTRACE_OPS_FL_SAVE_REGS`; [`crate::arch::ftrace_arg`]).
+    #[inline(always)]
+    pub(crate) fn arg(&self, n: usize) -> usize {
         // SAFETY: `fregs` is the valid `struct ftrace_regs` ftrace passed to the callback,
-        // alive for `self`'s lifetime, which does not outlive the callback; on x86_64 it
-        // holds a `struct pt_regs`.
-        unsafe { &*bindings::memmon_ftrace_regs_pt_regs(self.fregs) }
+        // alive for `self`'s lifetime, which does not outlive the callback.
+        unsafe { crate::arch::ftrace_arg(self.fregs, n) }
     }
 
     /// Makes the call run the function at `target` instead of the hooked one, with the same
@@ -84,7 +84,7 @@ impl FunctionEntry<'_> {
         if !self.may_redirect {
             return Err(EINVAL);
         }
-        // SAFETY: `fregs` is valid (see `args`); the hooks were registered with
+        // SAFETY: `fregs` is valid (see `arg`); the hooks were registered with
         // `FTRACE_OPS_FL_IPMODIFY`, so ftrace resumes at the instruction pointer set here;
         // the target is fit to run the call by the caller's guarantee.
         unsafe { bindings::memmon_ftrace_regs_set_ip(self.fregs, target) };

@@ -10,7 +10,6 @@
 //! [`Unregistration`] unregisters many probes with one wait (`unregister_kprobes()`,
 //! `unregister_kretprobes()`) instead of one each.
 
-use super::errno::eopnotsupp;
 use crate::bindings;
 use core::mem::{size_of, MaybeUninit};
 use kernel::{
@@ -59,7 +58,8 @@ fn registered(symbol: &CStr, ret: c_int, missing_ok: bool) -> Result {
 /// core resolves it (a disarmed kprobe is registered on the function, read and unregistered,
 /// which waits for a grace period). Fails with `ENOENT` if the kernel has no such function
 /// (logged unless `missing_ok`), with `EOPNOTSUPP` if its entry is not an ftrace location
-/// (the function is not traceable).
+/// (the function is not traceable). Where the call site is, given the entry, is the
+/// architecture's ([`crate::arch::ftrace_site`]).
 pub(crate) fn ftrace_location(symbol: &'static CStr, missing_ok: bool) -> Result<usize> {
     // SAFETY: An all-zero kprobe is a valid, unset one.
     let mut probe: bindings::kprobe = unsafe { core::mem::zeroed() };
@@ -74,10 +74,7 @@ pub(crate) fn ftrace_location(symbol: &'static CStr, missing_ok: bool) -> Result
     // SAFETY: `probe` is registered; unregistering returns once the kprobes core no longer
     // uses it.
     unsafe { bindings::unregister_kprobe(&mut probe) };
-    if flags & bindings::KPROBE_FLAG_FTRACE == 0 {
-        return Err(eopnotsupp());
-    }
-    Ok(address)
+    crate::arch::ftrace_site(address, flags)
 }
 
 /// A registered kprobe on a function's entry.
@@ -318,6 +315,28 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         (this, data)
     }
 
+    /// The `Kretprobe` an instance belongs to, and the instance's data area.
+    ///
+    /// Built without `CONFIG_KRETPROBE_ON_RETHOOK` (arm64), where an instance finds its
+    /// kretprobe through its holder (`get_kretprobe()`).
+    ///
+    /// # Safety
+    ///
+    /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
+    #[cfg(not(CONFIG_KRETPROBE_ON_RETHOOK))]
+    unsafe fn from_instance<'a>(ri: *mut bindings::kretprobe_instance) -> (&'a Self, *mut H::Data) {
+        // SAFETY: The instance's holder points to the `struct kretprobe` while it is
+        // registered (the handlers run only then), which is the `raw` field of a live
+        // `Kretprobe<H>` (registered only by `register`).
+        let this = unsafe {
+            let rp = (*(*ri).rph).rp;
+            &*kernel::container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
+        };
+        // SAFETY: The core allocates `data_size` bytes after each instance.
+        let data = unsafe { (*ri).data.as_mut_ptr().cast::<H::Data>() };
+        (this, data)
+    }
+
     /// # Safety
     ///
     /// Called by the kprobes core with an instance of this probe and valid registers.
@@ -332,8 +351,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         let called = if data.is_aligned() {
             // SAFETY: `data` has room for an `H::Data` (see `register`), is aligned for it, and
             // belongs to this call only until its exit handler returns.
-            this.handler
-                .entry(regs, unsafe { &mut *data.cast::<MaybeUninit<H::Data>>() })
+            let slot = unsafe { &mut *data.cast::<MaybeUninit<H::Data>>() };
+            this.handler.entry(regs, slot)
         } else {
             let mut value = MaybeUninit::uninit();
             let called = this.handler.entry(regs, &mut value);

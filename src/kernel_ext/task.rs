@@ -19,27 +19,11 @@ pub(crate) fn now_ns() -> u64 {
     u64::try_from(now).unwrap_or(0)
 }
 
-/// The current task, read inline as x86_64's `get_current()` reads it: one load of the per-CPU
-/// `current_task` through the GS segment, where [`Task::current_raw`] calls an out-of-line C
-/// helper (which makes a caller on a hot path, such as every fault of every process, save and
-/// restore registers around the call).
-///
-/// FIXME(current): Replace with the kernel crate's `current` once it is inline.
+/// The current task, read inline ([`crate::arch::current_task`]), where
+/// [`Task::current_raw`] calls an out-of-line C helper.
 #[inline(always)]
 fn current_raw_inline() -> *mut bindings::task_struct {
-    let task: *mut bindings::task_struct;
-    // SAFETY: `current_task` is the per-CPU pointer to the running task, which the scheduler
-    // sets on every switch; GS-relative, RIP-relative addressing of the per-CPU symbol is how
-    // `this_cpu_read_stable()` reads it (`__percpu_rel`); the load has no side effect.
-    unsafe {
-        core::arch::asm!(
-            "mov {task}, qword ptr gs:[rip + {var}]",
-            task = out(reg) task,
-            var = sym bindings::current_task,
-            options(nostack, preserves_flags, readonly, pure),
-        );
-    }
-    task
+    crate::arch::current_task()
 }
 
 /// Thread-group id and thread id of the current task, in the initial pid namespace.
@@ -103,11 +87,8 @@ pub(crate) fn current_user_regs() -> Option<&'static bindings::pt_regs> {
     if flags & (bindings::PF_KTHREAD | bindings::PF_USER_WORKER) != 0 {
         return None;
     }
-    let thread_size = bindings::PAGE_SIZE << bindings::THREAD_SIZE_ORDER;
-    // SAFETY: `current` is valid; its `stack` is the base of its kernel stack.
-    let stack = unsafe { (*task).stack } as usize;
-    let top = stack + thread_size - bindings::TOP_OF_KERNEL_STACK_PADDING as usize;
-    let regs = (top - core::mem::size_of::<bindings::pt_regs>()) as *const bindings::pt_regs;
+    // SAFETY: `current` is valid, and a user task.
+    let regs = unsafe { crate::arch::task_pt_regs(task) };
     // SAFETY: A user task that entered the kernel saved its user registers there (the entry
     // code builds `pt_regs` at the top of the kernel stack); they stay while it runs.
     Some(unsafe { &*regs })
@@ -115,22 +96,23 @@ pub(crate) fn current_user_regs() -> Option<&'static bindings::pt_regs> {
 
 /// The end of the current task's user address space, exclusive (`TASK_SIZE`): user
 /// addresses of the task are below it. On x86_64 one page below 2^47 with 4-level page
-/// tables, below 2^56 with 5-level ones, and the end of its 4 GiB for a 32-bit task.
+/// tables, below 2^56 with 5-level ones, and the end of its 4 GiB for a 32-bit task; on
+/// arm64 `1 << vabits_actual` (2^52 with LPA2, else 2^48 or 2^39).
 pub(crate) fn current_task_size() -> u64 {
     // SAFETY: `TASK_SIZE` reads the current task's flags and the paging mode: no
     // precondition, any context.
     let size = unsafe { bindings::memmon_current_task_size() };
-    // CAST: `unsigned long` is 64 bits wide on x86_64.
+    // CAST: `unsigned long` is 64 bits wide on both architectures.
     size as u64
 }
 
-/// The current task's user thread pointer (its FS base), as the CPU holds it in a fault or
-/// system call from user mode. Callable in any context of the current task that came from
+/// The current task's user thread pointer (x86_64: its FS base; arm64: TPIDR_EL0), as the
+/// CPU holds it in a fault or system call from user mode. Callable in any context of the current task that came from
 /// user mode.
 pub(crate) fn current_user_fsbase() -> u64 {
     // SAFETY: Reading the CPU's FS base has no precondition.
     let base = unsafe { bindings::memmon_current_user_fsbase() };
-    // CAST: `unsigned long` is 64 bits wide on x86_64.
+    // CAST: `unsigned long` is 64 bits wide on both architectures.
     base as u64
 }
 

@@ -196,7 +196,8 @@ pub(crate) struct ExitProbe {
 impl KprobeHandler for ExitProbe {
     fn hit(&self, regs: &bindings::pt_regs) {
         // `disassociate_ctty(int on_exit)`: only do_exit() of a group's last thread passes 1.
-        if regs.di as i32 != 1 {
+        // CAST: an int argument is the low half of its register.
+        if crate::arch::kernel_arg(regs, 0) as i32 != 1 {
             return;
         }
         let tgid = current_ids().0;
@@ -255,13 +256,13 @@ impl KretprobeHandler for ExecProbe {
             });
         }
         // The first argument register holds the `struct linux_binprm *`.
-        data.write(regs.di);
+        data.write(crate::arch::kernel_arg(regs, 0));
         true
     }
 
     fn exit(&self, bprm: &mut usize, regs: &bindings::pt_regs) {
         // CAST: `begin_new_exec` returns an int.
-        if regs.ax as i32 != 0 {
+        if crate::arch::return_value(regs) as i32 != 0 {
             return;
         }
         let bprm = *bprm as *const bindings::linux_binprm;

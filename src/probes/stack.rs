@@ -9,6 +9,7 @@
 //! through `/sys/module/memmon/parameters/stack_depth`; other values are refused with
 //! `EINVAL` and a kernel log line.
 
+use crate::arch;
 use crate::bindings;
 use crate::kernel_ext::preempt::without_preemption;
 use crate::kernel_ext::runtime_param::runtime_param;
@@ -212,6 +213,7 @@ fn walk_both(
 struct Frame {
     ip: u64,
     sp: u64,
+    /// The frame pointer: RBP on x86_64, X29 on arm64.
     bp: u64,
 }
 
@@ -254,12 +256,14 @@ fn walk_user(
     if depth == 0 {
         return (0, StackEnd::Complete);
     }
-    // CAST: registers are 64 bits wide on x86_64.
+    let user = arch::user_frame(regs);
     let mut frame = Frame {
-        ip: regs.ip as u64,
-        sp: regs.sp as u64,
-        bp: regs.bp as u64,
+        ip: user.pc,
+        sp: user.sp,
+        bp: user.fp,
     };
+    // Tables of another architecture's rules are not followed (arm64: frame records only).
+    let ranges = ranges.filter(|_| arch::UNWIND_TABLES);
     let bounds = Bounds {
         stack_start: frame.sp,
         user_end: current_task_size(),
@@ -423,7 +427,8 @@ fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>,
     }))
 }
 
-/// A step by the frame pointer: RBP points at the saved RBP, the return address above it.
+/// A step by the frame pointer: RBP points at the saved RBP, the return address above it (on
+/// arm64 the same: X29 points at the frame record, the saved X29 then the saved X30).
 /// `broken` is the reason given when the frame pointer does not lead to a caller.
 fn frame_pointer_step(
     frame: &Frame,
@@ -441,6 +446,8 @@ fn frame_pointer_step(
         return Err(broken);
     }
     let [next, ret_addr] = read_user::<2>(fp).ok_or(broken)?;
+    // arm64: the saved return address may be signed (pointer authentication).
+    let ret_addr = arch::user_return_address(ret_addr, bounds.user_end);
     // A return address points into code: one that points into the stack being walked
     // (between the stack pointer and this frame) is a frame pointer chain through code built
     // without frame pointers, where RBP held something else.

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The mm system calls, through kretprobes on their x86_64 entry points.
+//! The mm system calls, through kretprobes on their entry points (`__x64_sys_*`,
+//! `__arm64_sys_*`: [`crate::arch::SYSCALLS`]).
 //!
 //! The entry handler of a watched process's call saves the call's arguments (and, for a file
 //! mapping, the file's path); the exit handler writes one event with the arguments, the result
 //! and the time spent in the call, stamped when the call returned. Faults taken inside the
 //! call therefore come before the call's line, in time as in the stream.
 
+use crate::arch::{self, SYSCALLS};
 use crate::bindings;
 use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
 use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
@@ -19,7 +21,6 @@ use core::mem::MaybeUninit;
 use kernel::{
     alloc::KVec,
     prelude::*,
-    str::CStr,
     sync::{
         atomic::{Atomic, Relaxed},
         new_mutex, Arc, Mutex,
@@ -33,28 +34,6 @@ use kernel::{
 const MAX_ACTIVE: i32 = 256;
 
 const MAP_ANONYMOUS: u64 = 0x20;
-
-/// The probed syscalls: entry point and event kind.
-const SYSCALLS: [(&CStr, Kind); 18] = [
-    (c"__x64_sys_mmap", Kind::Mmap),
-    (c"__x64_sys_munmap", Kind::Munmap),
-    (c"__x64_sys_mremap", Kind::Mremap),
-    (c"__x64_sys_brk", Kind::Brk),
-    (c"__x64_sys_mprotect", Kind::Mprotect),
-    (c"__x64_sys_madvise", Kind::Madvise),
-    (c"__x64_sys_mlock", Kind::Mlock),
-    (c"__x64_sys_mlock2", Kind::Mlock2),
-    (c"__x64_sys_munlock", Kind::Munlock),
-    (c"__x64_sys_mlockall", Kind::Mlockall),
-    (c"__x64_sys_munlockall", Kind::Munlockall),
-    (c"__x64_sys_fsync", Kind::Fsync),
-    (c"__x64_sys_msync", Kind::Msync),
-    (c"__x64_sys_pkey_mprotect", Kind::PkeyMprotect),
-    (c"__x64_sys_mseal", Kind::Mseal),
-    (c"__x64_sys_process_madvise", Kind::ProcessMadvise),
-    (c"__x64_sys_shmat", Kind::Shmat),
-    (c"__x64_sys_shmdt", Kind::Shmdt),
-];
 
 /// What the entry handler saves for the exit handler: the event, filled in but for `ret`.
 #[derive(Clone, Copy)]
@@ -76,8 +55,9 @@ impl KretprobeHandler for SyscallProbe {
         if !self.state.watch.contains_current() {
             return false;
         }
-        // `__x64_sys_*(const struct pt_regs *regs)`: the argument is the user registers.
-        let user = regs.di as *const bindings::pt_regs;
+        // `__x64_sys_*(const struct pt_regs *regs)`, `__arm64_sys_*(...)`: the argument is the
+        // user registers.
+        let user = arch::kernel_arg(regs, 0) as *const bindings::pt_regs;
         if user.is_null() {
             return false;
         }
@@ -90,15 +70,7 @@ impl KretprobeHandler for SyscallProbe {
         let event = &mut call.event;
         // When the call began, for its duration.
         event.time_ns = now_ns();
-        // CAST: registers are 64 bits wide on x86_64.
-        event.args = [
-            user.di as u64,
-            user.si as u64,
-            user.dx as u64,
-            user.r10 as u64,
-            user.r8 as u64,
-            user.r9 as u64,
-        ];
+        event.args = arch::syscall_args(user);
         if self.kind == Kind::Mmap && event.args[3] & MAP_ANONYMOUS == 0 {
             // CAST: the fd argument is a C int.
             let fd = event.args[4] as i32;
@@ -111,7 +83,7 @@ impl KretprobeHandler for SyscallProbe {
     fn exit(&self, call: &mut PendingCall, regs: &bindings::pt_regs) {
         let event = &mut call.event;
         // CAST: the return value register holds a long.
-        event.ret = regs.ax as i64;
+        event.ret = arch::return_value(regs) as i64;
         // The entry handler stamped the event when the call began; the ring stamps its record
         // with the time it returns, and stores the difference as its duration.
         if stack::depth() == 0 {

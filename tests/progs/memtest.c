@@ -196,8 +196,14 @@ int main(int argc, char **argv)
 		touch(p, n, 0);
 		stop();
 	} else if (!strcmp(mode, "exec") && argc == 3) {
+#ifdef __aarch64__
+		// mov w0, #42; ret (little-endian). The kernel makes the instruction cache
+		// coherent with the page when it maps it executable (__sync_icache_dcache()).
+		static const unsigned char code[] = { 0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6 };
+#else
 		// mov eax, 42; ret
 		static const unsigned char code[] = { 0xb8, 0x2a, 0, 0, 0, 0xc3 };
+#endif
 		int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0755);
 		int (*fn)(void);
 

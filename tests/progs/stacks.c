@@ -2,7 +2,10 @@
 // markers fsync(1001) and fsync(1002). Built with frame pointers, leaf functions too
 // (-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer). Prints the address ranges
 // of the three functions (from their symbols' addresses, the next function's start, or
-// main's, as the end): touch=LO-HI middle=LO-HI outer=LO-HI, and base=.
+// main's, as the end): touch=LO-HI middle=LO-HI outer=LO-HI, and base=. On arm64 also
+// saved_lr=, the return address into outer() as middle()'s frame record holds it: signed by
+// pointer authentication (bits above the address's) when built with
+// -mbranch-protection=standard (make progs-arm64's stacks-pac), the address itself else.
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -24,8 +27,16 @@ __attribute__((noinline)) void touch(volatile char *p, size_t n)
 	done();
 }
 
+#ifdef __aarch64__
+static unsigned long saved_lr;
+#endif
+
 __attribute__((noinline)) void middle(volatile char *p, size_t n)
 {
+#ifdef __aarch64__
+	// The frame record: the caller's x29, then the return address (x30) as saved.
+	saved_lr = ((volatile unsigned long *)__builtin_frame_address(0))[1];
+#endif
 	touch(p, n);
 	__asm__ volatile("" ::: "memory");
 }
@@ -52,5 +63,8 @@ int main(int argc, char **argv)
 	fsync(1001);
 	outer(p, n);
 	fsync(1002);
+#ifdef __aarch64__
+	printf("saved_lr=%#lx\n", saved_lr);
+#endif
 	return 0;
 }

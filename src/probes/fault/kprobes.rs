@@ -69,8 +69,10 @@ const PENDING_SLOTS: usize = 4096;
 /// Slots a task's pending fault may take, from the one its task pointer hashes to.
 const PENDING_PROBES: usize = 16;
 
-/// Pages of a PMD mapping (`HPAGE_PMD_NR` on x86_64 with 4 KiB pages).
-const PMD_PAGES: u32 = 512;
+/// Pages of a PMD mapping (`HPAGE_PMD_NR`): a page table's entries, 8 bytes each (512 with
+/// 4 KiB pages, 2048 with 16 KiB ones).
+// CAST: a page size divided by 8 fits in 32 bits.
+const PMD_PAGES: u32 = (bindings::PAGE_SIZE / 8) as u32;
 
 /// A pending `handle_mm_fault()` call of a watched process, as [`watched_handle_mm_fault`]
 /// saw it and the handlers' hooks fill it in.
@@ -222,7 +224,7 @@ impl FaultContext {
         let pending = UnsafeCell::new(PendingFault {
             // CAST: a pointer's bits, only compared.
             vma: vma as usize,
-            // CAST: an unsigned long is 64 bits wide on x86_64.
+            // CAST: an unsigned long is 64 bits wide on both architectures.
             address: address as u64,
             flags,
             regs,
@@ -311,8 +313,9 @@ enum Note {
     FilePmd,
 }
 
-/// Pages of memory (4 KiB on x86_64).
-const PAGE_SIZE: u64 = 4096;
+/// Bytes of a page: the kernel's (4 KiB on x86_64, 4 or 16 KiB on arm64).
+// CAST: a page size fits in 64 bits.
+const PAGE_SIZE: u64 = bindings::PAGE_SIZE as u64;
 
 impl PendingFault {
     /// Whether `vma` (a probed function's argument) is this fault's VMA: the rmap functions
@@ -325,8 +328,8 @@ impl PendingFault {
 }
 
 impl Note {
-    /// Applies the note of a probe hit with `regs` to `fault`.
-    fn apply(self, fault: &mut PendingFault, regs: &bindings::pt_regs) {
+    /// Applies the note of a hook's hit, `entry`, to `fault`.
+    fn apply(self, fault: &mut PendingFault, entry: &FunctionEntry<'_>) {
         match self {
             Note::Handler(fault_type, huge) => {
                 fault.fault_type = fault_type;
@@ -339,11 +342,11 @@ impl Note {
                     fault.fault_type = FaultType::WriteProtect;
                     fault.huge = false;
                 }
-                fault.wp_fault = regs.di as *const bindings::vm_fault;
+                fault.wp_fault = entry.arg(0) as *const bindings::vm_fault;
             }
             Note::PteRange => {
-                // CAST: `unsigned int nr`, the low half of rcx.
-                fault.pages = fault.pages.saturating_add(regs.cx as u32);
+                // CAST: `unsigned int nr`, the low half of its register.
+                fault.pages = fault.pages.saturating_add(entry.arg(3) as u32);
             }
             Note::NewAnonFolio => {
                 if !fault.wp_fault.is_null() {
@@ -357,11 +360,11 @@ impl Note {
                         fault.pages = fault.pages.saturating_add(1);
                     }
                 } else if matches!(fault.fault_type, FaultType::Anon | FaultType::Swap)
-                    && fault.is_vma(regs.si)
+                    && fault.is_vma(entry.arg(1))
                 {
                     // SAFETY: The probed function's first argument is a valid folio, for the
                     // call.
-                    let folio = unsafe { Folio::from_raw(regs.di as *const bindings::folio) };
+                    let folio = unsafe { Folio::from_raw(entry.arg(0) as *const bindings::folio) };
                     let pages = folio.nr_pages();
                     fault.pages = fault
                         .pages
@@ -370,22 +373,22 @@ impl Note {
                 // A file fault's copy-on-write: `set_pte_range()` counts it.
             }
             Note::AnonPtes => {
-                // CAST: `int nr_pages`, the low half of rdx; positive.
-                let nr = regs.dx as u32;
-                // CAST: registers are 64 bits wide on x86_64.
-                let first = regs.r8 as u64;
+                // CAST: `int nr_pages`, the low half of its register; positive.
+                let nr = entry.arg(2) as u32;
+                // CAST: an address fits in 64 bits.
+                let first = entry.arg(4) as u64;
                 let covers = fault.address >= first
                     && fault.address - first < u64::from(nr).saturating_mul(PAGE_SIZE);
                 if fault.fault_type == FaultType::Swap
                     && fault.wp_fault.is_null()
-                    && fault.is_vma(regs.cx)
+                    && fault.is_vma(entry.arg(3))
                     && covers
                 {
                     fault.pages = fault.pages.saturating_add(nr);
                 }
             }
             Note::FilePmd => {
-                if fault.fault_type == FaultType::File && fault.is_vma(regs.dx) {
+                if fault.fault_type == FaultType::File && fault.is_vma(entry.arg(2)) {
                     fault.pages = fault.pages.saturating_add(PMD_PAGES);
                 }
             }
@@ -411,8 +414,8 @@ impl FunctionHooksHandler for MmFaultHook {
 
     /// `handle_mm_fault(vma, address, flags, regs)` entered by a watched process.
     fn hit(&self, entry: &mut FunctionEntry<'_>) {
-        // rdi, rsi, rdx, rcx. CAST: `unsigned int flags` is the low half of its register.
-        let flags = entry.args().dx as u32;
+        // CAST: `unsigned int flags` is the low half of its register.
+        let flags = entry.arg(2) as u32;
         // get_user_pages() on another process's mm (ptrace, process_vm_readv): not a fault
         // of the current process's address space.
         if flags & fault_flag::REMOTE != 0 {
@@ -468,7 +471,7 @@ impl FunctionHooksHandler for HandlerHooks {
         // `watched_handle_mm_fault` call, on its stack: only this task uses it (in task
         // context, as `current` checks), and not meanwhile (that call is in
         // `handle_mm_fault()`, which runs this).
-        note.apply(unsafe { &mut *fault }, entry.args());
+        note.apply(unsafe { &mut *fault }, entry);
     }
 }
 

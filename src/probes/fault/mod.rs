@@ -97,8 +97,7 @@ pub(crate) fn record(state: &State, fault: &Fault<'_>) {
     };
     if let Some(regs) = user_regs {
         bits |= fault_flags::USER;
-        // CAST: a register is 64 bits wide on x86_64.
-        event.args[1] = regs.ip as u64;
+        event.args[1] = crate::arch::user_pc(regs);
     }
     // An access maps nothing: its record carries the generation instead of pages.
     event.args[2] = if fault.fault_type == FaultType::Access {

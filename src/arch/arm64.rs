@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! arm64 (AArch64, little-endian): see [`crate::arch`].
+//!
+//! arm64 has no kprobes on ftrace sites (`KPROBES_ON_FTRACE`) and its ftrace saves the
+//! argument registers only (`DYNAMIC_FTRACE_WITH_ARGS`, a `struct ftrace_regs` that is not a
+//! `struct pt_regs`): a function's ftrace call site is found from its entry
+//! ([`ftrace_site`]), and a hooked function's arguments are read through the kernel's
+//! `ftrace_regs_get_argument()` ([`ftrace_arg`]).
+
+use super::UserFrame;
+use crate::bindings;
+use crate::kernel_ext::errno::eopnotsupp;
+use crate::record::event::Kind;
+use kernel::{prelude::*, str::CStr};
+
+/// The probed system calls: the entry point the syscall table calls, and the event kind.
+/// (`mmap` is arm64's own `SYSCALL_DEFINE6(mmap)` of arch/arm64/kernel/sys.c, taking the
+/// offset in bytes as x86_64's does.)
+pub(crate) const SYSCALLS: [(&CStr, Kind); 18] = [
+    (c"__arm64_sys_mmap", Kind::Mmap),
+    (c"__arm64_sys_munmap", Kind::Munmap),
+    (c"__arm64_sys_mremap", Kind::Mremap),
+    (c"__arm64_sys_brk", Kind::Brk),
+    (c"__arm64_sys_mprotect", Kind::Mprotect),
+    (c"__arm64_sys_madvise", Kind::Madvise),
+    (c"__arm64_sys_mlock", Kind::Mlock),
+    (c"__arm64_sys_mlock2", Kind::Mlock2),
+    (c"__arm64_sys_munlock", Kind::Munlock),
+    (c"__arm64_sys_mlockall", Kind::Mlockall),
+    (c"__arm64_sys_munlockall", Kind::Munlockall),
+    (c"__arm64_sys_fsync", Kind::Fsync),
+    (c"__arm64_sys_msync", Kind::Msync),
+    (c"__arm64_sys_pkey_mprotect", Kind::PkeyMprotect),
+    (c"__arm64_sys_mseal", Kind::Mseal),
+    (c"__arm64_sys_process_madvise", Kind::ProcessMadvise),
+    (c"__arm64_sys_shmat", Kind::Shmat),
+    (c"__arm64_sys_shmdt", Kind::Shmdt),
+];
+
+/// The general-purpose registers X0 to X30 of `regs`.
+#[inline(always)]
+fn gprs(regs: &bindings::pt_regs) -> &[u64; 31] {
+    // SAFETY: Both members of the union are the same 64-bit registers (`struct user_pt_regs`
+    // and its anonymous copy), plain integers: either view is valid.
+    unsafe { &regs.__bindgen_anon_1.user_regs.regs }
+}
+
+/// The user's six arguments of a system call, from the user registers its `__arm64_sys_*`
+/// wrapper receives: X0 to X5 (`regs->regs[0..5]`, as the `__SC_ARGS` of
+/// arch/arm64/include/asm/syscall_wrapper.h reads them; X0 still holds the first argument
+/// until the call returns, `orig_x0` keeps it after).
+#[inline]
+pub(crate) fn syscall_args(user: &bindings::pt_regs) -> [u64; 6] {
+    let x = gprs(user);
+    [x[0], x[1], x[2], x[3], x[4], x[5]]
+}
+
+/// Argument `n` (0 to 7) of a kernel function, at its entry: X0 to X7; 0 for another `n`.
+#[inline(always)]
+pub(crate) fn kernel_arg(regs: &bindings::pt_regs, n: usize) -> usize {
+    // CAST: registers are 64 bits wide on arm64.
+    gprs(regs)
+        .get(n)
+        .filter(|_| n < 8)
+        .map_or(0, |&x| x as usize)
+}
+
+/// A kernel function's return value, at its return: X0.
+#[inline(always)]
+pub(crate) fn return_value(regs: &bindings::pt_regs) -> usize {
+    // CAST: registers are 64 bits wide on arm64.
+    gprs(regs)[0] as usize
+}
+
+/// Argument `n` (0 to 7) of a function hooked through ftrace, from the registers ftrace saved
+/// (`struct ftrace_regs`: X0 to X8, FP, LR, SP, PC).
+///
+/// # Safety
+///
+/// `fregs` must be the valid `struct ftrace_regs` ftrace passed to a callback that is running.
+#[inline(always)]
+pub(crate) unsafe fn ftrace_arg(fregs: *mut bindings::ftrace_regs, n: usize) -> usize {
+    // CAST: `n` is a register index, at most 8.
+    let n = n.min(8) as c_uint;
+    // SAFETY: `fregs` is valid (the caller's guarantee).
+    let value = unsafe { bindings::memmon_ftrace_regs_arg(fregs, n) };
+    // CAST: `unsigned long` is 64 bits wide on arm64.
+    value as usize
+}
+
+/// The user registers a stack walk starts from: PC, SP, and X29, the frame pointer (the
+/// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`).
+#[inline]
+pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
+    UserFrame {
+        pc: user_pc(regs),
+        sp: user_sp(regs),
+        fp: gprs(regs)[29],
+    }
+}
+
+/// The user instruction pointer of `regs`.
+#[inline]
+pub(crate) fn user_pc(regs: &bindings::pt_regs) -> u64 {
+    // SAFETY: As in `gprs`.
+    unsafe { regs.__bindgen_anon_1.user_regs.pc }
+}
+
+/// The user stack pointer of `regs`.
+#[inline]
+fn user_sp(regs: &bindings::pt_regs) -> u64 {
+    // SAFETY: As in `gprs`.
+    unsafe { regs.__bindgen_anon_1.user_regs.sp }
+}
+
+/// A return address as read from a user frame record: Debian's arm64 userspace is built
+/// with `-mbranch-protection=standard`, so a function signs its return address
+/// (`PACIASP`) before it saves it, and the pointer authentication code sits in the bits above
+/// the task's virtual address size (and the top byte may carry a tag). Those bits are
+/// cleared, as `ptrauth_strip_user_insn_pac()` does: `user_end` is `TASK_SIZE`, which on
+/// arm64 is `1 << vabits_actual` (52 with LPA2, else 48 or 39), a power of two.
+#[inline(always)]
+pub(crate) fn user_return_address(word: u64, user_end: u64) -> u64 {
+    word & user_end.wrapping_sub(1)
+}
+
+/// Whether the unwind tables userspace loads ([`crate::unwind`], compiled for x86_64's
+/// registers and rules) are followed by the stack walk: not on arm64, whose walk follows
+/// frame records only.
+pub(crate) const UNWIND_TABLES: bool = false;
+
+/// The current task, read inline as arm64's `get_current()` reads it: the kernel keeps it in
+/// SP_EL0 while it runs.
+#[inline(always)]
+pub(crate) fn current_task() -> *mut bindings::task_struct {
+    let task: *mut bindings::task_struct;
+    // SAFETY: Reading SP_EL0, which holds the current task while in the kernel, has no side
+    // effect.
+    unsafe {
+        core::arch::asm!(
+            "mrs {task}, sp_el0",
+            task = out(reg) task,
+            options(nomem, nostack, preserves_flags, pure),
+        );
+    }
+    task
+}
+
+/// The user registers saved at the top of `task`'s kernel stack (`task_pt_regs()`).
+///
+/// # Safety
+///
+/// `task` must be a valid user task (not a kernel thread nor a user worker).
+pub(crate) unsafe fn task_pt_regs(task: *mut bindings::task_struct) -> *const bindings::pt_regs {
+    // SAFETY: `task` is valid (the caller's guarantee).
+    unsafe { bindings::memmon_task_pt_regs(task) }
+}
+
+/// Whether the handlers of kprobes that do (`ftrace_based`) or do not go through ftrace run
+/// where memmon's may take its spinlocks, wake readers and resolve paths, in the probed
+/// task's context: on arm64 always. Its kprobes are `BRK` instructions (it has no kprobes on
+/// ftrace), and a `BRK` from the kernel is a debug exception taken in the probed task's
+/// context with interrupts masked and preemption disabled (`el1_brk64()`:
+/// `arm64_enter_el1_dbg()` enters RCU's NMI state only, `in_nmi()` stays false), not an NMI.
+pub(crate) fn kprobe_handlers_fit(_ftrace_based: bool) -> bool {
+    true
+}
+
+/// `BTI C`, a function's first instruction when the kernel is built with BTI.
+const INSN_BTI_C: u32 = 0xd503_245f;
+/// `NOP`: an ftrace call site not in use.
+const INSN_NOP: u32 = 0xd503_201f;
+/// `MOV X9, X30`: the first instruction of an ftrace call site in use.
+const INSN_MOV_X9_LR: u32 = 0xaa1e_03e9;
+/// `BL` (with its offset masked off): the second instruction of a call site in use.
+const INSN_BL: u32 = 0x9400_0000;
+const INSN_BL_MASK: u32 = 0xfc00_0000;
+
+/// The ftrace call site of a kernel function whose entry the kprobes core resolved to
+/// `address` (a kprobe registered there, disabled; arm64 has no kprobes on ftrace sites, so
+/// the kprobe is not on the call site but on the entry): the function's patchable entry
+/// (`-fpatchable-function-entry=4,2` with `DYNAMIC_FTRACE_WITH_CALL_OPS`) is an optional
+/// `BTI C`, then two instructions ftrace patches to `MOV X9, X30; BL ftrace_caller`; the
+/// site ftrace knows (`ftrace_call_adjust()`) is the second. `EOPNOTSUPP` when the entry is
+/// not such a site (the function cannot be traced). `ftrace_set_filter_ips()` checks the
+/// address against ftrace's own records when the hooks are registered.
+pub(crate) fn ftrace_site(address: usize, _flags: u32) -> Result<usize> {
+    let mut insns = [0u32; 3];
+    // SAFETY: `insns` is valid for 12 bytes of writes; `copy_from_kernel_nofault` reads kernel
+    // memory, failing instead of faulting.
+    let ret = unsafe {
+        bindings::copy_from_kernel_nofault(
+            insns.as_mut_ptr().cast(),
+            address as *const c_void,
+            core::mem::size_of_val(&insns),
+        )
+    };
+    if ret != 0 {
+        return Err(eopnotsupp());
+    }
+    let [first, second, third] = insns.map(u32::from_le);
+    let (site, mov, call) = if first == INSN_BTI_C {
+        (address + 8, second, third)
+    } else {
+        (address + 4, first, second)
+    };
+    let mov_ok = mov == INSN_NOP || mov == INSN_MOV_X9_LR;
+    let call_ok = call == INSN_NOP || call & INSN_BL_MASK == INSN_BL;
+    if !(mov_ok && call_ok) {
+        return Err(eopnotsupp());
+    }
+    Ok(site)
+}
