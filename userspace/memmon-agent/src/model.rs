@@ -130,11 +130,10 @@ impl CgroupModel {
         }
         // Applied once the stream reaches its time: the events of the process already
         // read may be older, even of the program before an exec read later. The time is
-        // taken before the wait for an exec's image: a read stamped after the exec event is
+        // taken before start_snapshots' wait for an exec's image: a read stamped after the exec event is
         // of the loaded image (see [`CgroupModel::exec`]); one stamped before it is applied
         // before the exec, which releases it whatever it read.
         let time = monotonic_now();
-        wait_for_image(pid);
         match start_snapshots(pid, time) {
             Some(snapshots) => {
                 self.note_build_ids(pid, snapshots[0].lines.iter().map(String::as_str));

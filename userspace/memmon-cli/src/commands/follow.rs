@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use memmon::capture::control::process_path;
 use memmon::capture::file::{exec_image_missing, write_header};
 use memmon::capture::python_codes::PythonCodes;
-use memmon::capture::resident::start_snapshots;
+use memmon::capture::resident::{start_snapshots, wait_for_image};
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::{
     fault_frame, parse_line, Event, EventKind, ModuleParams, ProcInterface, Snapshot,
@@ -347,6 +347,9 @@ impl Monitor {
     /// The exec snapshot of `pid`: taken now, unless its maps show the new image not mapped
     /// yet ([`exec_image_missing`]), then before its next event.
     fn exec_snapshot(&mut self, pid: u32) -> Result<()> {
+        // The exec event is stamped when the new mm is installed; the loader then moves the
+        // stack and maps the segments and the .bss: read the maps once it has.
+        wait_for_image(pid);
         let maps = std::fs::read_to_string(process_path(pid, "maps")).unwrap_or_default();
         if exec_image_missing(&maps) {
             self.exec_pending.insert(pid);

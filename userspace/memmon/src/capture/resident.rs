@@ -533,9 +533,11 @@ pub fn wait_for_image(pid: u32) {
 }
 
 /// The start snapshots of a process memmon starts watching while it runs: its mappings
-/// (`maps`) and the pages they hold (`pages`), of one read at `time`; `None` when the
-/// process cannot be read (it exited, or no permission).
+/// (`maps`) and the pages they hold (`pages`), of one read at `time` (taken by the caller
+/// before this call), after the image of an exec under way is loaded ([`wait_for_image`]);
+/// `None` when the process cannot be read (it exited, or no permission).
 pub fn start_snapshots(pid: u32, time: Timestamp) -> Option<[Snapshot; 2]> {
+    wait_for_image(pid);
     let pages = ResidentPages::read(pid).ok()?;
     Some([
         pages.maps_snapshot(pid, time),
