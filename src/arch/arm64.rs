@@ -47,13 +47,13 @@ fn gprs(regs: &bindings::pt_regs) -> &[u64; 31] {
 }
 
 /// The user's six arguments of a system call, from the user registers its `__arm64_sys_*`
-/// wrapper receives: X0 to X5 (`regs->regs[0..5]`, as the `__SC_ARGS` of
-/// arch/arm64/include/asm/syscall_wrapper.h reads them; X0 still holds the first argument
-/// until the call returns, `orig_x0` keeps it after).
+/// wrapper receives, as its `SC_ARM64_REGS_TO_ARGS` (arch/arm64/include/asm/syscall_wrapper.h)
+/// reads them: the first from `orig_x0` (X0 is the return value's register, and a tracer
+/// may set the two apart), the others from X1 to X5.
 #[inline]
 pub(crate) fn syscall_args(user: &bindings::pt_regs) -> [u64; 6] {
     let x = gprs(user);
-    [x[0], x[1], x[2], x[3], x[4], x[5]]
+    [user.orig_x0, x[1], x[2], x[3], x[4], x[5]]
 }
 
 /// Argument `n` (0 to 7) of a kernel function, at its entry: X0 to X7; 0 for another `n`.
@@ -178,37 +178,44 @@ const INSN_BL: u32 = 0x9400_0000;
 const INSN_BL_MASK: u32 = 0xfc00_0000;
 
 /// The ftrace call site of a kernel function whose entry the kprobes core resolved to
-/// `address` (a kprobe registered there, disabled; arm64 has no kprobes on ftrace sites, so
+/// `probe` (a kprobe registered there, disabled; arm64 has no kprobes on ftrace sites, so
 /// the kprobe is not on the call site but on the entry): the function's patchable entry
 /// (`-fpatchable-function-entry=4,2` with `DYNAMIC_FTRACE_WITH_CALL_OPS`) is an optional
 /// `BTI C`, then two instructions ftrace patches to `MOV X9, X30; BL ftrace_caller`; the
-/// site ftrace knows (`ftrace_call_adjust()`) is the second. `EOPNOTSUPP` when the entry is
-/// not such a site (the function cannot be traced). `ftrace_set_filter_ips()` checks the
-/// address against ftrace's own records when the hooks are registered.
-pub(crate) fn ftrace_site(address: usize, _flags: u32) -> Result<usize> {
-    let mut insns = [0u32; 3];
-    // SAFETY: `insns` is valid for 12 bytes of writes; `copy_from_kernel_nofault` reads kernel
+/// site ftrace knows (`ftrace_call_adjust()`) is the second. The entry's own instruction is
+/// the one the kprobes core saved (`opcode`): the text holds a `BRK` there while another
+/// user's kprobe is armed on it. `EOPNOTSUPP` when the entry is not such a site (the
+/// function cannot be traced). `ftrace_set_filter_ips()` checks the address against
+/// ftrace's own records when the hooks are registered.
+pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
+    // CAST: an address fits in usize.
+    let address = probe.addr as usize;
+    let next = address.checked_add(4).ok_or(eopnotsupp())?;
+    let mut insns = [0u32; 2];
+    // SAFETY: `insns` is valid for 8 bytes of writes; `copy_from_kernel_nofault` reads kernel
     // memory, failing instead of faulting.
     let ret = unsafe {
         bindings::copy_from_kernel_nofault(
             insns.as_mut_ptr().cast(),
-            address as *const c_void,
+            next as *const c_void,
             core::mem::size_of_val(&insns),
         )
     };
     if ret != 0 {
         return Err(eopnotsupp());
     }
-    let [first, second, third] = insns.map(u32::from_le);
-    let (site, mov, call) = if first == INSN_BTI_C {
-        (address + 8, second, third)
+    // CAST: `kprobe_opcode_t` is the instruction word, as an `int`.
+    let first = probe.opcode as u32;
+    let [second, third] = insns.map(u32::from_le);
+    let (offset, mov, call) = if first == INSN_BTI_C {
+        (8, second, third)
     } else {
-        (address + 4, first, second)
+        (4, first, second)
     };
     let mov_ok = mov == INSN_NOP || mov == INSN_MOV_X9_LR;
     let call_ok = call == INSN_NOP || call & INSN_BL_MASK == INSN_BL;
     if !(mov_ok && call_ok) {
         return Err(eopnotsupp());
     }
-    Ok(site)
+    address.checked_add(offset).ok_or(eopnotsupp())
 }

@@ -153,12 +153,13 @@ pub(crate) fn kprobe_handlers_fit(ftrace_based: bool) -> bool {
 }
 
 /// The ftrace call site of a kernel function whose entry the kprobes core resolved to
-/// `address` with `flags` (a kprobe registered there, disabled): x86_64 has kprobes on
-/// ftrace, so a kprobe on a traceable function's entry is on its `__fentry__` call, with
-/// `KPROBE_FLAG_FTRACE`. `EOPNOTSUPP` for a function ftrace cannot hook.
-pub(crate) fn ftrace_site(address: usize, flags: u32) -> Result<usize> {
-    if flags & bindings::KPROBE_FLAG_FTRACE == 0 {
+/// `probe` (a kprobe registered there, disabled): x86_64 has kprobes on ftrace, so a kprobe
+/// on a traceable function's entry is on its `__fentry__` call, with `KPROBE_FLAG_FTRACE`.
+/// `EOPNOTSUPP` for a function ftrace cannot hook.
+pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
+    if probe.flags & bindings::KPROBE_FLAG_FTRACE == 0 {
         return Err(eopnotsupp());
     }
-    Ok(address)
+    // CAST: an address fits in usize.
+    Ok(probe.addr as usize)
 }

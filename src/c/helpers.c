@@ -27,10 +27,12 @@
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
 
-#ifdef CONFIG_X86_64
+#if defined(CONFIG_X86_64)
 #include <asm/fsgsbase.h>
-#else
+#elif defined(CONFIG_ARM64)
 #include <asm/sysreg.h>
+#else
+#error "memmon: x86_64 and arm64 only"
 #endif
 
 #include "helpers.h"
@@ -84,9 +86,9 @@ unsigned long memmon_current_task_size(void)
  */
 unsigned long memmon_current_user_fsbase(void)
 {
-#ifdef CONFIG_X86_64
+#if defined(CONFIG_X86_64)
 	return x86_fsbase_read_cpu();
-#else
+#elif defined(CONFIG_ARM64)
 	return read_sysreg(tpidr_el0);
 #endif
 }

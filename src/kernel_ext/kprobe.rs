@@ -69,12 +69,14 @@ pub(crate) fn ftrace_location(symbol: &'static CStr, missing_ok: bool) -> Result
     // stack frame) until it is unregistered below.
     let ret = unsafe { bindings::register_kprobe(&mut probe) };
     registered(symbol, ret, missing_ok)?;
-    // CAST: an address fits in usize.
-    let (address, flags) = (probe.addr as usize, probe.flags);
+    // Read while registered: the kprobes core has resolved the address, set the flags and
+    // saved the instruction at the address in `opcode` (the original one even when another
+    // user's kprobe is armed there and the text holds a breakpoint).
+    let site = crate::arch::ftrace_site(&probe);
     // SAFETY: `probe` is registered; unregistering returns once the kprobes core no longer
     // uses it.
     unsafe { bindings::unregister_kprobe(&mut probe) };
-    crate::arch::ftrace_site(address, flags)
+    site
 }
 
 /// A registered kprobe on a function's entry.
@@ -303,16 +305,19 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ///
     /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
     #[cfg(CONFIG_KRETPROBE_ON_RETHOOK)]
-    unsafe fn from_instance<'a>(ri: *mut bindings::kretprobe_instance) -> (&'a Self, *mut H::Data) {
-        // SAFETY: With rethook (x86), the instance's rethook data is the `struct kretprobe`,
-        // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).
+    unsafe fn from_instance<'a>(
+        ri: *mut bindings::kretprobe_instance,
+    ) -> Option<(&'a Self, *mut H::Data)> {
+        // SAFETY: With rethook (x86), the instance's rethook data is the `struct kretprobe`
+        // (set once, at registration), which is the `raw` field of a live `Kretprobe<H>`
+        // (registered only by `register`).
         let this = unsafe {
             let rp = (*(*ri).node.rethook).data.cast::<bindings::kretprobe>();
             &*kernel::container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
         };
         // SAFETY: The core allocates `data_size` bytes after each instance.
         let data = unsafe { (*ri).data.as_mut_ptr().cast::<H::Data>() };
-        (this, data)
+        Some((this, data))
     }
 
     /// The `Kretprobe` an instance belongs to, and the instance's data area.
@@ -324,17 +329,27 @@ impl<H: KretprobeHandler> Kretprobe<H> {
     ///
     /// `ri` must be an instance of a registered `Kretprobe<H>`, passed by the kprobes core.
     #[cfg(not(CONFIG_KRETPROBE_ON_RETHOOK))]
-    unsafe fn from_instance<'a>(ri: *mut bindings::kretprobe_instance) -> (&'a Self, *mut H::Data) {
-        // SAFETY: The instance's holder points to the `struct kretprobe` while it is
-        // registered (the handlers run only then), which is the `raw` field of a live
-        // `Kretprobe<H>` (registered only by `register`).
-        let this = unsafe {
-            let rp = (*(*ri).rph).rp;
-            &*kernel::container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw)
-        };
+    unsafe fn from_instance<'a>(
+        ri: *mut bindings::kretprobe_instance,
+    ) -> Option<(&'a Self, *mut H::Data)> {
+        // `unregister_kretprobes()` clears the holder's pointer (`rcu_assign_pointer(..., NULL)`)
+        // before its `synchronize_rcu()`, and the trampoline reads it on its own before
+        // calling a handler: a handler running then finds NULL, as `get_kretprobe()` users
+        // must expect (kernel/trace/trace_kprobe.c). Read once, as READ_ONCE.
+        // SAFETY: The holder is valid for the instance's lifetime (the core frees it after
+        // the last instance); the read is of an aligned pointer field.
+        let rp = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*(*ri).rph).rp)) };
+        if rp.is_null() {
+            return None;
+        }
+        // SAFETY: A non-NULL holder pointer is the `struct kretprobe` this instance was
+        // taken for, whose unregistration waits (synchronize_rcu) for this handler, and
+        // which is the `raw` field of a live `Kretprobe<H>` (registered only by `register`).
+        let this =
+            unsafe { &*kernel::container_of!(rp.cast::<Opaque<bindings::kretprobe>>(), Self, raw) };
         // SAFETY: The core allocates `data_size` bytes after each instance.
         let data = unsafe { (*ri).data.as_mut_ptr().cast::<H::Data>() };
-        (this, data)
+        Some((this, data))
     }
 
     /// # Safety
@@ -345,7 +360,10 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         regs: *mut bindings::pt_regs,
     ) -> c_int {
         // SAFETY: See the function's safety requirements.
-        let (this, data) = unsafe { Self::from_instance(ri) };
+        let Some((this, data)) = (unsafe { Self::from_instance(ri) }) else {
+            // Being unregistered: no exit handler for this call.
+            return 1;
+        };
         // SAFETY: The kprobes core passes the valid registers of the probed context.
         let regs = unsafe { &*regs };
         let called = if data.is_aligned() {
@@ -374,7 +392,10 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         regs: *mut bindings::pt_regs,
     ) -> c_int {
         // SAFETY: See the function's safety requirements.
-        let (this, data) = unsafe { Self::from_instance(ri) };
+        let Some((this, data)) = (unsafe { Self::from_instance(ri) }) else {
+            // Being unregistered: the entry's data (`Copy`) needs no drop.
+            return 0;
+        };
         // SAFETY: The kprobes core passes the valid registers at return.
         let regs = unsafe { &*regs };
         if data.is_aligned() {
