@@ -10,7 +10,7 @@
 #    terminal and exits 0 (it panicked with exit 101 before).
 # 2. stdout a file, the same program (static, frame pointers; stacks are on by default):
 #    the last table has the process, [exited], 1 MiB of anonymous memory brought in (256
-#    pages), and the site of its own code `touch < middle < outer < main` at stacks.c:23
+#    pages), and the site of its own code `touch < middle < outer < main` at stacks.c:26 (its write to each page)
 #    with exactly +1 MiB in the interval, since the start and resident; no figure is
 #    negative.
 # 3. stdout a file, sqlite_rows (Debian's shared libsqlite3 and glibc, the default stacks): the
@@ -49,7 +49,7 @@ expect_match "the last table's process row" "$process" \
 anon=$(printf '%s\n' "$process" | awk '{ print $4, $5 }')
 site=$(grep 'touch < middle < outer < main' /tmp/last)
 expect_match "the last table's site of touch" "$site" \
-    '^ *\+1 MiB +\+1 MiB +1 MiB  touch < middle < outer < main( < \.\.\.)? \((.*/)?stacks\.c:23\)$'
+    '^ *\+1 MiB +\+1 MiB +1 MiB  touch < middle < outer < main( < \.\.\.)? \((.*/)?stacks\.c:26\)$'
 echo "process anon $anon"
 if awk '/^ *(INTERVAL|PID)/ { on = 1; next } on && $1 ~ /^-/' /tmp/last | grep -q .; then
     fail "negative figures in the last table"
