@@ -65,6 +65,14 @@ struct Cli {
     /// Compare each cluster with LABEL=BASE with the one with LABEL=NEW.
     #[arg(long, value_name = "LABEL=BASE:NEW")]
     diff: Option<String>,
+    /// Compare cluster BASE with cluster NEW (by their names, as the files'), as --diff
+    /// does; repeatable.
+    #[arg(long, value_name = "BASE:NEW", value_parser = parse_pair)]
+    compare: Vec<(String, String)>,
+    /// In the diffs' stacks.csv, flag a stack whose change in mean bytes is over this (and
+    /// outside the noise: Welch's 95 % interval excludes 0).
+    #[arg(long, value_name = "BYTES", default_value_t = memmon_fleet::compare::DEFAULT_THRESHOLD)]
+    diff_threshold: u64,
     /// Where the queries run: local (DataFusion here) or ballista://HOST:PORT.
     #[arg(long, value_name = "ENGINE", default_value = "local")]
     engine: String,
@@ -78,6 +86,10 @@ struct Cli {
     /// Rows per table of the text and HTML outputs.
     #[arg(long, value_name = "N", default_value_t = 10)]
     rows: usize,
+    /// Folded stacks and the pages' flame graphs rooted at the innermost frame (the
+    /// allocator), so that one function's box spans all its callers.
+    #[arg(long)]
+    reverse: bool,
     /// The output directory.
     #[arg(short = 'o', long, value_name = "OUT", required = true)]
     output: Option<PathBuf>,
@@ -122,6 +134,13 @@ enum Service {
     },
 }
 
+/// `BASE:NEW`.
+fn parse_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once(':')
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .ok_or_else(|| format!("{text:?}: give BASE:NEW (two clusters' names)"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -160,6 +179,8 @@ async fn start(cli: Cli) -> Result<(), String> {
             until: cli.until,
         },
         diff: cli.diff.as_deref().map(DiffSpec::parse).transpose()?,
+        compare: cli.compare,
+        diff_threshold: cli.diff_threshold,
         engine: Engine::parse(
             &cli.engine,
             cli.memory_limit << 20,
@@ -176,6 +197,7 @@ async fn start(cli: Cli) -> Result<(), String> {
         },
         rows: cli.rows,
         min_snapshots: cli.min_snapshots,
+        reverse: cli.reverse,
         output,
     };
     let summary = run(&options).await?;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use memmon::export::StackFrame;
@@ -43,7 +43,7 @@ pub struct Question {
 /// One cluster's sums over its snapshots. The resident sums are over the snapshots with
 /// resident figures (captures, agent snapshots), the allocated ones over the heap
 /// profiles.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterSums {
     /// Snapshots.
     pub snapshots: u64,
@@ -68,6 +68,9 @@ pub struct ClusterSums {
     pub classes: [i64; 7],
     /// Per stack: resident, mapped, the five fault counts, allocated.
     pub stacks: BTreeMap<i64, [i64; 8]>,
+    /// Per stack: the sums of the squares of its resident and of its allocated bytes over
+    /// the snapshots (one sample per snapshot and stack), for the diffs' intervals.
+    pub squares: BTreeMap<i64, [f64; 2]>,
 }
 
 /// The answers: clusters by their labels' values, and the frames of their stacks.
@@ -174,6 +177,20 @@ fn integers(column: &ArrayRef) -> Result<Vec<i64>, String> {
         .collect())
 }
 
+fn floats(column: &ArrayRef) -> Result<Vec<f64>, String> {
+    let column = cast(column, &DataType::Float64).map_err(|e| e.to_string())?;
+    let column = column.as_primitive::<Float64Type>();
+    Ok((0..column.len())
+        .map(|i| {
+            if column.is_null(i) {
+                0.0
+            } else {
+                column.value(i)
+            }
+        })
+        .collect())
+}
+
 /// Runs the queries.
 pub async fn answer(context: &SessionContext, question: &Question) -> Result<Answers, String> {
     let chosen = chosen_sql(question);
@@ -260,8 +277,10 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let stacks_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {}, s.stack_id, SUM(s.resident_bytes), \
          SUM(s.mapped_bytes), SUM(s.faults_anon), SUM(s.faults_file), SUM(s.faults_swap), \
-         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes) FROM samples s \
-         JOIN chosen c \
+         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes), \
+         SUM(CAST(s.resident_bytes AS DOUBLE) * CAST(s.resident_bytes AS DOUBLE)), \
+         SUM(CAST(s.allocated_bytes AS DOUBLE) * CAST(s.allocated_bytes AS DOUBLE)) \
+         FROM samples s JOIN chosen c \
          ON s.snapshot_id = c.snapshot_id GROUP BY {}, s.stack_id",
         prefixed.join(", "),
         prefixed.join(", ")
@@ -272,9 +291,13 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             .iter()
             .map(strings)
             .collect::<Result<_, _>>()?;
-        let numbers: Vec<Vec<i64>> = columns[width..]
+        let numbers: Vec<Vec<i64>> = columns[width..width + 9]
             .iter()
             .map(integers)
+            .collect::<Result<_, _>>()?;
+        let squares: Vec<Vec<f64>> = columns[width + 9..]
+            .iter()
+            .map(floats)
             .collect::<Result<_, _>>()?;
         for row in 0..batch.num_rows() {
             let key: Vec<String> = labels
@@ -289,6 +312,8 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
                 *value = numbers[1 + i][row];
             }
             sums.stacks.insert(numbers[0][row], values);
+            sums.squares
+                .insert(numbers[0][row], [squares[0][row], squares[1][row]]);
         }
         Ok(())
     })

@@ -223,6 +223,8 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
             ..Question::default()
         },
         diff: Some(DiffSpec::parse("group=baseline:test").unwrap()),
+        compare: Vec::new(),
+        diff_threshold: memmon_fleet::compare::DEFAULT_THRESHOLD,
         engine,
         symbols: SymbolOptions {
             sysroot: Some(sysroot()),
@@ -230,6 +232,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
         },
         rows: 10,
         min_snapshots: 1,
+        reverse: false,
         output: output.to_path_buf(),
     }
 }
