@@ -48,9 +48,18 @@ struct Cli {
     /// Fetch debug files from debuginfod servers (DEBUGINFOD_URLS).
     #[arg(long)]
     debuginfod: bool,
-    /// Only the N snapshots of each cluster with the highest RSS.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    top: Option<u64>,
+    /// Per N, a sub-cluster CLUSTER/topN of each cluster: its N snapshots with the highest
+    /// RSS (comma-separated: nested tiers in one pass).
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',',
+          value_parser = clap::value_parser!(u64).range(1..))]
+    top: Vec<u64>,
+    /// The snapshots whose `reason` label is one of these (default: near-limit,kill) as a
+    /// sub-cluster of their own, CLUSTER/REASON, left out of CLUSTER: the agent's
+    /// `near-limit` snapshots; heap dumps written before a process's own kill labelled so
+    /// at export (`memmon export --label reason=kill`).
+    #[arg(long, value_name = "REASON[,REASON...]", value_delimiter = ',', num_args = 0..=1,
+          default_missing_value = "near-limit,kill")]
+    reason: Option<Vec<String>>,
     /// Only the snapshots taken at or after TIME (seconds since the epoch, or a UTC time
     /// YYYY-MM-DD[THH:MM[:SS]]); those of unknown time are left out.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -175,6 +184,7 @@ async fn start(cli: Cli) -> Result<(), String> {
         question: Question {
             by: cli.by,
             top: cli.top,
+            reasons: cli.reason.unwrap_or_default(),
             since: cli.since,
             until: cli.until,
         },

@@ -32,8 +32,12 @@ pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
 pub struct Question {
     /// The labels that make clusters.
     pub by: Vec<String>,
-    /// Only the N snapshots with the highest RSS of each cluster (ties: by id).
-    pub top: Option<u64>,
+    /// Per N, a sub-cluster `CLUSTER/topN` of each cluster: its N snapshots with the
+    /// highest RSS (ties: by id; heap profiles, without RSS, last).
+    pub top: Vec<u64>,
+    /// The snapshots whose `reason` label is one of these are a sub-cluster of their own,
+    /// `CLUSTER/REASON`, left out of CLUSTER (`--reason`).
+    pub reasons: Vec<String>,
     /// Only the snapshots taken at or after this time (ns since the epoch).
     pub since: Option<i64>,
     /// Only the snapshots taken before this time (ns since the epoch).
@@ -76,7 +80,8 @@ pub struct ClusterSums {
 /// The answers: clusters by their labels' values, and the frames of their stacks.
 #[derive(Debug, Default)]
 pub struct Answers {
-    /// By the values of the `by` labels.
+    /// By the values of the `by` labels, then the sub-cluster (`""` for the cluster
+    /// itself, `top2000`, `near-limit`, `near-limit/top2000`).
     pub clusters: BTreeMap<Vec<String>, ClusterSums>,
     /// The frames of each stack, innermost first.
     pub stacks: BTreeMap<i64, Vec<StackFrame>>,
@@ -113,24 +118,58 @@ fn chosen_sql(question: &Question) -> String {
     } else {
         format!(" WHERE {}", when.join(" AND "))
     };
+    let width = question.by.len();
+    let part = if question.reasons.is_empty() {
+        "''".to_owned()
+    } else {
+        let reasons: Vec<String> = question.reasons.iter().map(|r| quote(r)).collect();
+        format!(
+            "CASE WHEN COALESCE(labels['reason'], '') IN ({}) THEN labels['reason'] ELSE '' END",
+            reasons.join(", ")
+        )
+    };
     let snaps = format!(
         "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, \
-         allocated_bytes, {}, {} FROM snapshots{filter}",
+         allocated_bytes, {}, {}, {part} AS c{width} FROM snapshots{filter}",
         classes.join(", "),
         labels.join(", ")
     );
-    match question.top {
-        Some(n) => format!(
-            "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
-             {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
-             SELECT * FROM ranked WHERE rank <= {n}"
-        ),
-        None => snaps,
+    if question.top.is_empty() {
+        return snaps;
     }
+    // The snapshots once as their cluster, once more in each tier of the top N.
+    let mut columns: Vec<String> = [
+        "snapshot_id",
+        "resident_bytes",
+        "anon_bytes",
+        "file_bytes",
+        "shmem_bytes",
+        "allocated_bytes",
+    ]
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    columns.extend((0..CLASSES.len()).map(|i| format!("k{i}")));
+    columns.extend((0..width).map(|i| format!("c{i}")));
+    let columns = columns.join(", ");
+    let mut parts = vec![format!("SELECT {columns}, c{width} FROM ranked")];
+    for n in &question.top {
+        parts.push(format!(
+            "SELECT {columns}, CASE WHEN c{width} = '' THEN 'top{n}' ELSE c{width} || \
+             '/top{n}' END AS c{width} FROM ranked WHERE rank <= {n}"
+        ));
+    }
+    format!(
+        "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
+         {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
+         {}",
+        parts.join(" UNION ALL ")
+    )
 }
 
+/// The columns of a cluster's key: the labels' values, then the sub-cluster.
 fn cluster_columns(question: &Question) -> String {
-    (0..question.by.len())
+    (0..=question.by.len())
         .map(|i| format!("c{i}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -195,7 +234,7 @@ fn floats(column: &ArrayRef) -> Result<Vec<f64>, String> {
 pub async fn answer(context: &SessionContext, question: &Question) -> Result<Answers, String> {
     let chosen = chosen_sql(question);
     let keys = cluster_columns(question);
-    let width = question.by.len();
+    let width = question.by.len() + 1;
     let class_sums: Vec<String> = (0..CLASSES.len()).map(|i| format!("SUM(k{i})")).collect();
     let clusters_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {keys}, COUNT(*), SUM(resident_bytes), \

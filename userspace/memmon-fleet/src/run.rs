@@ -93,25 +93,38 @@ pub struct Summary {
     pub dropped: usize,
 }
 
-/// A cluster's file name: its labels' values joined by `-`, characters other than
-/// letters, digits, `.`, `_` and `+` made `_`.
+/// A cluster's name, as its files are named: its labels' values joined by `-`, then for a
+/// sub-cluster `/` and its name (`s1-2.0/top2000`: the files `s1-2.0/top2000.folded`...),
+/// characters other than letters, digits, `.`, `_` and `+` made `_`. `values` is the key
+/// of [`crate::query::Answers::clusters`]: the labels' values, then the sub-cluster (`""`
+/// for none).
 pub fn cluster_name(values: &[String]) -> String {
-    values
+    let clean = |value: &str, keep: &str| -> String {
+        value
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._+".contains(c) || keep.contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let (labels, sub) = match values.split_last() {
+        Some((sub, labels)) => (labels, sub.as_str()),
+        None => (values, ""),
+    };
+    let mut name = labels
         .iter()
-        .map(|value| {
-            value
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "._+".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect::<String>()
-        })
+        .map(|value| clean(value, ""))
         .collect::<Vec<_>>()
-        .join("-")
+        .join("-");
+    if !sub.is_empty() {
+        name.push('/');
+        name.push_str(&clean(sub, "/-"));
+    }
+    name
 }
 
 /// `sum / count` rounded to the nearest integer (halves up), exactly.
@@ -241,6 +254,10 @@ fn top_functions(cluster: &Prepared) -> Vec<String> {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -317,7 +334,7 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         let _ = write!(csv, "{},", csv_field(key));
     }
     csv.push_str(
-        "snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
+        "subset,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
          mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,p99_resident_bytes,\
          top_own_sites\n",
     );
@@ -465,7 +482,11 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
     }
     let mut diffs = 0;
     for (values, other) in &pairs {
-        let stem = format!("diff-{}-vs-{}", cluster_name(values), cluster_name(other));
+        let stem = format!(
+            "diff-{}-vs-{}",
+            cluster_name(values).replace('/', "."),
+            cluster_name(other).replace('/', ".")
+        );
         let (base_sums, new_sums) = (&answers.clusters[values], &answers.clusters[other]);
         // Per function chain and measure (resident, allocated): the change and its noise.
         for (measure, suffix) in [(0, ""), (1, ".allocated")] {

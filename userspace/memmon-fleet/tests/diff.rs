@@ -285,3 +285,98 @@ fn reversed_folded_stacks_are_rooted_at_the_allocator() {
     forward_boxes.sort();
     assert_eq!(forward_boxes, ["4,500", "7,500"]);
 }
+
+/// Nested tops and `--reason`: exact membership of each sub-cluster.
+#[test]
+fn nested_tops_and_reasons_are_sub_clusters() {
+    let dir = tmp("tiers");
+    let dataset = dir.join("dataset");
+    // (id, RSS in MiB, reason)
+    let snapshots = [
+        (1, 10, "interval"),
+        (2, 60, "near-limit"),
+        (3, 30, "interval"),
+        (4, 50, "interval"),
+        (5, 20, "kill"),
+        (6, 40, "exit"),
+    ];
+    let mut writer = DatasetWriter::create(&dataset).unwrap();
+    for (id, rss, reason) in snapshots {
+        writer
+            .add(&SnapshotData {
+                id,
+                source: format!("s{id}"),
+                labels: BTreeMap::from([
+                    ("version".to_owned(), "1".to_owned()),
+                    ("reason".to_owned(), reason.to_owned()),
+                ]),
+                time_unix_ns: 1,
+                resident_known: true,
+                anon: rss * MIB,
+                samples: vec![StackSample {
+                    frames: stack(&format!("snapshot{id}"), "main"),
+                    resident: rss * MIB,
+                    ..StackSample::default()
+                }],
+                ..SnapshotData::default()
+            })
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    let mut options = options(&dataset, &dir.join("out"));
+    options.diff = None;
+    options.question.top = vec![3, 1];
+    options.question.reasons = vec!["near-limit".to_owned(), "kill".to_owned()];
+    let summary = block_on(run(&options)).unwrap();
+    assert_eq!(summary.clusters, 9);
+    let csv = std::fs::read_to_string(dir.join("out/clusters.csv")).unwrap();
+    let rows: Vec<String> = csv
+        .lines()
+        .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+        .collect();
+    let mib = |m: u64| (m * MIB).to_string();
+    assert_eq!(
+        rows,
+        [
+            "version,subset,snapshots,mean_resident_bytes".to_owned(),
+            // 1, 3, 4, 6: the snapshots of no reason asked.
+            format!("1,,4,{}", 130 * MIB / 4),
+            format!("1,kill,1,{}", mib(20)),
+            format!("1,kill/top1,1,{}", mib(20)),
+            format!("1,kill/top3,1,{}", mib(20)),
+            format!("1,near-limit,1,{}", mib(60)),
+            format!("1,near-limit/top1,1,{}", mib(60)),
+            format!("1,near-limit/top3,1,{}", mib(60)),
+            // 4 (50 MiB).
+            format!("1,top1,1,{}", mib(50)),
+            // 4, 6, 3 (50, 40, 30 MiB).
+            format!("1,top3,3,{}", mib(40)),
+        ]
+    );
+    // Each sub-cluster's files hold its own snapshots' stacks.
+    let folded = |name: &str| std::fs::read_to_string(dir.join("out").join(name)).unwrap();
+    assert_eq!(
+        folded("1/top1.folded"),
+        format!("main;snapshot4 {}\n", mib(50))
+    );
+    assert_eq!(
+        folded("1/top3.folded"),
+        format!(
+            "main;snapshot3 {}\nmain;snapshot4 {}\nmain;snapshot6 {}\n",
+            mib(10),
+            // The nearest byte of 50 MiB / 3 and 40 MiB / 3.
+            17_476_267,
+            13_981_013
+        )
+    );
+    assert_eq!(
+        folded("1/near-limit.folded"),
+        format!("main;snapshot2 {}\n", mib(60))
+    );
+    assert_eq!(
+        folded("1.folded").lines().count(),
+        4,
+        "1, 3, 4, 6 only: {}",
+        folded("1.folded")
+    );
+}

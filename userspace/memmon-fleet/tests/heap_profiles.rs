@@ -377,7 +377,6 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
         dataset: dataset.clone(),
         question: Question {
             by: vec!["version".to_owned()],
-            top: None,
             ..Question::default()
         },
         diff: None,
