@@ -53,12 +53,13 @@ struct Cli {
     #[arg(long, value_name = "N[,N...]", value_delimiter = ',',
           value_parser = clap::value_parser!(u64).range(1..))]
     top: Vec<u64>,
-    /// The snapshots whose `reason` label is one of these (default: near-limit,kill) as a
+    /// The snapshots whose `reason` label is one of these (`--reason`: near-limit,kill;
+    /// `--reason=R1,R2`: those) as a
     /// sub-cluster of their own, CLUSTER/REASON, left out of CLUSTER: the agent's
     /// `near-limit` snapshots; heap dumps written before a process's own kill labelled so
     /// at export (`memmon export --label reason=kill`).
     #[arg(long, value_name = "REASON[,REASON...]", value_delimiter = ',', num_args = 0..=1,
-          default_missing_value = "near-limit,kill")]
+          require_equals = true, default_missing_value = "near-limit,kill")]
     reason: Option<Vec<String>>,
     /// Only the snapshots taken at or after TIME (seconds since the epoch, or a UTC time
     /// YYYY-MM-DD[THH:MM[:SS]]); those of unknown time are left out.
@@ -67,7 +68,7 @@ struct Cli {
     /// Only the snapshots taken before TIME (as --since).
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     until: Option<i64>,
-    /// Drop the clusters of fewer than N snapshots (after --top), with one line saying
+    /// Drop the clusters and sub-clusters of fewer than N snapshots, with one line saying
     /// how many.
     #[arg(long, value_name = "N", default_value_t = 1)]
     min_snapshots: u64,

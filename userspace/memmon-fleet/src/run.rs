@@ -67,7 +67,7 @@ pub struct RunOptions {
     pub symbols: SymbolOptions,
     /// Rows per table of the text and HTML outputs.
     pub rows: usize,
-    /// Clusters of fewer snapshots are dropped (after `--top`), with one line.
+    /// Clusters and sub-clusters of fewer snapshots are dropped, with one line.
     pub min_snapshots: u64,
     /// Folded stacks and the pages' flame graphs rooted at the innermost frame (the
     /// allocator): all callers of one function (`--reverse`).
