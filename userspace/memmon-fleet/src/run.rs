@@ -500,8 +500,12 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
             if count(base_sums) == 0 || count(new_sums) == 0 {
                 continue;
             }
+            // A chain of m stack ids (call sites of one function chain): the sum of the
+            // squares of its per-snapshot bytes is not the sum of theirs (the cross terms
+            // are not in the sums) but at most m times it (Cauchy–Schwarz): its variance is
+            // bounded above, its interval wider than the exact one, never narrower.
             let moments = |sums: &ClusterSums| {
-                let mut out: BTreeMap<String, compare::Moments> = BTreeMap::new();
+                let mut out: BTreeMap<String, (compare::Moments, u32)> = BTreeMap::new();
                 for (stack, values) in &sums.stacks {
                     let value = values[if measure == 0 { 0 } else { 7 }];
                     if value == 0 {
@@ -511,11 +515,17 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                         .get(stack)
                         .cloned()
                         .unwrap_or_else(|| format!("stack {stack:016x}"));
-                    let entry = out.entry(chain).or_default();
+                    let (entry, ids) = out.entry(chain).or_default();
                     entry.sum += value as f64;
                     entry.squares += sums.squares.get(stack).map_or(0.0, |s| s[measure]);
+                    *ids += 1;
                 }
-                out
+                out.into_iter()
+                    .map(|(chain, (mut moments, ids))| {
+                        moments.squares *= f64::from(ids);
+                        (chain, moments)
+                    })
+                    .collect::<BTreeMap<String, compare::Moments>>()
             };
             let rows = compare::rows(
                 &moments(base_sums),

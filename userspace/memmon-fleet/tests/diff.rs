@@ -380,3 +380,85 @@ fn nested_tops_and_reasons_are_sub_clusters() {
         folded("1.folded")
     );
 }
+
+/// Stacks are matched by function chain: a Rust function whose symbol hash changed between
+/// builds (other stack ids) is one row; a chain of two call sites in one cluster has its
+/// variance bounded above (Cauchy–Schwarz: twice the sum of their squares).
+#[test]
+fn chains_match_across_builds_and_merged_sites_widen_the_interval() {
+    const KIB: u64 = 1024;
+    let dir = tmp("diff-chains");
+    let dataset = dir.join("dataset");
+    let grow = |hash: &str| stack(&format!("app::grow::h{hash}"), "main");
+    let versions: [(&str, Vec<(Vec<StackFrame>, [u64; 3])>); 2] = [
+        ("1", vec![(grow("1111111111111111"), [10, 20, 30])]),
+        (
+            "2",
+            vec![
+                (grow("2222222222222222"), [10, 20, 30]),
+                (grow("3333333333333333"), [5, 5, 5]),
+            ],
+        ),
+    ];
+    let mut writer = DatasetWriter::create(&dataset).unwrap();
+    let mut id = 0;
+    for (version, stacks) in &versions {
+        for j in 0..3 {
+            id += 1;
+            let samples: Vec<StackSample> = stacks
+                .iter()
+                .map(|(frames, kib)| StackSample {
+                    frames: frames.clone(),
+                    resident: kib[j] * KIB,
+                    ..StackSample::default()
+                })
+                .collect();
+            writer
+                .add(&SnapshotData {
+                    id,
+                    source: format!("s{id}"),
+                    labels: BTreeMap::from([("version".to_owned(), (*version).to_owned())]),
+                    time_unix_ns: 1,
+                    resident_known: true,
+                    anon: samples.iter().map(|s| s.resident).sum(),
+                    samples,
+                    ..SnapshotData::default()
+                })
+                .unwrap();
+        }
+    }
+    writer.finish().unwrap();
+    assert_ne!(
+        memmon::export::stack_id(&grow("1111111111111111")),
+        memmon::export::stack_id(&grow("2222222222222222"))
+    );
+    let out = dir.join("out");
+    let mut options = options(&dataset, &out);
+    options.diff_threshold = 1;
+    block_on(run(&options)).unwrap();
+    let csv = std::fs::read_to_string(out.join("diff-1-vs-2.stacks.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(lines.len(), 1, "{csv}");
+    let row: Vec<&str> = lines[0].split(',').collect();
+    // 10, 20, 30 KiB against 15, 25, 35 KiB.
+    assert_eq!(row[1..4], ["20480", "25600", "5120"]);
+    assert_eq!(row[6], "main;app::grow");
+    // Base: s² = 100 KiB² exactly; new: bounded by (2 · 2950 − 75² / 3)... in KiB²:
+    // Q ≤ 2 · (10² + 20² + 30² + 3 · 5²) = 2950, S = 75, s² ≤ (2950 − 1875) / 2 = 537.5
+    // (the exact 100 would be narrower).
+    let kib2 = (KIB * KIB) as f64;
+    let (a, b) = (100.0 * kib2 / 3.0, 537.5 * kib2 / 3.0);
+    let df = (a + b) * (a + b) / (a * a / 2.0 + b * b / 2.0);
+    let half = memmon_fleet::compare::student_t_quantile(0.975, df) * (a + b).sqrt();
+    let number = |text: &str| text.parse::<f64>().unwrap();
+    assert!(
+        (number(row[4]) - (5120.0 - half)).abs() <= 0.0005,
+        "{row:?}"
+    );
+    assert!(
+        (number(row[5]) - (5120.0 + half)).abs() <= 0.0005,
+        "{row:?}"
+    );
+    // Within the noise: not flagged.
+    assert_eq!(row[0], "");
+}
