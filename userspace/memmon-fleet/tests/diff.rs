@@ -390,7 +390,9 @@ fn chains_match_across_builds_and_merged_sites_widen_the_interval() {
     let dir = tmp("diff-chains");
     let dataset = dir.join("dataset");
     let grow = |hash: &str| stack(&format!("app::grow::h{hash}"), "main");
-    let versions: [(&str, Vec<(Vec<StackFrame>, [u64; 3])>); 2] = [
+    // Per version, its stacks with their KiB in each of 3 snapshots.
+    type Stacks = Vec<(Vec<StackFrame>, [u64; 3])>;
+    let versions: [(&str, Stacks); 2] = [
         ("1", vec![(grow("1111111111111111"), [10, 20, 30])]),
         (
             "2",
