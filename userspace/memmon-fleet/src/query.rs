@@ -105,7 +105,10 @@ fn chosen_sql(question: &Question) -> String {
         .enumerate()
         .map(|(i, class)| format!("COALESCE(class_bytes[{}], 0) AS k{i}", quote(class)))
         .collect();
-    let keys = cluster_columns(question);
+    // The window's partition: the sub-cluster's column only where it varies (a constant
+    // one in a PARTITION BY fails on Ballista 55: "Expects PARTITION BY expression to be
+    // ordered").
+    let keys = window_keys(question, !question.reasons.is_empty());
     let mut when = Vec::new();
     if let Some(since) = question.since {
         when.push(format!("time_unix_ns >= {since}"));
@@ -137,7 +140,8 @@ fn chosen_sql(question: &Question) -> String {
     if question.top.is_empty() {
         return snaps;
     }
-    // The snapshots once as their cluster, once more in each tier of the top N.
+    // The snapshots once as their cluster, once more in each tier of the top N: joined to
+    // the tiers.
     let mut columns: Vec<String> = [
         "snapshot_id",
         "resident_bytes",
@@ -152,19 +156,27 @@ fn chosen_sql(question: &Question) -> String {
     columns.extend((0..CLASSES.len()).map(|i| format!("k{i}")));
     columns.extend((0..width).map(|i| format!("c{i}")));
     let columns = columns.join(", ");
-    let mut parts = vec![format!("SELECT {columns}, c{width} FROM ranked")];
-    for n in &question.top {
-        parts.push(format!(
-            "SELECT {columns}, CASE WHEN c{width} = '' THEN 'top{n}' ELSE c{width} || \
-             '/top{n}' END AS c{width} FROM ranked WHERE rank <= {n}"
-        ));
-    }
+    let mut tiers = vec!["('', 0)".to_owned()];
+    tiers.extend(question.top.iter().map(|n| format!("('top{n}', {n})")));
     format!(
         "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
-         {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
-         {}",
-        parts.join(" UNION ALL ")
+         {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps), \
+         tiers AS (SELECT * FROM (VALUES {}) AS t(tier, tier_size)) \
+         SELECT {columns}, CASE WHEN tier = '' THEN c{width} WHEN c{width} = '' THEN tier \
+         ELSE c{width} || '/' || tier END AS c{width} FROM ranked CROSS JOIN tiers \
+         WHERE tier_size = 0 OR rank <= tier_size",
+        tiers.join(", ")
     )
+}
+
+/// The partition of a window over the chosen snapshots: the labels' columns, and the
+/// sub-cluster's if `varies`.
+fn window_keys(question: &Question, varies: bool) -> String {
+    let width = question.by.len() + usize::from(varies);
+    (0..width)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The columns of a cluster's key: the labels' values, then the sub-cluster.
@@ -281,10 +293,14 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         .iter()
         .map(|p| format!("MAX(CASE WHEN r = ({p} * n + 99) / 100 THEN resident_bytes END)"))
         .collect();
+    let window = window_keys(
+        question,
+        !question.reasons.is_empty() || !question.top.is_empty(),
+    );
     let percentiles_sql = format!(
         "WITH chosen AS ({chosen}), ranked AS (SELECT {keys}, resident_bytes, ROW_NUMBER() \
-         OVER (PARTITION BY {keys} ORDER BY resident_bytes, snapshot_id) AS r, \
-         COUNT(*) OVER (PARTITION BY {keys}) AS n FROM chosen WHERE resident_bytes IS NOT \
+         OVER (PARTITION BY {window} ORDER BY resident_bytes, snapshot_id) AS r, \
+         COUNT(*) OVER (PARTITION BY {window}) AS n FROM chosen WHERE resident_bytes IS NOT \
          NULL) SELECT {keys}, {} FROM ranked GROUP BY {keys}",
         percentiles.join(", ")
     );
