@@ -6,6 +6,7 @@
 //! - [`engine`]: the engines (DataFusion with a capped memory pool that spills, or
 //!   Ballista);
 //! - [`query`]: the aggregation's SQL;
+//! - [`compare`]: the diffs' per-stack changes, Welch's intervals and flags;
 //! - [`run`]: symbolisation and outputs;
 //! - `cluster`: a Ballista scheduler and executor in one binary each, for tests and
 //!   small deployments (with the `ballista` feature, on by default).
@@ -15,6 +16,7 @@
 
 #[cfg(feature = "ballista")]
 pub mod cluster;
+pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod query;

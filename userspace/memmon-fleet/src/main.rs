@@ -48,9 +48,19 @@ struct Cli {
     /// Fetch debug files from debuginfod servers (DEBUGINFOD_URLS).
     #[arg(long)]
     debuginfod: bool,
-    /// Only the N snapshots of each cluster with the highest RSS.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    top: Option<u64>,
+    /// Per N, a sub-cluster CLUSTER/topN of each cluster: its N snapshots with the highest
+    /// RSS (comma-separated: nested tiers in one pass).
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',',
+          value_parser = clap::value_parser!(u64).range(1..))]
+    top: Vec<u64>,
+    /// The snapshots whose `reason` label is one of these (`--reason`: near-limit,kill;
+    /// `--reason=R1,R2`: those) as a
+    /// sub-cluster of their own, CLUSTER/REASON, left out of CLUSTER: the agent's
+    /// `near-limit` snapshots; heap dumps written before a process's own kill labelled so
+    /// at export (`memmon export --label reason=kill`).
+    #[arg(long, value_name = "REASON[,REASON...]", value_delimiter = ',', num_args = 0..=1,
+          require_equals = true, default_missing_value = "near-limit,kill")]
+    reason: Option<Vec<String>>,
     /// Only the snapshots taken at or after TIME (seconds since the epoch, or a UTC time
     /// YYYY-MM-DD[THH:MM[:SS]]); those of unknown time are left out.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -58,13 +68,21 @@ struct Cli {
     /// Only the snapshots taken before TIME (as --since).
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     until: Option<i64>,
-    /// Drop the clusters of fewer than N snapshots (after --top), with one line saying
+    /// Drop the clusters and sub-clusters of fewer than N snapshots, with one line saying
     /// how many.
     #[arg(long, value_name = "N", default_value_t = 1)]
     min_snapshots: u64,
     /// Compare each cluster with LABEL=BASE with the one with LABEL=NEW.
     #[arg(long, value_name = "LABEL=BASE:NEW")]
     diff: Option<String>,
+    /// Compare cluster BASE with cluster NEW (by their names, as the files'), as --diff
+    /// does; repeatable.
+    #[arg(long, value_name = "BASE:NEW", value_parser = parse_pair)]
+    compare: Vec<(String, String)>,
+    /// In the diffs' stacks.csv, flag a stack whose change in mean bytes is over this (and
+    /// outside the noise: Welch's 95 % interval excludes 0).
+    #[arg(long, value_name = "BYTES", default_value_t = memmon_fleet::compare::DEFAULT_THRESHOLD)]
+    diff_threshold: u64,
     /// Where the queries run: local (DataFusion here) or ballista://HOST:PORT.
     #[arg(long, value_name = "ENGINE", default_value = "local")]
     engine: String,
@@ -78,6 +96,10 @@ struct Cli {
     /// Rows per table of the text and HTML outputs.
     #[arg(long, value_name = "N", default_value_t = 10)]
     rows: usize,
+    /// Folded stacks and the pages' flame graphs rooted at the innermost frame (the
+    /// allocator), so that one function's box spans all its callers.
+    #[arg(long)]
+    reverse: bool,
     /// The output directory.
     #[arg(short = 'o', long, value_name = "OUT", required = true)]
     output: Option<PathBuf>,
@@ -122,6 +144,13 @@ enum Service {
     },
 }
 
+/// `BASE:NEW`.
+fn parse_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once(':')
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .ok_or_else(|| format!("{text:?}: give BASE:NEW (two clusters' names)"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -156,10 +185,13 @@ async fn start(cli: Cli) -> Result<(), String> {
         question: Question {
             by: cli.by,
             top: cli.top,
+            reasons: cli.reason.unwrap_or_default(),
             since: cli.since,
             until: cli.until,
         },
         diff: cli.diff.as_deref().map(DiffSpec::parse).transpose()?,
+        compare: cli.compare,
+        diff_threshold: cli.diff_threshold,
         engine: Engine::parse(
             &cli.engine,
             cli.memory_limit << 20,
@@ -176,6 +208,7 @@ async fn start(cli: Cli) -> Result<(), String> {
         },
         rows: cli.rows,
         min_snapshots: cli.min_snapshots,
+        reverse: cli.reverse,
         output,
     };
     let summary = run(&options).await?;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use memmon::export::StackFrame;
@@ -32,8 +32,12 @@ pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
 pub struct Question {
     /// The labels that make clusters.
     pub by: Vec<String>,
-    /// Only the N snapshots with the highest RSS of each cluster (ties: by id).
-    pub top: Option<u64>,
+    /// Per N, a sub-cluster `CLUSTER/topN` of each cluster: its N snapshots with the
+    /// highest RSS (ties: by id; heap profiles, without RSS, last).
+    pub top: Vec<u64>,
+    /// The snapshots whose `reason` label is one of these are a sub-cluster of their own,
+    /// `CLUSTER/REASON`, left out of CLUSTER (`--reason`).
+    pub reasons: Vec<String>,
     /// Only the snapshots taken at or after this time (ns since the epoch).
     pub since: Option<i64>,
     /// Only the snapshots taken before this time (ns since the epoch).
@@ -43,7 +47,7 @@ pub struct Question {
 /// One cluster's sums over its snapshots. The resident sums are over the snapshots with
 /// resident figures (captures, agent snapshots), the allocated ones over the heap
 /// profiles.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterSums {
     /// Snapshots.
     pub snapshots: u64,
@@ -68,12 +72,16 @@ pub struct ClusterSums {
     pub classes: [i64; 7],
     /// Per stack: resident, mapped, the five fault counts, allocated.
     pub stacks: BTreeMap<i64, [i64; 8]>,
+    /// Per stack: the sums of the squares of its resident and of its allocated bytes over
+    /// the snapshots (one sample per snapshot and stack), for the diffs' intervals.
+    pub squares: BTreeMap<i64, [f64; 2]>,
 }
 
 /// The answers: clusters by their labels' values, and the frames of their stacks.
 #[derive(Debug, Default)]
 pub struct Answers {
-    /// By the values of the `by` labels.
+    /// By the values of the `by` labels, then the sub-cluster (`""` for the cluster
+    /// itself, `top2000`, `near-limit`, `near-limit/top2000`).
     pub clusters: BTreeMap<Vec<String>, ClusterSums>,
     /// The frames of each stack, innermost first.
     pub stacks: BTreeMap<i64, Vec<StackFrame>>,
@@ -97,7 +105,10 @@ fn chosen_sql(question: &Question) -> String {
         .enumerate()
         .map(|(i, class)| format!("COALESCE(class_bytes[{}], 0) AS k{i}", quote(class)))
         .collect();
-    let keys = cluster_columns(question);
+    // The window's partition: the sub-cluster's column only where it varies (a constant
+    // one in a PARTITION BY fails on Ballista 55: "Expects PARTITION BY expression to be
+    // ordered").
+    let keys = window_keys(question, !question.reasons.is_empty());
     let mut when = Vec::new();
     if let Some(since) = question.since {
         when.push(format!("time_unix_ns >= {since}"));
@@ -110,24 +121,67 @@ fn chosen_sql(question: &Question) -> String {
     } else {
         format!(" WHERE {}", when.join(" AND "))
     };
+    let width = question.by.len();
+    let part = if question.reasons.is_empty() {
+        "''".to_owned()
+    } else {
+        let reasons: Vec<String> = question.reasons.iter().map(|r| quote(r)).collect();
+        format!(
+            "CASE WHEN COALESCE(labels['reason'], '') IN ({}) THEN labels['reason'] ELSE '' END",
+            reasons.join(", ")
+        )
+    };
     let snaps = format!(
         "SELECT snapshot_id, resident_bytes, anon_bytes, file_bytes, shmem_bytes, \
-         allocated_bytes, {}, {} FROM snapshots{filter}",
+         allocated_bytes, {}, {}, {part} AS c{width} FROM snapshots{filter}",
         classes.join(", "),
         labels.join(", ")
     );
-    match question.top {
-        Some(n) => format!(
-            "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
-             {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps) \
-             SELECT * FROM ranked WHERE rank <= {n}"
-        ),
-        None => snaps,
+    if question.top.is_empty() {
+        return snaps;
     }
+    // The snapshots once as their cluster, once more in each tier of the top N: joined to
+    // the tiers.
+    let mut columns: Vec<String> = [
+        "snapshot_id",
+        "resident_bytes",
+        "anon_bytes",
+        "file_bytes",
+        "shmem_bytes",
+        "allocated_bytes",
+    ]
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    columns.extend((0..CLASSES.len()).map(|i| format!("k{i}")));
+    columns.extend((0..width).map(|i| format!("c{i}")));
+    let columns = columns.join(", ");
+    let mut tiers = vec!["('', 0)".to_owned()];
+    tiers.extend(question.top.iter().map(|n| format!("('top{n}', {n})")));
+    format!(
+        "WITH snaps AS ({snaps}), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY \
+         {keys} ORDER BY resident_bytes DESC NULLS LAST, snapshot_id) AS rank FROM snaps), \
+         tiers AS (SELECT * FROM (VALUES {}) AS t(tier, tier_size)) \
+         SELECT {columns}, CASE WHEN tier = '' THEN c{width} WHEN c{width} = '' THEN tier \
+         ELSE c{width} || '/' || tier END AS c{width} FROM ranked CROSS JOIN tiers \
+         WHERE tier_size = 0 OR rank <= tier_size",
+        tiers.join(", ")
+    )
 }
 
+/// The partition of a window over the chosen snapshots: the labels' columns, and the
+/// sub-cluster's if `varies`.
+fn window_keys(question: &Question, varies: bool) -> String {
+    let width = question.by.len() + usize::from(varies);
+    (0..width)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The columns of a cluster's key: the labels' values, then the sub-cluster.
 fn cluster_columns(question: &Question) -> String {
-    (0..question.by.len())
+    (0..=question.by.len())
         .map(|i| format!("c{i}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -174,11 +228,25 @@ fn integers(column: &ArrayRef) -> Result<Vec<i64>, String> {
         .collect())
 }
 
+fn floats(column: &ArrayRef) -> Result<Vec<f64>, String> {
+    let column = cast(column, &DataType::Float64).map_err(|e| e.to_string())?;
+    let column = column.as_primitive::<Float64Type>();
+    Ok((0..column.len())
+        .map(|i| {
+            if column.is_null(i) {
+                0.0
+            } else {
+                column.value(i)
+            }
+        })
+        .collect())
+}
+
 /// Runs the queries.
 pub async fn answer(context: &SessionContext, question: &Question) -> Result<Answers, String> {
     let chosen = chosen_sql(question);
     let keys = cluster_columns(question);
-    let width = question.by.len();
+    let width = question.by.len() + 1;
     let class_sums: Vec<String> = (0..CLASSES.len()).map(|i| format!("SUM(k{i})")).collect();
     let clusters_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {keys}, COUNT(*), SUM(resident_bytes), \
@@ -225,10 +293,14 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         .iter()
         .map(|p| format!("MAX(CASE WHEN r = ({p} * n + 99) / 100 THEN resident_bytes END)"))
         .collect();
+    let window = window_keys(
+        question,
+        !question.reasons.is_empty() || !question.top.is_empty(),
+    );
     let percentiles_sql = format!(
         "WITH chosen AS ({chosen}), ranked AS (SELECT {keys}, resident_bytes, ROW_NUMBER() \
-         OVER (PARTITION BY {keys} ORDER BY resident_bytes, snapshot_id) AS r, \
-         COUNT(*) OVER (PARTITION BY {keys}) AS n FROM chosen WHERE resident_bytes IS NOT \
+         OVER (PARTITION BY {window} ORDER BY resident_bytes, snapshot_id) AS r, \
+         COUNT(*) OVER (PARTITION BY {window}) AS n FROM chosen WHERE resident_bytes IS NOT \
          NULL) SELECT {keys}, {} FROM ranked GROUP BY {keys}",
         percentiles.join(", ")
     );
@@ -260,8 +332,10 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let stacks_sql = format!(
         "WITH chosen AS ({chosen}) SELECT {}, s.stack_id, SUM(s.resident_bytes), \
          SUM(s.mapped_bytes), SUM(s.faults_anon), SUM(s.faults_file), SUM(s.faults_swap), \
-         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes) FROM samples s \
-         JOIN chosen c \
+         SUM(s.faults_wp), SUM(s.faults_other), SUM(s.allocated_bytes), \
+         SUM(CAST(s.resident_bytes AS DOUBLE) * CAST(s.resident_bytes AS DOUBLE)), \
+         SUM(CAST(s.allocated_bytes AS DOUBLE) * CAST(s.allocated_bytes AS DOUBLE)) \
+         FROM samples s JOIN chosen c \
          ON s.snapshot_id = c.snapshot_id GROUP BY {}, s.stack_id",
         prefixed.join(", "),
         prefixed.join(", ")
@@ -272,9 +346,13 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             .iter()
             .map(strings)
             .collect::<Result<_, _>>()?;
-        let numbers: Vec<Vec<i64>> = columns[width..]
+        let numbers: Vec<Vec<i64>> = columns[width..width + 9]
             .iter()
             .map(integers)
+            .collect::<Result<_, _>>()?;
+        let squares: Vec<Vec<f64>> = columns[width + 9..]
+            .iter()
+            .map(floats)
             .collect::<Result<_, _>>()?;
         for row in 0..batch.num_rows() {
             let key: Vec<String> = labels
@@ -289,6 +367,8 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
                 *value = numbers[1 + i][row];
             }
             sums.stacks.insert(numbers[0][row], values);
+            sums.squares
+                .insert(numbers[0][row], [squares[0][row], squares[1][row]]);
         }
         Ok(())
     })

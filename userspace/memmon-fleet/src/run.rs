@@ -14,6 +14,7 @@ use memmon::report::view::diff;
 use memmon::report::view::own_code::OwnCode;
 use memmon::report::Prepared;
 
+use crate::compare;
 use crate::dataset::Dataset;
 use crate::engine::Engine;
 use crate::query::{answer, ClusterSums, Question, CLASSES};
@@ -56,14 +57,21 @@ pub struct RunOptions {
     pub question: Question,
     /// The diffs.
     pub diff: Option<DiffSpec>,
+    /// `--compare BASE:NEW`: pairs of clusters by name, compared as the diffs.
+    pub compare: Vec<(String, String)>,
+    /// A change in mean bytes of a stack under this is not flagged (`--diff-threshold`).
+    pub diff_threshold: u64,
     /// The engine.
     pub engine: Engine,
     /// Symbol sources.
     pub symbols: SymbolOptions,
     /// Rows per table of the text and HTML outputs.
     pub rows: usize,
-    /// Clusters of fewer snapshots are dropped (after `--top`), with one line.
+    /// Clusters and sub-clusters of fewer snapshots are dropped, with one line.
     pub min_snapshots: u64,
+    /// Folded stacks and the pages' flame graphs rooted at the innermost frame (the
+    /// allocator): all callers of one function (`--reverse`).
+    pub reverse: bool,
     /// The output directory.
     pub output: PathBuf,
 }
@@ -85,25 +93,38 @@ pub struct Summary {
     pub dropped: usize,
 }
 
-/// A cluster's file name: its labels' values joined by `-`, characters other than
-/// letters, digits, `.`, `_` and `+` made `_`.
+/// A cluster's name, as its files are named: its labels' values joined by `-`, then for a
+/// sub-cluster `/` and its name (`s1-2.0/top2000`: the files `s1-2.0/top2000.folded`...),
+/// characters other than letters, digits, `.`, `_` and `+` made `_`. `values` is the key
+/// of [`crate::query::Answers::clusters`]: the labels' values, then the sub-cluster (`""`
+/// for none).
 pub fn cluster_name(values: &[String]) -> String {
-    values
+    let clean = |value: &str, keep: &str| -> String {
+        value
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._+".contains(c) || keep.contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let (labels, sub) = match values.split_last() {
+        Some((sub, labels)) => (labels, sub.as_str()),
+        None => (values, ""),
+    };
+    let mut name = labels
         .iter()
-        .map(|value| {
-            value
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "._+".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect::<String>()
-        })
+        .map(|value| clean(value, ""))
         .collect::<Vec<_>>()
-        .join("-")
+        .join("-");
+    if !sub.is_empty() {
+        name.push('/');
+        name.push_str(&clean(sub, "/-"));
+    }
+    name
 }
 
 /// `sum / count` rounded to the nearest integer (halves up), exactly.
@@ -233,6 +254,10 @@ fn top_functions(cluster: &Prepared) -> Vec<String> {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -309,7 +334,7 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         let _ = write!(csv, "{},", csv_field(key));
     }
     csv.push_str(
-        "snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
+        "subset,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,mean_shmem_bytes,\
          mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,p99_resident_bytes,\
          top_own_sites\n",
     );
@@ -330,9 +355,10 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 sums.resident_snapshots
             );
             let aggregate = aggregate_of(sums, label);
-            let cluster = table
+            let mut cluster = table
                 .prepare(&symbols, &aggregate, &own_code, naming)
                 .map_err(|e| format!("cluster {name}: {e}"))?;
+            cluster.view.reversed = options.reverse;
             write_outputs(options, &name, &cluster)?;
             top_sites = top_functions(&cluster);
             prepared.insert(values.clone(), cluster);
@@ -343,9 +369,10 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 sums.allocated_snapshots
             );
             let aggregate = allocated_aggregate_of(sums, label);
-            let cluster = table
+            let mut cluster = table
                 .prepare(&symbols, &aggregate, &own_code, naming)
                 .map_err(|e| format!("cluster {name}: {e}"))?;
+            cluster.view.reversed = options.reverse;
             write_outputs(options, &format!("{name}.allocated"), &cluster)?;
             if top_sites.is_empty() {
                 top_sites = top_functions(&cluster);
@@ -388,7 +415,8 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
         );
     }
     write(&options.output.join("clusters.csv"), csv.as_bytes())?;
-    let mut diffs = 0;
+    // The pairs to compare: --diff's, then --compare's.
+    let mut pairs: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     if let Some(spec) = &options.diff {
         let index = options
             .question
@@ -396,22 +424,123 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
             .iter()
             .position(|k| *k == spec.label)
             .unwrap_or(0);
-        for (values, base) in &prepared {
+        for values in answers.clusters.keys() {
             if values[index] != spec.base {
                 continue;
             }
             let mut other = values.clone();
             other[index] = spec.new.clone();
-            let Some(new) = prepared.get(&other) else {
+            if answers.clusters.contains_key(&other) {
+                pairs.push((values.clone(), other));
+            } else {
                 eprintln!(
                     "memmon fleet: no cluster {} to compare {} with",
                     cluster_name(&other),
                     cluster_name(values)
                 );
-                continue;
+            }
+        }
+    }
+    let by_name: BTreeMap<String, &Vec<String>> = answers
+        .clusters
+        .keys()
+        .map(|values| (cluster_name(values), values))
+        .collect();
+    for (base, new) in &options.compare {
+        match (by_name.get(base), by_name.get(new)) {
+            (Some(&b), Some(&n)) => pairs.push((b.clone(), n.clone())),
+            _ => {
+                return Err(format!(
+                    "--compare {base}:{new}: no cluster {} (the clusters: {})",
+                    if by_name.contains_key(base) {
+                        new
+                    } else {
+                        base
+                    },
+                    by_name.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
+            }
+        }
+    }
+    let mut chains: BTreeMap<i64, String> = BTreeMap::new();
+    if !pairs.is_empty() {
+        for sums in answers.clusters.values() {
+            for stack in sums.stacks.keys() {
+                if chains.contains_key(stack) {
+                    continue;
+                }
+                if let Some(functions) = table.functions(&symbols, *stack) {
+                    let names: Vec<String> = functions
+                        .iter()
+                        .rev()
+                        .map(|f| f.replace(';', ":").replace('\n', " "))
+                        .collect();
+                    chains.insert(*stack, names.join(";"));
+                }
+            }
+        }
+    }
+    let mut diffs = 0;
+    for (values, other) in &pairs {
+        let stem = format!(
+            "diff-{}-vs-{}",
+            cluster_name(values).replace('/', "."),
+            cluster_name(other).replace('/', ".")
+        );
+        let (base_sums, new_sums) = (&answers.clusters[values], &answers.clusters[other]);
+        // Per function chain and measure (resident, allocated): the change and its noise.
+        for (measure, suffix) in [(0, ""), (1, ".allocated")] {
+            let count = |sums: &ClusterSums| {
+                if measure == 0 {
+                    sums.resident_snapshots
+                } else {
+                    sums.allocated_snapshots
+                }
             };
+            if count(base_sums) == 0 || count(new_sums) == 0 {
+                continue;
+            }
+            // A chain of m stack ids (call sites of one function chain): the sum of the
+            // squares of its per-snapshot bytes is not the sum of theirs (the cross terms
+            // are not in the sums) but at most m times it (Cauchy–Schwarz): its variance is
+            // bounded above, its interval wider than the exact one, never narrower.
+            let moments = |sums: &ClusterSums| {
+                let mut out: BTreeMap<String, (compare::Moments, u32)> = BTreeMap::new();
+                for (stack, values) in &sums.stacks {
+                    let value = values[if measure == 0 { 0 } else { 7 }];
+                    if value == 0 {
+                        continue;
+                    }
+                    let chain = chains
+                        .get(stack)
+                        .cloned()
+                        .unwrap_or_else(|| format!("stack {stack:016x}"));
+                    let (entry, ids) = out.entry(chain).or_default();
+                    entry.sum += value as f64;
+                    entry.squares += sums.squares.get(stack).map_or(0.0, |s| s[measure]);
+                    *ids += 1;
+                }
+                out.into_iter()
+                    .map(|(chain, (mut moments, ids))| {
+                        moments.squares *= f64::from(ids);
+                        (chain, moments)
+                    })
+                    .collect::<BTreeMap<String, compare::Moments>>()
+            };
+            let rows = compare::rows(
+                &moments(base_sums),
+                &moments(new_sums),
+                count(base_sums),
+                count(new_sums),
+                options.diff_threshold,
+            );
+            write(
+                &options.output.join(format!("{stem}{suffix}.stacks.csv")),
+                compare::csv(&rows).as_bytes(),
+            )?;
+        }
+        if let (Some(base), Some(new)) = (prepared.get(values), prepared.get(other)) {
             let difference = diff::diff(&base.view, &new.view);
-            let stem = format!("diff-{}-vs-{}", cluster_name(values), cluster_name(&other));
             write(
                 &options.output.join(format!("{stem}.txt")),
                 text::diff::render(&difference, options.rows).as_bytes(),
@@ -425,8 +554,8 @@ pub async fn run(options: &RunOptions) -> Result<Summary, String> {
                 &options.output.join(format!("{stem}.pb.gz")),
                 &aggregate::pprof(&[(new, 1), (base, -1)], &options.symbols).map_err(|e| e.0)?,
             )?;
-            diffs += 1;
         }
+        diffs += 1;
     }
     Ok(Summary {
         clusters: answers.clusters.len(),

@@ -219,10 +219,12 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
         dataset: dataset.to_path_buf(),
         question: Question {
             by: vec!["model".into(), "version".into(), "group".into()],
-            top,
+            top: top.into_iter().collect(),
             ..Question::default()
         },
         diff: Some(DiffSpec::parse("group=baseline:test").unwrap()),
+        compare: Vec::new(),
+        diff_threshold: memmon_fleet::compare::DEFAULT_THRESHOLD,
         engine,
         symbols: SymbolOptions {
             sysroot: Some(sysroot()),
@@ -230,6 +232,7 @@ fn options(dataset: &Path, output: &Path, engine: Engine, top: Option<u64>) -> R
         },
         rows: 10,
         min_snapshots: 1,
+        reverse: false,
         output: output.to_path_buf(),
     }
 }
@@ -249,19 +252,21 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
         .block_on(future)
 }
 
-/// The files of a directory, by name.
+/// The files of a directory and its folders (the sub-clusters'), by path.
 #[cfg(feature = "ballista")]
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() {
+            for (inner, bytes) in files(&entry.path()) {
+                out.insert(format!("{name}/{inner}"), bytes);
+            }
+        } else {
+            out.insert(name, std::fs::read(entry.path()).unwrap());
+        }
+    }
+    out
 }
 
 #[cfg(feature = "ballista")]
@@ -271,14 +276,16 @@ fn assert_same_files(a: &Path, b: &Path) {
     for (name, bytes) in &a {
         assert!(*bytes == b[name], "{name} differs");
     }
-    assert_eq!(a.len(), 45);
+    // clusters.csv, 16 clusters and sub-clusters of 4 files each, 8 diffs of 4 files.
+    assert_eq!(a.len(), 1 + 16 * 4 + 8 * 4);
 }
 
-fn csv_of(expected: &BTreeMap<Vec<String>, Expected>) -> Vec<Vec<String>> {
+fn csv_of(expected: &BTreeMap<Vec<String>, Expected>, subset: &str) -> Vec<Vec<String>> {
     expected
         .iter()
         .map(|(key, e)| {
             let mut row = key.clone();
+            row.push(subset.to_owned());
             row.push(e.snapshots.to_string());
             for sum in [e.resident, e.anon, e.file] {
                 let thousandths = mean(sum as i64 * 1000, e.snapshots);
@@ -301,12 +308,12 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "model,version,group,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,\
+        "model,version,group,subset,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,\
          mean_shmem_bytes,mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,\
          p99_resident_bytes,top_own_sites"
     );
     lines
-        .map(|line| line.split(',').take(7).map(str::to_owned).collect())
+        .map(|line| line.split(',').take(8).map(str::to_owned).collect())
         .collect()
 }
 
@@ -412,7 +419,9 @@ fn a_days_snapshots_the_clusters_big_enough_and_their_percentiles() {
             row[..3],
             key.iter().map(String::as_str).collect::<Vec<_>>()[..]
         );
-        assert_eq!(row[3], e.snapshots.to_string());
+        // No sub-cluster.
+        assert_eq!(row[3], "");
+        assert_eq!(row[4], e.snapshots.to_string());
         let mut rss: Vec<u64> = chosen
             .iter()
             .filter(|s| {
@@ -425,12 +434,12 @@ fn a_days_snapshots_the_clusters_big_enough_and_their_percentiles() {
             .collect();
         rss.sort_unstable();
         let n = rss.len() as u64;
-        for (column, p) in [(9, 50), (10, 95), (11, 99)] {
+        for (column, p) in [(10, 50), (11, 95), (12, 99)] {
             let rank = (p * n).div_ceil(100) as usize;
             assert_eq!(row[column], rss[rank - 1].to_string(), "p{p} of {key:?}");
         }
         // No heap profiles: no allocated mean.
-        assert_eq!(row[8], "");
+        assert_eq!(row[9], "");
     }
 }
 
@@ -482,14 +491,17 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
     assert_eq!(summary.diffs, 4);
     assert_eq!(summary.skipped, 2);
     let all = expected(&snapshots, None);
-    assert_eq!(csv_rows(&out.join("clusters.csv")), csv_of(&all));
+    assert_eq!(csv_rows(&out.join("clusters.csv")), csv_of(&all, ""));
     // Every stack's sum per cluster, exactly, from the engine.
     let context = block_on(local().session(&dataset_info)).unwrap();
     let question = options(&dataset, &out, local(), None).question;
     let answers = block_on(memmon_fleet::query::answer(&context, &question)).unwrap();
     let mut partial_pages = 0;
     for (key, e) in &all {
-        let sums = &answers.clusters[key];
+        // The key of a cluster: its labels' values, then its sub-cluster ("": itself).
+        let mut whole = key.clone();
+        whole.push(String::new());
+        let sums = &answers.clusters[&whole];
         assert_eq!(sums.snapshots, e.snapshots);
         let stacks: BTreeMap<i64, u64> = sums
             .stacks
@@ -574,13 +586,24 @@ fn the_embedded_run_gives_the_exact_means_top_n_and_diffs() {
         std::fs::read_to_string(out.join("diff-s1-1.0-baseline-vs-s1-1.0-test.txt")).unwrap();
     assert!(!diff.is_empty());
 
-    // Top 2 by RSS of each cluster.
+    // Top 2 by RSS of each cluster: a sub-cluster CLUSTER/top2 beside each cluster.
     let top_out = tmp("fleet-local-top");
     block_on(run(&options(&dataset, &top_out, local(), Some(2)))).unwrap();
+    let mut rows = csv_of(&expected(&snapshots, None), "");
+    rows.extend(csv_of(&expected(&snapshots, Some(2)), "top2"));
+    rows.sort();
+    assert_eq!(csv_rows(&top_out.join("clusters.csv")), rows);
     assert_eq!(
-        csv_rows(&top_out.join("clusters.csv")),
-        csv_of(&expected(&snapshots, Some(2)))
+        folded_total(&top_out.join("s1-1.0-baseline/top2.folded")),
+        expected(&snapshots, Some(2))[&["s1", "1.0", "baseline"].map(String::from).to_vec()]
+            .stacks
+            .values()
+            .map(|&sum| mean(sum as i64, 2))
+            .sum::<u64>()
     );
+    assert!(top_out
+        .join("diff-s1-1.0-baseline.top2-vs-s1-1.0-test.top2.stacks.csv")
+        .exists());
 }
 
 /// Without Ballista's crates (make check's build), asking for Ballista is one clear error.
@@ -755,7 +778,8 @@ mod ballista {
             &logs,
         )
         .unwrap_or_else(|e| panic!("{e}; logs in {}", logs.display()));
-        assert_eq!(summary.clusters, 8);
+        // 8 clusters and their sub-clusters top3.
+        assert_eq!(summary.clusters, 16);
         assert_same_files(&local_out, &remote_out);
         // A second run; one executor killed in its middle: the same files or one clear error.
         let again = tmp("fleet-ballista-again");

@@ -377,16 +377,18 @@ fn jemalloc_dumps_give_jeprofs_figures_per_function_and_their_means_per_cluster(
         dataset: dataset.clone(),
         question: Question {
             by: vec!["version".to_owned()],
-            top: None,
             ..Question::default()
         },
         diff: None,
+        compare: Vec::new(),
+        diff_threshold: memmon_fleet::compare::DEFAULT_THRESHOLD,
         engine: Engine::Local {
             memory_limit: 64 << 20,
         },
         symbols: SymbolOptions::default(),
         rows: 10,
         min_snapshots: 1,
+        reverse: false,
         output: output.clone(),
     }))
     .unwrap();

@@ -70,7 +70,7 @@ pub const FAULT_COLUMNS: [&str; 5] = [
 ];
 
 /// One snapshot: a process of a capture at its peak, or one agent snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnapshotData {
     /// Its id: a hash of the source's bytes and the process (see [`snapshot_id`]).
     pub id: i64,

@@ -127,6 +127,15 @@ impl StackTable {
         self.by_stack.is_empty()
     }
 
+    /// The function chain of stack `id`, innermost first, as the views name frames (short
+    /// names, inlined functions expanded): what matches a stack across builds, where
+    /// addresses and source lines drift. `None` for a stack not in the table.
+    pub fn functions(&self, symbols: &Symbols, id: i64) -> Option<Vec<String>> {
+        let site = *self.by_stack.get(&id)?;
+        let frames = Naming::Short.frames(&symbols.site(&self.sites, site));
+        Some(frames.into_iter().map(|frame| frame.function).collect())
+    }
+
     /// Names every code frame: once per (build ID, offset), each build's files found once.
     pub fn symbolize(&self, options: &SymbolOptions) -> Symbols {
         Symbols::new(&self.sites, options)

@@ -69,16 +69,24 @@ fn clean(name: &str) -> String {
     name.replace(';', ":").replace('\n', " ")
 }
 
-/// Folded stacks: `outer;...;inner WEIGHT`, one line per site with a non-zero weight.
+/// Folded stacks: `outer;...;inner WEIGHT`, one line per site with a non-zero weight
+/// (`inner;...;outer WEIGHT` for a reversed view, [`View::reversed`]).
 pub fn folded_lines(view: &View, weight: Weight) -> Vec<String> {
+    ordered_lines(view, weight, view.reversed)
+}
+
+fn ordered_lines(view: &View, weight: Weight, reversed: bool) -> Vec<String> {
     let mut lines: Vec<String> = view
         .sites
         .iter()
         .filter_map(|row| {
             let value = weight.of(row);
             (value > 0).then(|| {
-                let names: Vec<String> =
+                let mut names: Vec<String> =
                     row.shown.iter().rev().map(|f| clean(&f.function)).collect();
+                if reversed {
+                    names.reverse();
+                }
                 format!("{} {value}", names.join(";"))
             })
         })
@@ -108,7 +116,8 @@ pub fn render_svg_width(
     title: &str,
     width: Option<usize>,
 ) -> Result<Vec<u8>, String> {
-    let lines = folded_lines(view, weight);
+    // Outermost first: inferno reverses them itself for a reversed view.
+    let lines = ordered_lines(view, weight, false);
     if lines.is_empty() {
         return Err(format!(
             "nothing to draw: no site has {} {}",
@@ -125,6 +134,7 @@ pub fn render_svg_width(
     // Colours by a hash of the names, not at random: the same view draws the same bytes
     // (memmon fleet's engines give identical files).
     options.deterministic = true;
+    options.reverse_stack_order = view.reversed;
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)
         .map_err(|error| format!("cannot draw the flame graph: {error}"))?;

@@ -426,6 +426,10 @@ pub struct View {
     /// of 3 snapshots`): the text's first line names it instead of events and processes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregate_of: Option<String>,
+    /// Folded stacks and flame graphs rooted at the innermost frame (the allocator), so
+    /// that one function's box spans all its callers (`memmon fleet --reverse`).
+    #[serde(skip)]
+    pub reversed: bool,
     /// Events replayed.
     pub events: u64,
     /// What the stream did not record: the events lost by the reader (`lost`), with the faults not recorded
@@ -624,6 +628,7 @@ pub fn build(
     let timeline = timeline_rows(analysis, symbols, options.spike, options.naming);
     Ok(View {
         aggregate_of: None,
+        reversed: false,
         shown: Shown {
             moment: moment_key(&options.at),
             moment_label: moment_label(&options.at, shown.when, analysis.pids.len()),
