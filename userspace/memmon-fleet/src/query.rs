@@ -206,6 +206,22 @@ async fn batches(
     Ok(())
 }
 
+/// Each row's cluster key: the batch's first `width` columns (the labels), a null as "".
+fn row_keys(batch: &RecordBatch, width: usize) -> Result<Vec<Vec<String>>, String> {
+    let labels: Vec<Vec<Option<String>>> = batch.columns()[..width]
+        .iter()
+        .map(strings)
+        .collect::<Result<_, _>>()?;
+    Ok((0..batch.num_rows())
+        .map(|row| {
+            labels
+                .iter()
+                .map(|column| column[row].clone().unwrap_or_default())
+                .collect()
+        })
+        .collect())
+}
+
 fn strings(column: &ArrayRef) -> Result<Vec<Option<String>>, String> {
     let column = cast(column, &DataType::Utf8).map_err(|e| e.to_string())?;
     let column = column.as_string::<i32>();
@@ -258,19 +274,12 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     let mut answers = Answers::default();
     batches(context, &clusters_sql, |batch| {
         let columns = batch.columns();
-        let labels: Vec<Vec<Option<String>>> = columns[..width]
-            .iter()
-            .map(strings)
-            .collect::<Result<_, _>>()?;
+        let keys = row_keys(batch, width)?;
         let numbers: Vec<Vec<i64>> = columns[width..]
             .iter()
             .map(integers)
             .collect::<Result<_, _>>()?;
-        for row in 0..batch.num_rows() {
-            let key: Vec<String> = labels
-                .iter()
-                .map(|column| column[row].clone().unwrap_or_default())
-                .collect();
+        for (row, key) in keys.into_iter().enumerate() {
             let sums = answers.clusters.entry(key).or_default();
             sums.snapshots = u64::try_from(numbers[0][row]).unwrap_or(0);
             sums.resident = numbers[1][row];
@@ -306,19 +315,12 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     );
     batches(context, &percentiles_sql, |batch| {
         let columns = batch.columns();
-        let labels: Vec<Vec<Option<String>>> = columns[..width]
-            .iter()
-            .map(strings)
-            .collect::<Result<_, _>>()?;
+        let keys = row_keys(batch, width)?;
         let numbers: Vec<Vec<i64>> = columns[width..]
             .iter()
             .map(integers)
             .collect::<Result<_, _>>()?;
-        for row in 0..batch.num_rows() {
-            let key: Vec<String> = labels
-                .iter()
-                .map(|column| column[row].clone().unwrap_or_default())
-                .collect();
+        for (row, key) in keys.into_iter().enumerate() {
             if let Some(sums) = answers.clusters.get_mut(&key) {
                 for (i, value) in sums.resident_percentiles.iter_mut().enumerate() {
                     *value = numbers[i][row];
@@ -342,10 +344,7 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
     );
     batches(context, &stacks_sql, |batch| {
         let columns = batch.columns();
-        let labels: Vec<Vec<Option<String>>> = columns[..width]
-            .iter()
-            .map(strings)
-            .collect::<Result<_, _>>()?;
+        let keys = row_keys(batch, width)?;
         let numbers: Vec<Vec<i64>> = columns[width..width + 9]
             .iter()
             .map(integers)
@@ -354,11 +353,7 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
             .iter()
             .map(floats)
             .collect::<Result<_, _>>()?;
-        for row in 0..batch.num_rows() {
-            let key: Vec<String> = labels
-                .iter()
-                .map(|column| column[row].clone().unwrap_or_default())
-                .collect();
+        for (row, key) in keys.into_iter().enumerate() {
             let Some(sums) = answers.clusters.get_mut(&key) else {
                 continue;
             };
