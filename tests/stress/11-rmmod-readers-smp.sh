@@ -32,29 +32,14 @@ wait_until "the storm to stop" stopped
 cycle=1
 while [ $cycle -le $cycles ]; do
     load
-    pids=""
-    for how in read poll select epoll; do
-        /progs/readers until-end $how > /tmp/reader.$how &
-        pids="$pids $!"
-    done
-    for p in $pids; do
-        wait_until "cycle $cycle: reader $p to open the events file" has_events_open $p
-    done
+    start_blocked_readers "cycle $cycle"
     echo $storm > /proc/memmon/watch-pids || fail "cycle $cycle: watch the storm"
     kill -CONT $storm
     sleep 0.3
     kill -STOP $storm
     wait_until "cycle $cycle: the storm to stop" stopped
     timeout 20 rmmod memmon || fail "cycle $cycle: rmmod failed or hung"
-    for p in $pids; do
-        timeout 10 sh -c "while kill -0 $p 2>/dev/null; do sleep 0.05; done" ||
-            fail "cycle $cycle: reader $p did not end after rmmod"
-        wait $p || fail "cycle $cycle: reader $p exited with $?"
-    done
-    for how in read poll select epoll; do
-        grep -Eq "^$how: events=[0-9]+ lost=[0-9]+ end=(eof|eio)$" /tmp/reader.$how ||
-            fail "cycle $cycle: the $how reader printed '$(cat /tmp/reader.$how)'"
-    done
+    readers_ended_by_rmmod "cycle $cycle"
     [ $((cycle % 10)) -eq 0 ] && echo "cycle $cycle: $(cat /tmp/reader.read /tmp/reader.epoll | tr '\n' ' ')"
     cycle=$((cycle + 1))
 done

@@ -203,3 +203,31 @@ row_bytes() {
         code && index($0, want) { found = 1; next }
         found && /"resident":/ { gsub(/[^0-9]/, ""); print; exit }' "$1"
 }
+
+# start_blocked_readers WHAT: one reader of the events file waiting in each of read, poll,
+# select and epoll until the file ends (/progs/readers until-end HOW > /tmp/reader.HOW),
+# their pids in $pids, returning once each has the file open
+start_blocked_readers() {
+    pids=""
+    for how in read poll select epoll; do
+        /progs/readers until-end $how > /tmp/reader.$how &
+        pids="$pids $!"
+    done
+    for p in $pids; do
+        wait_until "$1: reader $p to open the events file" has_events_open $p
+    done
+}
+
+# readers_ended_by_rmmod WHAT: after rmmod, each reader of start_blocked_readers has ended
+# within 10 s, exited 0, and printed its count and an end of file (eof or eio)
+readers_ended_by_rmmod() {
+    for p in $pids; do
+        timeout 10 sh -c "while kill -0 $p 2>/dev/null; do sleep 0.05; done" ||
+            fail "$1: reader $p did not end after rmmod"
+        wait $p || fail "$1: reader $p exited with $?"
+    done
+    for how in read poll select epoll; do
+        grep -Eq "^$how: events=[0-9]+ lost=[0-9]+ end=(eof|eio)$" /tmp/reader.$how ||
+            fail "$1: the $how reader printed '$(cat /tmp/reader.$how)'"
+    done
+}
