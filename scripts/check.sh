@@ -143,7 +143,7 @@ patches_checkpatch() {
 }
 
 # vm_scenario FILE: one scenario in a fresh VM; fails on a bad exit or a kernel splat. A
-# boot that died of multi-threaded TCG's text-poke race (scripts/tcg-race-signature: the two
+# boot that died of multi-threaded TCG's text-poke race (scripts/tcg-race-signature: the
 # forms scripts/tcg-text-poke-race.sh reproduces without memmon, and nothing else) is run
 # once more, its first kernel log kept as KLOG.race; the second result counts, and the
 # retry is named in the summary ("retried: vm-NAME (WHAT)") and counted.

@@ -19,13 +19,20 @@
 #                 ftrace-based one has no copied instruction (ainsn.insn NULL)
 #   kprobe-toggle that kprobe event enabled and disabled (arming an ftrace-based kprobe
 #                 patches the fentry site as the function tracer does), no function tracer
+#   jump-label    the sched_wakeup tracepoint enabled and disabled (its static key's jump
+#                 labels in the scheduler's wake-up path are patched through an int3 each
+#                 time), with a third thread sleeping 1 ms at a time so that wake-ups run on
+#                 both vCPUs; no function tracer, no kprobe
 # Measured on 2026-12-07 (QEMU 10.0, the patched kernel, a loaded 2-core host), multi-threaded
 # TCG: ftrace, the int3 form after 90-100 switches; kprobe-off, 3 runs of 3 oopsed: twice the
 # jump to 0 ("BUG: kernel NULL pointer dereference, address: 0", "#PF: supervisor instruction
 # fetch in kernel mode", "RIP: 0010:0x0", EFLAGS 0x2, call trace only "? do_syscall_64+0x72"
 # and "? entry_SYSCALL_64_after_hwframe+0x4b", on both storm threads) after 240-250 and
 # 260-270 switches, once the int3 form at __x64_sys_mmap+0x5 after 40-50; kprobe-toggle, 400
-# switches without an oops (stopped there). Single-threaded TCG: kprobe-off survived 1000.
+# switches without an oops (stopped there); jump-label, the int3 form at
+# __do_trace_sched_wakeup+0x37 (the tracepoint's static call: the text holds the call, e8, where
+# the int3 was) in a timer interrupt's wake-up, after 410-420 switches. Single-threaded TCG:
+# kprobe-off survived 1000.
 # Prints how many switches the guest survived and, if it died, the first oops (its first
 # line, RIP and call trace); exits 0 if it survived them all. Kernel log:
 # build/vm/tcg-text-poke-race.MODE.ACCEL.kernel.log.
@@ -33,7 +40,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=ftrace
 if [ "${1:-}" = --mode ]; then mode=$2; shift 2; fi
-case $mode in ftrace|kprobe-off|kprobe-toggle) ;; *) echo "tcg-text-poke-race: unknown mode '$mode'" >&2; exit 2 ;; esac
+case $mode in ftrace|kprobe-off|kprobe-toggle|jump-label) ;; *) echo "tcg-text-poke-race: unknown mode '$mode'" >&2; exit 2 ;; esac
 switches=${1:-2000}
 accel=${2:-tcg}
 log="$top/build/vm/tcg-text-poke-race.$mode.${accel//[,=]/-}.kernel.log"
@@ -46,6 +53,9 @@ kprobe-off)
 kprobe-toggle)
     setup='echo "p:memmon_race __x64_sys_munmap" >> kprobe_events || exit 1'
     switch='echo 1 > events/kprobes/memmon_race/enable; echo 0 > events/kprobes/memmon_race/enable' ;;
+jump-label)
+    setup='(while :; do usleep 1000; done) &'
+    switch='echo 1 > events/sched/sched_wakeup/enable; echo 0 > events/sched/sched_wakeup/enable' ;;
 esac
 guest='
 mount -t tracefs none /sys/kernel/tracing 2>/dev/null

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/tcg-race-signature against kernel logs: the three forms it retries (the int3 at a
-# syscall's ftrace site and the jump to 0, on the syscall entry's stack; an int3 before
-# memmon was loaded), and reports it must not retry (an int3 still in the text, another
-# stack, a WARNING first, an int3 after memmon's load away from a syscall's entry, a plain
-# call to NULL with interrupts on). Exits 1 on the first wrong answer.
+# scripts/tcg-race-signature against kernel logs: the forms it retries (an int3 no longer in
+# the text: at a syscall's ftrace site, at a jump label in an interrupt; the jump to 0 on the
+# syscall entry's stack; an int3 before memmon was loaded), and reports it must not retry (an
+# int3 still in the text, in memmon's own code, without a Code line; another stack, a WARNING
+# first, a plain call to NULL with interrupts on). Exits 1 on the first wrong answer.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -110,6 +110,41 @@ Call Trace:
  ? jump_label_update+0x50/0x120
  ? kernel_init+0x1a/0x130
  </TASK>
+EOT
+# A vm-44 boot on Debian's 7.3.4 (2026-12-07): a jump label's int3 in the scheduler, in a
+# timer interrupt on the idle task; the text holds the patched jmp (eb 57).
+check int3-jump-label-in-irq retry <<EOT
+$loaded
+Oops: int3: 0000 [#1] SMP NOPTI
+RIP: 0010:ttwu_do_activate+0x93/0x1b0
+Code: 00 80 f9 02 0f 44 d0 e8 ab f9 ff ff c6 43 35 01 44 89 e2 48 89 de 48 89 ef e8 d9 fe ff ff c6 43 36 00 c7 43 18 00 00 00 00 eb <57> 48 8b 83 18 04 00 00 48 83 78 60 00 74 36 83 bd a0 0f 00 00 02
+RSP: 0018:ff68b9f300003dd0 EFLAGS: 00000006
+Call Trace:
+ <IRQ>
+ try_to_wake_up+0x2b6/0x790
+ ? __pfx_process_timeout+0x10/0x10
+ call_timer_fn+0x28/0x120
+ </IRQ>
+ <TASK>
+ asm_sysvec_apic_timer_interrupt+0x1a/0x20
+ default_idle+0x9/0x20
+ </TASK>
+EOT
+check int3-in-memmon no <<EOT
+$loaded
+Oops: int3: 0000 [#1] SMP NOPTI
+RIP: 0010:memmon_fault_probe+0x11/0x80 [memmon]
+Code: 90 90 90 90 90 90 90 90 90 90 90 90 f3 0f 1e fa 55 <48> 89 e5 41 57 41 56
+EFLAGS: 00000246
+$syscall_trace
+EOT
+check int3-no-code no <<EOT
+$loaded
+Oops: int3: 0000 [#1] SMP NOPTI
+RIP: 0010:ttwu_do_activate+0x93/0x1b0
+Code: Unable to access opcode bytes at 0xffffffff81000000.
+EFLAGS: 00000006
+$syscall_trace
 EOT
 check clean-log no <<EOT
 $loaded
