@@ -17,7 +17,7 @@
 # Debian's g++ 12, whose work is in its cc1plus child, with the module loaded with no
 # parameter and no option to record or report, on a guest kept busy by a CPU-bound loop per
 # vCPU (multi-threaded TCG: each vCPU's loop on a host thread of its own; a boot that died
-# of the TCG text-poke race, scripts/tcg-race-signature, is run once more). record follows
+# of the TCG text-poke race, scripts/tcg-race-signature, is run again, at most twice). record follows
 # the children by default: the capture has the driver, cc1plus and as; nothing is lost; the report names cc1plus's functions (Debian's
 # cc1plus exports its symbols), and its largest functions hold the same bytes as in a
 # reference run on rings grown to 16 MiB in the same boot, within 5 %.
