@@ -15,6 +15,7 @@
 #                 (tests/defaults/gxx.sh; two compiles under TCG, up to 45 min)
 #   make check-depth  the bytes of g++, python3.11 and Node.js whose stacks are cut at the
 #                 depth limit, at 64 and at the default 127: at most 2 % (tests/defaults/depth.sh)
+#   make userspace-arm64  memmon for aarch64 (static, cross-built; on the arm64 guests' PATH)
 #   make fleet    memmon-fleet (`memmon fleet`: DataFusion and Ballista; not built by make run),
 #                 beside the memmon binary
 #   make check-fleet  memmon-fleet's tests with Ballista (a loopback cluster of a scheduler
@@ -62,7 +63,7 @@ PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 PROGS_ARM64 := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs-arm64/%,$(filter-out %/stackattack.c,$(PROGS_SRCS))) \
 	$(BUILD)/progs-arm64/stacks-pac
 
-.PHONY: all deps kernel module userspace progs progs-arm64 run check bench clean distclean check-debug install uninstall check-gxx check-depth \
+.PHONY: all deps kernel module userspace userspace-arm64 progs progs-arm64 run check bench clean distclean check-debug install uninstall check-gxx check-depth \
 	deb check-deb \
 	fleet check-fleet bench-fleet \
 	check-stress kernel-debug kernel-noftrace module-debug module-noftrace
@@ -115,6 +116,16 @@ userspace:
 		cargo build --quiet --release --target x86_64-unknown-linux-gnu -p memmon-unwind \
 			--features fuzz --example unwind-fuzz && mkdir -p $(BUILD)/progs && \
 		cp target/x86_64-unknown-linux-gnu/release/examples/unwind-fuzz $(BUILD)/progs/; fi
+
+# The same tools for aarch64 (arm64 machines; scripts/vm-run's arm64 guest has this memmon on
+# PATH): cross-built with rustup's aarch64-unknown-linux-gnu standard library (make deps adds
+# it) and Debian's aarch64 gcc as linker, static. Not in `make` (nor make run): make
+# check-kernels and scripts/stock/vm-run build it for an arm64 kernel.
+AARCH64_ENV = CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+	CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
+	RUSTFLAGS="-C target-feature=+crt-static"
+userspace-arm64:
+	@cd $(TOP)/userspace && $(AARCH64_ENV) cargo build --quiet --release --target aarch64-unknown-linux-gnu
 
 # memmon fleet's query engines are a long build: not in `userspace` (nor make run). Built
 # for this machine (not crt-static), then linked beside memmon, which runs it.

@@ -52,6 +52,11 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
     say "adding rustup component rust-src"
     rustup component add rust-src clippy rustfmt
 fi
+# aarch64's standard library, for the arm64 userspace (make userspace-arm64)
+if ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+    say "adding rustup target aarch64-unknown-linux-gnu"
+    rustup target add aarch64-unknown-linux-gnu
+fi
 
 # 3. bindgen-cli, pinned
 if ! bindgen --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION\$"; then

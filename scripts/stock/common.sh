@@ -129,7 +129,8 @@ stock_kbase() { printf '%s' "${1%%-*}"; }
 # stock_vm_env: export what scripts/vm-run needs for the selected kernel's architecture: for
 # an arm64 kernel MEMMON_ARCH=arm64, MEMMON_BUSYBOX (the busybox of packages.txt's
 # guest-arm64 line, unpacked from its .deb into build/stock/kernels/RELEASE/busybox) and the
-# cross-built test programs (make progs-arm64, in this checkout's build/progs-arm64).
+# cross-built test programs (make progs-arm64, in this checkout's build/progs-arm64) and
+# userspace (make userspace-arm64: the guest's memmon).
 stock_vm_env() {
     export MEMMON_ARCH=$STOCK_ARCH
     [ "$STOCK_ARCH" != amd64 ] || return 0
@@ -145,6 +146,7 @@ stock_vm_env() {
     fi
     export MEMMON_BUSYBOX=$bb
     make -C "$stock_top" -s "progs-$STOCK_ARCH" >&2 || stock_die "make progs-$STOCK_ARCH failed"
+    make -C "$stock_top" -s "userspace-$STOCK_ARCH" >&2 || stock_die "make userspace-$STOCK_ARCH failed"
 }
 
 # stock_is_current: whether the selected kernel is make check's, the one build/stock/current

@@ -10,7 +10,7 @@ use memmon::capture::live::monotonic_now;
 use memmon::capture::resident::{start_snapshots, wait_for_image};
 use memmon::report::model::class::Class;
 use memmon::report::model::maps::MapsLine;
-use memmon::report::model::picture::{Picture, PAGE};
+use memmon::report::model::picture::{PageSize, Picture};
 use memmon::report::symbolize::symbols::SymbolOptions;
 use memmon::top::{SiteGrowthRow, SiteOrder, TopModel};
 use memmon::{Event, EventKind, FaultType, Snapshot, SnapshotSource};
@@ -247,20 +247,27 @@ impl CgroupModel {
     /// What the live processes hold now, together.
     pub fn picture(&self) -> Picture {
         let mut total = Picture::default();
+        let page = self.page_size();
         for (_, picture) in self.top.replay().live_pictures() {
-            total.merge(picture);
+            total.merge(picture, page);
         }
         total
+    }
+
+    /// The size of the pages the model counts (this machine's).
+    pub fn page_size(&self) -> PageSize {
+        self.top.replay().page_size()
     }
 
     /// Resident bytes by coarse class ([`CLASS_LABELS`]; every one, zero or not).
     pub fn resident_by_class(&self, picture: &Picture) -> BTreeMap<&'static str, u64> {
         let classes = self.top.replay().classes();
+        let page = self.page_size();
         let mut bytes: BTreeMap<&'static str, u64> =
             CLASS_LABELS.iter().map(|label| (*label, 0)).collect();
         for (&(_, class), &pages) in &picture.class_resident {
             let label = classes.get(class as usize).map_or("unknown", class_label);
-            *bytes.entry(label).or_insert(0) += pages * PAGE;
+            *bytes.entry(label).or_insert(0) += page.of(pages);
         }
         bytes
     }
@@ -323,6 +330,11 @@ mod tests {
     use memmon::{parse_line, Timestamp};
 
     use super::*;
+
+    /// This machine's page size, which the live model counts in.
+    fn page_bytes() -> u64 {
+        PageSize::of_this_machine().bytes()
+    }
 
     /// A process of the cgroup as vm-53's holder b lives it: `sh` moved into the cgroup
     /// (its `cgroup` line at 1.0 s, where the agent adopts it), one fault of its own, then
@@ -394,10 +406,10 @@ mod tests {
         pages.push("401000-402000 anon".to_owned());
         for (line, page) in [(3, 0x402000u64), (4, 0x403000)]
             .into_iter()
-            .chain((6..10).map(|line| (line, 0x7f0000000000 + (line as u64 - 6) * PAGE)))
+            .chain((6..10).map(|line| (line, 0x7f0000000000 + (line as u64 - 6) * page_bytes())))
         {
             if done(line) {
-                pages.push(format!("{page:x}-{:x} anon", page + PAGE));
+                pages.push(format!("{page:x}-{:x} anon", page + page_bytes()));
             }
         }
         pages.push("7ffc00020000-7ffc00021000 anon".to_owned());
@@ -506,10 +518,10 @@ mod tests {
                             "seed stamped {seed_at} seeing {seen_at} (half-built {half_built}), \
                              exec maps at {exec_read_at}, batches {batches}: {classes:?}"
                         );
-                        assert_eq!(classes["anon_mmap"], 6 * PAGE, "{case}");
+                        assert_eq!(classes["anon_mmap"], 6 * page_bytes(), "{case}");
                         assert_eq!(classes["unknown"], 0, "{case}");
                         assert_eq!(classes["heap"], 0, "{case}");
-                        assert_eq!(classes["file"], PAGE, "{case}");
+                        assert_eq!(classes["file"], page_bytes(), "{case}");
                         cases += 1;
                     }
                 }
@@ -529,10 +541,10 @@ mod tests {
     #[test]
     fn images_read_half_built_were_the_defect() {
         let classes = replay(2.05, 2.05, true, 2.05, 2.05, false, true);
-        assert_eq!(classes["anon_mmap"], 7 * PAGE, "{classes:?}");
+        assert_eq!(classes["anon_mmap"], 7 * page_bytes(), "{classes:?}");
         let classes = replay(1.05, 1.05, false, 2.01, 2.01, true, true);
-        assert_eq!(classes["anon_mmap"], 4 * PAGE, "{classes:?}");
-        assert_eq!(classes["unknown"], 3 * PAGE, "{classes:?}");
+        assert_eq!(classes["anon_mmap"], 4 * page_bytes(), "{classes:?}");
+        assert_eq!(classes["unknown"], 3 * page_bytes(), "{classes:?}");
     }
 
     /// A process already running when its cgroup is found counts what it holds: this test
@@ -544,7 +556,7 @@ mod tests {
         model.adopt(std::process::id());
         model.sample(1.0, 10);
         let picture = model.picture();
-        let resident = picture.kind_bytes().resident();
+        let resident = picture.kind_bytes(model.page_size()).resident();
         assert!(
             model.resident_by_class(&picture)["anon_mmap"] >= held.len() as u64,
             "{:?}",

@@ -21,7 +21,6 @@ use std::io::Write;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use memmon::report::model::picture::PAGE;
 use memmon::report::model::replay::Replay;
 use memmon::report::model::sites::{Frame, ObjectId};
 use memmon::report::output::profile_proto::{
@@ -93,7 +92,7 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
         .collect();
     let mut picture = memmon::report::model::picture::Picture::default();
     for (_, process) in replay.live_pictures() {
-        picture.merge(process);
+        picture.merge(process, replay.page_size());
     }
     let table = replay.sites();
     let mut mappings: Vec<Mapping> = Vec::new();
@@ -134,7 +133,10 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
     sites.sort_unstable();
     sites.dedup();
     for site in sites {
-        let resident = picture.site_resident.get(&site).copied().unwrap_or(0) * PAGE;
+        let resident =
+            replay
+                .page_size()
+                .of(picture.site_resident.get(&site).copied().unwrap_or(0));
         let mapped = picture.site_mapped.get(&site).copied().unwrap_or(0);
         let faults = replay
             .stats()
@@ -244,7 +246,7 @@ pub fn build(replay: &Replay, info: &SnapshotInfo<'_>) -> Profile {
             || ("[unknown region]".to_owned(), "unknown"),
             |class| (class.label(), crate::model::class_label(class)),
         );
-        by_class.entry(label).or_insert((0, coarse)).0 += pages * PAGE;
+        by_class.entry(label).or_insert((0, coarse)).0 += replay.page_size().of(pages);
     }
     for (label, (bytes, coarse)) in by_class {
         let id = locations.len() as u64 + 1;

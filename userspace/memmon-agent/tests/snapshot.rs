@@ -200,7 +200,7 @@ fn sites_are_capped() {
     let model = model_of(&text, 8);
     assert_eq!(model.sites(), (8, 4));
     let picture = model.picture();
-    assert_eq!(picture.kind_bytes().anon, 12 * 4096);
+    assert_eq!(picture.kind_bytes(model.page_size()).anon, 12 * 4096);
     let profile = build(
         model.replay(),
         &SnapshotInfo {
@@ -372,7 +372,7 @@ fn dropped_sites_are_recycled() {
 
     let picture = model.picture();
     let pages = resident.len() as u64;
-    assert_eq!(picture.kind_bytes().anon, pages * 4096);
+    assert_eq!(picture.kind_bytes(model.page_size()).anon, pages * 4096);
     assert_eq!(picture.site_resident.values().sum::<u64>(), pages);
     let label = table
         .label_id(memmon::report::model::sites::LABEL_DROPPED)

@@ -321,11 +321,21 @@ struct Breakpoints {
 }
 
 /// The offset of debug register `n` in the tracee's `struct user`.
+#[cfg(target_arch = "x86_64")]
 fn debug_register(n: usize) -> usize {
     std::mem::offset_of!(libc::user, u_debugreg) + n * 8
 }
 
+/// Writes `value` to the tracee's debug register `n`; whether it took it. x86_64's debug
+/// registers only: elsewhere (arm64, whose breakpoints are the `NT_ARM_HW_BREAK` register
+/// set) none is set, and the child runs on from its exec as when the kernel refuses one.
+#[cfg(not(target_arch = "x86_64"))]
+fn set_debug_register(_pid: Pid, _n: usize, _value: u64) -> bool {
+    false
+}
+
 /// Writes `value` to the tracee's debug register `n`; whether it took it.
+#[cfg(target_arch = "x86_64")]
 fn set_debug_register(pid: Pid, n: usize, value: u64) -> bool {
     // The kernel checks the offset and the value.
     ptrace::write_user(
@@ -409,7 +419,15 @@ fn clear_breakpoints(pid: Pid) {
 }
 
 /// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
+/// before the instruction runs). Never elsewhere than on x86_64, which sets none.
+#[cfg(not(target_arch = "x86_64"))]
+fn at_breakpoint(_pid: Pid, _address: u64) -> bool {
+    false
+}
+
+/// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
 /// before the instruction runs).
+#[cfg(target_arch = "x86_64")]
 fn at_breakpoint(pid: Pid, address: u64) -> bool {
     let offset =
         std::mem::offset_of!(libc::user, regs) + std::mem::offset_of!(libc::user_regs_struct, rip);

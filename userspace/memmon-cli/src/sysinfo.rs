@@ -10,6 +10,7 @@ use memmon::capture::control::process_path;
 use memmon::capture::file::{write_header, write_snapshot, CAPTURE_VERSION};
 use memmon::capture::resident::start_snapshots;
 use memmon::report::model::maps::MapsLine;
+use memmon::report::model::picture::PageSize;
 use memmon::{ModuleParams, ProcInterface, Snapshot, SnapshotSource};
 use memmon_objects::elf::build_id;
 
@@ -30,6 +31,9 @@ pub fn write_capture_header(
     if let Some(build) = kernel_build() {
         write_header(out, "kernel-build", &build)?;
     }
+    // The kernel's page size: every page count of the capture is in these (16 KiB on
+    // Debian's arm64-16k kernel).
+    write_header(out, "page-size", &PageSize::of_this_machine().to_string())?;
     let version = params.version().unwrap_or_else(|| "unknown".to_owned());
     write_header(out, "module-version", &version)?;
     // The module reports its buflen in its stats; a sysfs parameter file, where a kernel

@@ -350,6 +350,7 @@ fn record_command_writes_a_readable_capture() {
             "memmon-capture",
             "kernel",
             "kernel-build",
+            "page-size",
             "module-version",
             "start",
             "start-unix",

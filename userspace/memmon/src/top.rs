@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::capture::file::Record;
 use crate::report::model::loss::grouped;
-use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::picture::{KindBytes, PageSize, Picture};
 use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{ObjectId, SiteId, SiteTable};
 use crate::report::model::stats::FaultClass;
@@ -221,8 +221,11 @@ impl TopModel {
     /// An empty model whose replay has `options` (`memmon agent`, which runs for ever, cuts
     /// its timeline at marks only, not every second).
     pub fn with_replay_options(symbol_options: SymbolOptions, options: ReplayOptions) -> TopModel {
+        // Live: this machine's pages (a capture's `# page-size` header says otherwise).
+        let mut replay = Replay::new(options);
+        replay.set_page_size(PageSize::of_this_machine());
         TopModel {
-            replay: Replay::new(options),
+            replay,
             activity: BTreeMap::new(),
             symbol_options,
             symbols: None,
@@ -379,11 +382,12 @@ impl TopModel {
         };
         let mut site_pages: FxHashMap<SiteId, u64> = FxHashMap::default();
         let mut processes = Vec::new();
+        let page = self.replay.page_size();
         let mut add = |pid: u32, picture: &Picture, activity: &mut Activity, exited: bool| {
             for (&site, &pages) in &picture.site_resident {
                 *site_pages.entry(site).or_insert(0) += pages;
             }
-            let resident = picture.kind_bytes();
+            let resident = picture.kind_bytes(page);
             let mut faults_per_second = [0.0; 5];
             for (i, rate) in faults_per_second.iter_mut().enumerate() {
                 *rate = per_second(activity.faults[i] - activity.faults_before[i]);
@@ -438,6 +442,7 @@ impl TopModel {
     }
 
     fn site_rows(&mut self, now: &FxHashMap<SiteId, u64>) -> Vec<SiteGrowthRow> {
+        let page = self.replay.page_size();
         let table = self.replay.sites();
         if self
             .symbols
@@ -472,10 +477,10 @@ impl TopModel {
                 interval_growth: 0,
                 start_growth: 0,
             });
-            row.resident += resident as u64 * PAGE;
-            row.interval_growth += (resident - pages(previous)) * PAGE as i64;
+            row.resident += page.of(resident as u64);
+            row.interval_growth += page.of_signed(resident - pages(previous));
             // The start is the model's creation: nothing was resident in it then.
-            row.start_growth += resident * PAGE as i64;
+            row.start_growth += page.of_signed(resident);
         }
         let mut rows: Vec<SiteGrowthRow> = rows
             .into_values()

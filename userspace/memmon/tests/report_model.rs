@@ -283,3 +283,43 @@ fn code_made_executable_by_mprotect() {
     // The two regions and the snapshot's three (8 KiB of the program, its 8 KiB stack).
     assert_eq!(view.mapped, 128 * KIB + 16 * KIB);
 }
+
+/// A capture of a kernel of 16 KiB pages (Debian's arm64-16k): its `# page-size` header
+/// makes every count of pages one of 16 KiB. The same process as above in 16 KiB pages: 4
+/// pages of anonymous memory faulted at once, 4 of a file, half the anonymous ones freed;
+/// a PMD huge page is 2048 pages (32 MiB). The kernel's counters at exit agree.
+#[test]
+fn pages_of_16_kib() {
+    let events = "\
+1.100000000 100/100 mmap addr=0x0 len=65536 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000
+1.100000001 100/100 fault type=anon access=W addr=0x7f0000000010 ip=0x401010 pages=4
+1.300000000 100/100 mmap addr=0x0 len=65536 prot=r-- flags=PRIVATE fd=3 off=0 ret=0x7f2000000000 file=/data/table
+1.300000001 100/100 fault type=file access=R addr=0x7f2000000000 ip=0x401020 pages=4
+1.400000000 100/100 madvise addr=0x7f0000000000 len=32768 advice=DONTNEED ret=0
+1.450000000 100/100 mmap addr=0x0 len=67108864 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f4000000000
+1.450000001 100/100 fault type=anon access=W addr=0x7f4000000000 ip=0x401030 huge=1
+1.500000000 100/100 rss anon=33587200 file=65536 shmem=0 swap=0 peak=33652736 at=exit
+1.500000001 100/100 exit code=0
+";
+    let header = HEADER.replace(
+        "# memmon-capture 1\n",
+        "# memmon-capture 1\n# page-size 16384\n",
+    );
+    let in_16_kib = view(&format!("{header}{events}"));
+    // 2 anonymous pages of 16 KiB and the huge page's 2048; 4 file pages.
+    assert_eq!(in_16_kib.totals.anon, 32 * KIB + (32 << 20));
+    assert_eq!(in_16_kib.totals.file, 64 * KIB);
+    assert_eq!(in_16_kib.reconciliation.len(), 1);
+    assert!(
+        in_16_kib.reconciliation[0].warnings.is_empty(),
+        "{:?}",
+        in_16_kib.reconciliation[0].warnings
+    );
+    // Without the header the same lines are read as 4 KiB pages: the 4 anonymous pages lie
+    // in the 32 KiB freed, the huge page is 2 MiB, the file 16 KiB; the kernel's counters
+    // disagree.
+    let in_4_kib = view(&format!("{HEADER}{events}"));
+    assert_eq!(in_4_kib.totals.anon, 2 << 20);
+    assert_eq!(in_4_kib.totals.file, 16 * KIB);
+    assert!(!in_4_kib.reconciliation[0].warnings.is_empty());
+}

@@ -550,7 +550,7 @@ mod against_a_naive_replay {
         let mut total = Picture::default();
         let mut processes = Vec::new();
         for ((_, pid), picture) in replay.live_pictures() {
-            total.merge(picture);
+            total.merge(picture, replay.page_size());
             if !picture.is_empty() {
                 processes.push((pid, picture.clone()));
             }

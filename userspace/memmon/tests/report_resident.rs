@@ -4,7 +4,10 @@
 
 use memmon::capture::resident::PageRun;
 use memmon::report::model::moment::Moment;
-use memmon::report::model::picture::PAGE;
+use memmon::report::model::picture::PageSize;
+
+/// The page size of these captures (none names one: 4 KiB).
+const PAGE: u64 = PageSize::DEFAULT.bytes();
 use memmon::report::model::replay::{Replay, ReplayOptions};
 use memmon::report::model::sites::LABEL_RESIDENT_BEFORE;
 use memmon::report::symbolize::symbols::{SymbolOptions, Symbols};
@@ -169,7 +172,10 @@ fn the_exit_releases_the_seeded_pages() {
     assert_eq!(replay.live_pictures().count(), 0);
     let analysis = replay.finish();
     // The end is its last state, before the exit released it.
-    assert_eq!(analysis.end.total.kind_bytes().resident(), 63 * PAGE);
+    assert_eq!(
+        analysis.end.total.kind_bytes(analysis.page).resident(),
+        63 * PAGE
+    );
     // And with the exit, nothing stays in the chart's series.
     assert_eq!(
         analysis

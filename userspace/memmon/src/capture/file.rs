@@ -10,6 +10,7 @@
 //! ```text
 //! # memmon-capture 1
 //! # kernel 6.8.0-45-generic
+//! # page-size 4096
 //! # module-version unknown
 //! # buflen 4096
 //! # start 5.100000000
@@ -28,7 +29,9 @@
 //!
 //! - `# KEY VALUE`: a header (key without spaces, value = rest of the line). Known keys:
 //!   `memmon-capture` (format version), `kernel` (uname release), `kernel-build` (uname
-//!   version: the build, on Debian with the package version), `fault-source` (the
+//!   version: the build, on Debian with the package version), `page-size` (the kernel's
+//!   page size in bytes, which the events' page counts are in; 4096 when absent),
+//!   `fault-source` (the
 //!   module's, as `/proc/memmon/stats` names it), `module-version`
 //!   (`/sys/module/memmon/version` or `unknown`), `buflen`
 //!   (the `buflen` line of `/proc/memmon/stats`, else

@@ -41,7 +41,7 @@ use crate::capture::control::process_path;
 use crate::capture::file::{Snapshot, SnapshotSource};
 use crate::report::model::class::Class;
 use crate::report::model::maps::MapsLine;
-use crate::report::model::picture::PAGE;
+use crate::report::model::picture::PageSize;
 use crate::stream::event::Timestamp;
 use crate::stream::lex::parse_dec;
 
@@ -121,13 +121,15 @@ pub struct PageRun {
 
 impl PageRun {
     /// Parses `START-END KIND`; `None` when malformed (START not below END, or either not
-    /// page-aligned).
+    /// aligned to 4 KiB, the smallest page of any kernel: a run's ends are its kernel's page
+    /// boundaries).
     pub fn parse(line: &str) -> Option<PageRun> {
         let (range, kind) = line.trim().split_once(' ')?;
         let (start, end) = range.split_once('-')?;
         let start = u64::from_str_radix(start, 16).ok()?;
         let end = u64::from_str_radix(end, 16).ok()?;
-        let aligned = start % PAGE == 0 && end % PAGE == 0;
+        let smallest = PageSize::DEFAULT.bytes();
+        let aligned = start % smallest == 0 && end % smallest == 0;
         (start < end && aligned).then_some(PageRun {
             start,
             end,
@@ -135,9 +137,9 @@ impl PageRun {
         })
     }
 
-    /// Its pages.
-    pub fn pages(&self) -> u64 {
-        (self.end - self.start) / PAGE
+    /// Its pages, of `page` bytes.
+    pub fn pages(&self, page: PageSize) -> u64 {
+        page.number(self.end - self.start)
     }
 }
 
@@ -239,8 +241,8 @@ struct SmapsMapping {
     kernel_page_kb: u64,
 }
 
-/// The mappings of a `/proc/PID/smaps` text.
-fn smaps_mappings(smaps: &str) -> Vec<SmapsMapping> {
+/// The mappings of a `/proc/PID/smaps` text, their page counts in pages of `page` bytes.
+fn smaps_mappings(smaps: &str, page: PageSize) -> Vec<SmapsMapping> {
     let mut mappings: Vec<SmapsMapping> = Vec::new();
     for line in smaps.lines() {
         if let Some(maps) = MapsLine::parse(line) {
@@ -266,9 +268,9 @@ fn smaps_mappings(smaps: &str) -> Vec<SmapsMapping> {
                 .unwrap_or(0)
         };
         match key {
-            "Rss" => mapping.rss = kib() * 1024 / PAGE,
-            "Anonymous" => mapping.anonymous = kib() * 1024 / PAGE,
-            "Swap" => mapping.swap = kib() * 1024 / PAGE,
+            "Rss" => mapping.rss = page.number(kib() * 1024),
+            "Anonymous" => mapping.anonymous = page.number(kib() * 1024),
+            "Swap" => mapping.swap = page.number(kib() * 1024),
             "KernelPageSize" => mapping.kernel_page_kb = kib(),
             _ => {}
         }
@@ -297,17 +299,22 @@ impl ResidentPages {
     pub fn read(pid: u32) -> io::Result<ResidentPages> {
         let smaps = std::fs::read_to_string(process_path(pid, "smaps"))?;
         let mut tables = ProcPageTables::open(pid)?;
-        ResidentPages::from_smaps(&smaps, &mut tables)
+        ResidentPages::from_smaps(&smaps, &mut tables, PageSize::of_this_machine())
     }
 
-    /// The pages of the mappings of `smaps` (a `/proc/PID/smaps` text) in `tables`.
-    pub fn from_smaps(smaps: &str, tables: &mut impl PageTables) -> io::Result<ResidentPages> {
+    /// The pages of the mappings of `smaps` (a `/proc/PID/smaps` text) in `tables`, on a
+    /// kernel of pages of `page` bytes (a mapping of larger pages, hugetlbfs', is not read).
+    pub fn from_smaps(
+        smaps: &str,
+        tables: &mut impl PageTables,
+        page: PageSize,
+    ) -> io::Result<ResidentPages> {
         let mut pages = ResidentPages::default();
-        for mapping in smaps_mappings(smaps) {
+        for mapping in smaps_mappings(smaps, page) {
             pages.mappings.push(mapping.header.clone());
             let has_pages = mapping.rss > 0 || mapping.swap > 0;
-            if has_pages && mapping.kernel_page_kb * 1024 == PAGE {
-                pages.read_mapping(&mapping, tables)?;
+            if has_pages && mapping.kernel_page_kb * 1024 == page.bytes() {
+                pages.read_mapping(&mapping, tables, page)?;
             }
         }
         Ok(pages)
@@ -318,9 +325,10 @@ impl ResidentPages {
         &mut self,
         mapping: &SmapsMapping,
         tables: &mut impl PageTables,
+        page: PageSize,
     ) -> io::Result<()> {
-        let first = mapping.maps.start / PAGE;
-        let count = mapping.maps.end.div_ceil(PAGE).saturating_sub(first);
+        let first = page.number(mapping.maps.start);
+        let count = page.number(page.up(mapping.maps.end)).saturating_sub(first);
         let entries = tables.entries(first, count)?;
         let class = Class::from_maps(&mapping.maps.path, mapping.maps.shared, mapping.maps.inode);
         let mut file_kind = class.is_shmem().then_some(PageRunKind::Shmem);
@@ -366,12 +374,12 @@ impl ResidentPages {
             let Some(kind) = kind else {
                 continue;
             };
-            let start = (first + index as u64) * PAGE;
+            let start = page.of(first + index as u64);
             match self.runs.last_mut() {
-                Some(run) if run.end == start && run.kind == kind => run.end += PAGE,
+                Some(run) if run.end == start && run.kind == kind => run.end += page.bytes(),
                 _ => self.runs.push(PageRun {
                     start,
-                    end: start + PAGE,
+                    end: start + page.bytes(),
                     kind,
                 }),
             }
@@ -551,6 +559,9 @@ mod tests {
 
     use super::*;
 
+    /// The page size of the hand-made tables and smaps texts: x86_64's.
+    const PAGE: u64 = PageSize::DEFAULT.bytes();
+
     /// Page tables given by hand: entries by virtual page number, and the flags of frames
     /// (none: the entries show no frames, as to a reader without CAP_SYS_ADMIN).
     #[derive(Default)]
@@ -696,7 +707,7 @@ mod tests {
     #[test]
     fn as_root_every_page_is_exact() {
         let (text, mut tables) = process(true);
-        let pages = ResidentPages::from_smaps(&text, &mut tables).unwrap();
+        let pages = ResidentPages::from_smaps(&text, &mut tables, PageSize::DEFAULT).unwrap();
         assert_eq!(
             runs(&pages),
             [
@@ -734,7 +745,7 @@ mod tests {
     #[test]
     fn without_root_the_zero_pages_are_the_ones_not_mapped_exclusively() {
         let (text, mut tables) = process(false);
-        let pages = ResidentPages::from_smaps(&text, &mut tables).unwrap();
+        let pages = ResidentPages::from_smaps(&text, &mut tables, PageSize::DEFAULT).unwrap();
         let runs = runs(&pages);
         // The heap's only page not mapped exclusively is its zero page: exact.
         assert!(
@@ -780,7 +791,7 @@ mod tests {
         let mut tables = GivenTables::default();
         // smaps saw 4 pages; by the time pagemap was read, 2 were gone.
         tables.at(0x1000000, &[ANON, ANON]);
-        let pages = ResidentPages::from_smaps(&text, &mut tables).unwrap();
+        let pages = ResidentPages::from_smaps(&text, &mut tables, PageSize::DEFAULT).unwrap();
         assert_eq!(runs(&pages), ["1000000-1002000 anon"]);
         assert_eq!(pages.changed, 2);
         assert_eq!(
@@ -842,7 +853,7 @@ mod tests {
         };
         assert_eq!(run.to_string(), "7f0000010000-7f0000013000 shmem");
         assert_eq!(PageRun::parse(&run.to_string()), Some(run));
-        assert_eq!(run.pages(), 3);
+        assert_eq!(run.pages(PageSize::DEFAULT), 3);
         for kind in ["anon", "file", "shmem", "zero", "swap"] {
             let line = format!("1000-2000 {kind}");
             assert_eq!(PageRun::parse(&line).unwrap().kind.as_str(), kind);
@@ -866,11 +877,13 @@ mod tests {
         // Written: anonymous pages. Allocated zeroed and only read: the zero page, in a
         // mapping of its own (above glibc's largest mmap threshold, 32 MiB: calloc gives
         // fresh pages, not a chunk other tests wrote).
-        let written = vec![1u8; 64 * PAGE as usize];
+        // This machine's pages (the read is of this machine's kernel).
+        let page = PageSize::of_this_machine().bytes();
+        let written = vec![1u8; 64 * page as usize];
         let read = vec![0u8; 40 << 20];
         let sum: u64 = read
             .iter()
-            .step_by(PAGE as usize)
+            .step_by(page as usize)
             .map(|&byte| u64::from(std::hint::black_box(byte)))
             .sum();
         assert_eq!(sum, 0);
@@ -884,8 +897,8 @@ mod tests {
                 .map(|run| run.kind)
         };
         let inside = |buffer: &[u8]| {
-            let start = (buffer.as_ptr() as u64).div_ceil(PAGE) * PAGE;
-            (start..buffer.as_ptr() as u64 + buffer.len() as u64 - PAGE + 1).step_by(PAGE as usize)
+            let start = (buffer.as_ptr() as u64).div_ceil(page) * page;
+            (start..buffer.as_ptr() as u64 + buffer.len() as u64 - page + 1).step_by(page as usize)
         };
         for addr in inside(&written) {
             assert_eq!(kind_of(addr), Some(PageRunKind::Anon), "{addr:x}");

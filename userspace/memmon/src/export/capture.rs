@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::report::model::class::{Class, PageKind};
-use crate::report::model::picture::PAGE;
 use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{Frame, SiteId, SiteTable};
 use crate::report::Moment;
@@ -147,6 +146,7 @@ pub fn snapshots(
         read: HashMap::new(),
     };
     let mut out = Vec::new();
+    let page = analysis.page;
     for (key, picture) in &shown.holdings.processes {
         let mut class_bytes: BTreeMap<String, u64> = BTreeMap::new();
         for (&(_, class), &pages) in &picture.class_resident {
@@ -154,7 +154,7 @@ pub fn snapshots(
                 .classes
                 .get(class as usize)
                 .map_or("unknown", coarse_class);
-            *class_bytes.entry(coarse.to_owned()).or_insert(0) += pages * PAGE;
+            *class_bytes.entry(coarse.to_owned()).or_insert(0) += page.of(pages);
         }
         let mut sites: Vec<SiteId> = picture
             .site_resident
@@ -166,7 +166,7 @@ pub fn snapshots(
         sites.dedup();
         let mut samples = Vec::with_capacity(sites.len());
         for site in sites {
-            let resident = picture.site_resident.get(&site).copied().unwrap_or(0) * PAGE;
+            let resident = page.of(picture.site_resident.get(&site).copied().unwrap_or(0));
             let mapped = picture.site_mapped.get(&site).copied().unwrap_or(0);
             let faults = analysis
                 .stats
@@ -193,9 +193,9 @@ pub fn snapshots(
             } else {
                 0
             },
-            anon: picture.kinds[PageKind::Anon.index()] * PAGE,
-            file: picture.kinds[PageKind::File.index()] * PAGE,
-            shmem: picture.kinds[PageKind::Shmem.index()] * PAGE,
+            anon: page.of(picture.kinds[PageKind::Anon.index()]),
+            file: page.of(picture.kinds[PageKind::File.index()]),
+            shmem: page.of(picture.kinds[PageKind::Shmem.index()]),
             resident_known: true,
             allocated: None,
             class_bytes,

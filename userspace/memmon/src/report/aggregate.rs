@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::export::StackFrame;
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::moment::Holdings;
-use crate::report::model::picture::{Picture, PAGE};
+use crate::report::model::picture::Picture;
 use crate::report::model::replay::{Analysis, Replay, ReplayOptions};
 use crate::report::model::sites::{self, Frame, SiteId, SiteTable};
 use crate::report::output::pprof::{encode, site_values, ProfileBuilder};
@@ -156,7 +156,7 @@ impl StackTable {
             // Two stack ids of one site (the same frames) add up.
             let bytes = picture.site_resident_bytes.get(&site).copied().unwrap_or(0);
             let bytes = bytes.saturating_add(values.resident);
-            let pages = bytes.saturating_add(PAGE / 2) / PAGE;
+            let pages = analysis.page.pages_nearest(bytes);
             if bytes > 0 {
                 picture.site_resident_bytes.insert(site, bytes);
             }
@@ -183,14 +183,14 @@ impl StackTable {
                 "special" => (PageKind::Anon, Class::Special("[special]".to_owned())),
                 _ => (PageKind::Anon, Class::Unknown),
             };
-            let pages = bytes.saturating_add(PAGE / 2) / PAGE;
+            let pages = analysis.page.pages_nearest(bytes);
             let id = analysis.classes.len() as u32;
             analysis.classes.push(class);
             picture.class_resident.insert((kind, id), pages);
             picture.kinds[kind.index()] += pages;
         }
         let mut holdings = Holdings::default();
-        holdings.add((0, 0), picture);
+        holdings.add((0, 0), picture, analysis.page);
         analysis.end = holdings;
         analysis.events = aggregate.snapshots;
         Ok(analysis)

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::report::model::picture::Picture;
+use crate::report::model::picture::{PageSize, Picture};
 use crate::report::model::replay::Analysis;
 use crate::report::model::ProcessKey;
 use crate::stream::event::Timestamp;
@@ -69,15 +69,15 @@ pub struct Holdings {
 }
 
 impl Holdings {
-    /// Adds a process's picture.
-    pub fn add(&mut self, key: ProcessKey, picture: Picture) {
-        self.total.merge(&picture);
+    /// Adds a process's picture, of pages of `page` bytes.
+    pub fn add(&mut self, key: ProcessKey, picture: Picture, page: PageSize) {
+        self.total.merge(&picture, page);
         self.processes.push((key, picture));
     }
 
-    /// Adds another capture's holdings.
-    pub fn extend(&mut self, other: Holdings) {
-        self.total.merge(&other.total);
+    /// Adds another capture's holdings, of pages of `page` bytes.
+    pub fn extend(&mut self, other: Holdings, page: PageSize) {
+        self.total.merge(&other.total, page);
         self.processes.extend(other.processes);
     }
 

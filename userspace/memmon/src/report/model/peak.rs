@@ -9,7 +9,7 @@
 
 use crate::report::model::class::PageKind;
 use crate::report::model::moment::{MomentState, When};
-use crate::report::model::picture::{ClassId, Picture, PictureChanges, PAGE};
+use crate::report::model::picture::{ClassId, PageSize, Picture, PictureChanges};
 use crate::report::model::sites::SiteId;
 use crate::report::model::ProcessKey;
 use crate::stream::event::Timestamp;
@@ -167,13 +167,15 @@ impl PeakTracker {
     }
 
     /// Ends the capture: its peak (none without an event), what its processes (in `order`)
-    /// held then, summed into `peak`. The tracker starts afresh for the next capture.
+    /// held then, summed into `peak`; its pages are of `page` bytes. The tracker starts
+    /// afresh for the next capture.
     pub fn finish(
         &mut self,
         capture: usize,
         start: Option<Timestamp>,
         order: &[ProcessKey],
         peak: &mut MomentState,
+        page: PageSize,
     ) {
         let done = std::mem::take(self);
         let (Some(highest), Some(start)) = (done.highest, start) else {
@@ -182,14 +184,14 @@ impl PeakTracker {
         let mut pictures = done.at_highest;
         for key in order {
             if let Some(picture) = pictures.remove(key) {
-                peak.holdings.add(*key, picture);
+                peak.holdings.add(*key, picture, page);
             }
         }
         peak.when.push(When::new(
             capture,
             highest.time,
             start,
-            highest.pages.saturating_mul(PAGE),
+            page.of(highest.pages),
         ));
     }
 }

@@ -55,8 +55,90 @@ impl KindBytes {
     }
 }
 
-/// Bytes per page (x86-64 base pages).
-pub const PAGE: u64 = 4096;
+/// The size of the kernel's pages, which every page count of the model is in: 4 KiB on
+/// x86_64, 4, 16 or 64 KiB on arm64 (its kernels' `CONFIG_ARM64_*K_PAGES`). A capture says
+/// which (its `# page-size` header); one without it is of a 4 KiB kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PageSize(u64);
+
+impl PageSize {
+    /// 4 KiB: x86_64's, and a capture's that names none.
+    pub const DEFAULT: PageSize = PageSize(4096);
+
+    /// A page size of `bytes`: a power of two from 4 KiB to 1 MiB (the kernel's
+    /// `PAGE_SHIFT` is 12 to 16 on every architecture memmon runs on, 18 on a few others).
+    pub fn new(bytes: u64) -> Option<PageSize> {
+        (bytes.is_power_of_two() && (4096..=1 << 20).contains(&bytes)).then_some(PageSize(bytes))
+    }
+
+    /// The size of this machine's pages (`sysconf(_SC_PAGESIZE)`: the running kernel's).
+    pub fn of_this_machine() -> PageSize {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .and_then(|bytes| u64::try_from(bytes).ok())
+            .and_then(PageSize::new)
+            .unwrap_or(PageSize::DEFAULT)
+    }
+
+    /// Parses a `# page-size` header's value (bytes, decimal).
+    pub fn parse(text: &str) -> Option<PageSize> {
+        text.trim().parse().ok().and_then(PageSize::new)
+    }
+
+    /// Bytes in a page.
+    pub const fn bytes(self) -> u64 {
+        self.0
+    }
+
+    /// The bytes of `pages` pages, saturating.
+    pub const fn of(self, pages: u64) -> u64 {
+        pages.saturating_mul(self.0)
+    }
+
+    /// The bytes of a signed page count, saturating.
+    pub fn of_signed(self, pages: i64) -> i64 {
+        pages.saturating_mul(i64::try_from(self.0).unwrap_or(i64::MAX))
+    }
+
+    /// The number of the page that holds `addr`.
+    pub const fn number(self, addr: u64) -> u64 {
+        addr / self.0
+    }
+
+    /// `addr` rounded down to its page's start.
+    pub const fn down(self, addr: u64) -> u64 {
+        addr & !(self.0 - 1)
+    }
+
+    /// `addr` rounded up to a page boundary, saturating at the last page's start.
+    pub const fn up(self, addr: u64) -> u64 {
+        addr.saturating_add(self.0 - 1) & !(self.0 - 1)
+    }
+
+    /// The pages of a PMD-mapped huge page (a page table's entries: 512 of 4 KiB pages,
+    /// 2048 of 16 KiB, 8192 of 64 KiB).
+    pub const fn pmd_pages(self) -> u64 {
+        self.0 / 8
+    }
+
+    /// Bytes in pages, to the nearest page.
+    pub const fn pages_nearest(self, bytes: u64) -> u64 {
+        bytes.saturating_add(self.0 / 2) / self.0
+    }
+}
+
+impl Default for PageSize {
+    fn default() -> Self {
+        PageSize::DEFAULT
+    }
+}
+
+impl std::fmt::Display for PageSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FxHashMap<K, u64>, key: K, delta: i64) {
     let entry = map.entry(key).or_insert(0);
@@ -68,17 +150,14 @@ fn add_to<K: std::hash::Hash + Eq + Copy>(map: &mut FxHashMap<K, u64>, key: K, d
 
 impl Picture {
     /// The resident bytes of `site`: its exact bytes where the picture has them, else its
-    /// pages.
-    pub fn site_bytes(&self, site: SiteId) -> u64 {
+    /// pages (of `page` bytes).
+    pub fn site_bytes(&self, site: SiteId, page: PageSize) -> u64 {
         self.site_resident_bytes
             .get(&site)
             .copied()
             .unwrap_or_else(|| {
-                self.site_resident
-                    .get(&site)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_mul(PAGE)
+                let pages = self.site_resident.get(&site).copied().unwrap_or(0);
+                page.of(pages)
             })
     }
 
@@ -118,8 +197,8 @@ impl Picture {
         remap.map(&mut self.site_resident_bytes);
     }
 
-    /// Adds another picture (another process) to this one.
-    pub fn merge(&mut self, other: &Picture) {
+    /// Adds another picture (another process) to this one, both of pages of `page` bytes.
+    pub fn merge(&mut self, other: &Picture, page: PageSize) {
         // A site either picture has exact bytes for gets the sum of both's bytes.
         let exact: Vec<(SiteId, u64)> = self
             .site_resident_bytes
@@ -128,7 +207,8 @@ impl Picture {
             .map(|&site| {
                 (
                     site,
-                    self.site_bytes(site).saturating_add(other.site_bytes(site)),
+                    self.site_bytes(site, page)
+                        .saturating_add(other.site_bytes(site, page)),
                 )
             })
             .collect();
@@ -153,13 +233,13 @@ impl Picture {
         self.swapped += other.swapped;
     }
 
-    /// Totals in bytes by kind.
-    pub fn kind_bytes(&self) -> KindBytes {
+    /// Totals in bytes by kind, of pages of `page` bytes.
+    pub fn kind_bytes(&self, page: PageSize) -> KindBytes {
         KindBytes {
-            anon: self.kinds[PageKind::Anon.index()].saturating_mul(PAGE),
-            file: self.kinds[PageKind::File.index()].saturating_mul(PAGE),
-            shmem: self.kinds[PageKind::Shmem.index()].saturating_mul(PAGE),
-            swap: self.swapped.saturating_mul(PAGE),
+            anon: page.of(self.kinds[PageKind::Anon.index()]),
+            file: page.of(self.kinds[PageKind::File.index()]),
+            shmem: page.of(self.kinds[PageKind::Shmem.index()]),
+            swap: page.of(self.swapped),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::report::model::class::PageKind;
 use crate::report::model::peak::PeakTracker;
-use crate::report::model::picture::{ClassId, Picture, PAGE};
+use crate::report::model::picture::{ClassId, PageSize, Picture};
 use crate::report::model::sites::{Frame, ObjectId, SiteId, SpaceId};
 use crate::report::model::stats::StatsTable;
 use crate::report::model::timeline::TimelineBuilder;
@@ -91,21 +91,28 @@ pub struct Space {
     pub brk: Option<u64>,
     /// Bumped whenever executable regions change (raw stacks must be normalised again).
     pub code_epoch: u64,
+    /// The size of its pages: page numbers (the keys of `pages`) are addresses divided by it.
+    page: PageSize,
 }
 
 fn to_i64(bytes: u64) -> i64 {
     i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
-fn page_up(addr: u64) -> u64 {
-    addr.saturating_add(PAGE - 1) & !(PAGE - 1)
-}
-
-fn page_down(addr: u64) -> u64 {
-    addr & !(PAGE - 1)
-}
-
 impl Space {
+    /// An empty address space of pages of `page` bytes.
+    pub fn new(page: PageSize) -> Space {
+        Space {
+            page,
+            ..Space::default()
+        }
+    }
+
+    /// The size of its pages.
+    pub fn page_size(&self) -> PageSize {
+        self.page
+    }
+
     /// The region containing `addr`.
     pub fn find(&self, addr: u64) -> Option<(u64, &Vma)> {
         let (&start, vma) = self.vmas.range(..=addr).next_back()?;
@@ -160,9 +167,9 @@ impl Space {
 
     /// Maps `[start, end)` as `vma` (replacing what was there, as MAP_FIXED does).
     pub fn map(&mut self, ctx: &mut Ctx, start: u64, vma: Vma) {
-        let start = page_down(start);
+        let start = self.page.down(start);
         let vma = Vma {
-            end: page_up(vma.end),
+            end: self.page.up(vma.end),
             ..vma
         };
         if vma.end <= start {
@@ -213,7 +220,7 @@ impl Space {
     /// Makes `[start, end)` executable or not (`mprotect`), splitting the regions that
     /// straddle it; nothing is mapped or unmapped.
     pub fn protect(&mut self, start: u64, end: u64, exec: bool) {
-        let (start, end) = (page_down(start), page_up(end));
+        let (start, end) = (self.page.down(start), self.page.up(end));
         for (piece_start, vma) in self.split_out(start, end, |vma| vma.exec != exec) {
             self.vmas.insert(piece_start, Vma { exec, ..vma });
             self.code_epoch += 1;
@@ -272,7 +279,7 @@ impl Space {
 
     /// Unmaps `[start, end)`: regions and their pages leave.
     pub fn unmap(&mut self, ctx: &mut Ctx, start: u64, end: u64, why: Leave) {
-        let (start, end) = (page_down(start), page_up(end));
+        let (start, end) = (self.page.down(start), self.page.up(end));
         self.cut(ctx, start, end);
         self.drop_pages(ctx, start, end, why);
     }
@@ -280,7 +287,7 @@ impl Space {
     /// Pages of `[start, end)` leave (madvise, munmap, exit); with `PagedOut` they stay
     /// known as swapped.
     pub fn drop_pages(&mut self, ctx: &mut Ctx, start: u64, end: u64, why: Leave) {
-        let (first, last) = (start / PAGE, page_up(end) / PAGE);
+        let (first, last) = (self.page.number(start), self.page.number(self.page.up(end)));
         let keys: Vec<u64> = self.pages.range(first..last).map(|(&k, _)| k).collect();
         for key in keys {
             let Some(page) = self.pages.get(&key).copied() else {
@@ -390,7 +397,11 @@ impl Space {
         new_len: u64,
         keep_old: bool,
     ) {
-        let (old, old_len, new_len) = (page_down(old), page_up(old_len), page_up(new_len));
+        let (old, old_len, new_len) = (
+            self.page.down(old),
+            self.page.up(old_len),
+            self.page.up(new_len),
+        );
         if new_len < old_len {
             self.unmap(
                 ctx,
@@ -407,8 +418,8 @@ impl Space {
                     self.insert(ctx, start, vma);
                 }
             }
-            let first = old / PAGE;
-            let last = old.saturating_add(kept_len) / PAGE;
+            let first = self.page.number(old);
+            let last = self.page.number(old.saturating_add(kept_len));
             let moved: Vec<(u64, Page)> = self
                 .pages
                 .range(first..last)
@@ -425,7 +436,7 @@ impl Space {
                 };
                 self.insert(ctx, (start - old).saturating_add(new), shifted);
             }
-            let delta = (new / PAGE) as i128 - (old / PAGE) as i128;
+            let delta = self.page.number(new) as i128 - self.page.number(old) as i128;
             for (key, page) in moved {
                 let target = (key as i128 + delta) as u64;
                 self.pages.insert(target, page);
@@ -446,7 +457,7 @@ impl Space {
 
     /// Releases everything (exit, exec).
     pub fn release(&mut self, ctx: &mut Ctx) {
-        self.drop_pages(ctx, 0, !(PAGE - 1), Leave::Released);
+        self.drop_pages(ctx, 0, self.page.down(u64::MAX), Leave::Released);
         let all: Vec<(u64, Vma)> = std::mem::take(&mut self.vmas).into_iter().collect();
         for (start, vma) in all {
             let len = to_i64(vma.end.saturating_sub(start));

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::report::model::picture::PAGE;
+use crate::report::model::picture::PageSize;
 use crate::report::model::sites::SiteId;
 use crate::report::model::stats::FaultClass;
 use crate::stream::event::Timestamp;
@@ -72,6 +72,8 @@ pub struct TimelineBuilder {
     step: u64,
     last_sample: u64,
     now: Timestamp,
+    /// The size of the pages the groups count.
+    page: PageSize,
 }
 
 fn nanos(time: Timestamp) -> u64 {
@@ -111,7 +113,14 @@ impl TimelineBuilder {
             step: 1_000_000,
             last_sample: 0,
             now: Timestamp::default(),
+            page: PageSize::DEFAULT,
         }
+    }
+
+    /// Counts pages of `page` bytes from now on (a capture's `# page-size`, before its
+    /// first event).
+    pub fn set_page_size(&mut self, page: PageSize) {
+        self.page = page;
     }
 
     /// Declares the group of the next class id for each page kind.
@@ -120,9 +129,8 @@ impl TimelineBuilder {
     }
 
     fn sample(&mut self, time: Timestamp) {
-        let bytes = self
-            .groups
-            .map(|pages| (pages.max(0) as u64).saturating_mul(PAGE));
+        let page = self.page;
+        let bytes = self.groups.map(|pages| page.of(pages.max(0) as u64));
         if let Some(last) = self.series.last_mut() {
             if last.time == time {
                 last.bytes = bytes;
@@ -227,7 +235,7 @@ impl TimelineBuilder {
         self.current.resident_growth = self
             .current
             .resident_growth
-            .saturating_add(delta.saturating_mul(PAGE as i64));
+            .saturating_add(self.page.of_signed(delta));
         *self.current.site_growth.entry(site).or_insert(0) += delta;
     }
 
@@ -246,7 +254,7 @@ impl TimelineBuilder {
             self.current.resident_growth = self
                 .current
                 .resident_growth
-                .saturating_add(delta.saturating_mul(PAGE as i64));
+                .saturating_add(self.page.of_signed(delta));
         }
         for (&site, &pages) in &picture.site_resident {
             let delta = i64::try_from(pages)

@@ -251,13 +251,10 @@ pub fn site_values(analysis: &Analysis, view: &View) -> HashMap<SiteId, Values> 
     let mut values = HashMap::new();
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
-        let resident = picture.site_bytes(id);
+        let resident = picture.site_bytes(id, analysis.page);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         let (faults, swapin) = analysis.stats.get(id).map_or((0, 0), |s| {
-            (
-                s.total_faults(),
-                s.swapped_in * crate::report::model::picture::PAGE,
-            )
+            (s.total_faults(), analysis.page.of(s.swapped_in))
         });
         values.insert(
             id,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::loss::Loss;
 use crate::report::model::moment::{duration, Holdings, Moment, MomentError, When};
-use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::picture::{KindBytes, PageSize, Picture};
 use crate::report::model::replay::{Analysis, STACK_ENDS};
 use crate::report::model::sites::{ObjectId, SiteId};
 use crate::report::model::stats::{FaultClass, SiteStats};
@@ -183,19 +183,20 @@ impl SiteRow {
         }
     }
 
-    /// Adds one merged site: its resident and mapped bytes and its statistics. Its peak is
-    /// the busiest member's, and at least what the merged row holds now.
-    pub fn add(&mut self, resident: u64, mapped: u64, stats: &SiteStats) {
+    /// Adds one merged site: its resident and mapped bytes and its statistics (in pages of
+    /// `page` bytes). Its peak is the busiest member's, and at least what the merged row
+    /// holds now.
+    pub fn add(&mut self, resident: u64, mapped: u64, stats: &SiteStats, page: PageSize) {
         self.resident = self.resident.saturating_add(resident);
         self.mapped = self.mapped.saturating_add(mapped);
         self.faults.add(&stats.faults);
-        self.brought_in += stats.pages_in * PAGE;
-        self.released += stats.released * PAGE;
-        self.paged_out += stats.paged_out * PAGE;
-        self.swapped_in += stats.swapped_in * PAGE;
+        self.brought_in += page.of(stats.pages_in);
+        self.released += page.of(stats.released);
+        self.paged_out += page.of(stats.paged_out);
+        self.swapped_in += page.of(stats.swapped_in);
         self.peak = self
             .peak
-            .max(stats.peak_resident.saturating_mul(PAGE))
+            .max(page.of(stats.peak_resident))
             .max(self.resident);
         self.first_swapin = match (self.first_swapin, stats.first_swapin) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -371,8 +372,8 @@ pub struct MomentTotals {
 }
 
 impl MomentTotals {
-    fn of(label: String, holdings: &Holdings, when: &[When]) -> MomentTotals {
-        let bytes = holdings.total.kind_bytes();
+    fn of(label: String, holdings: &Holdings, when: &[When], page: PageSize) -> MomentTotals {
+        let bytes = holdings.total.kind_bytes(page);
         MomentTotals {
             label,
             resident: bytes.resident(),
@@ -632,14 +633,20 @@ pub fn build(
         shown: Shown {
             moment: moment_key(&options.at),
             moment_label: moment_label(&options.at, shown.when, analysis.pids.len()),
-            moment_resident: picture.kind_bytes().resident(),
+            moment_resident: picture.kind_bytes(analysis.page).resident(),
             moment_when: shown.when.to_vec(),
             peak: MomentTotals::of(
                 moment_label(&Moment::Peak, peak.when, analysis.pids.len()),
                 peak.holdings,
                 peak.when,
+                analysis.page,
             ),
-            end: MomentTotals::of(moment_label(&Moment::End, &[], 0), &analysis.end, &[]),
+            end: MomentTotals::of(
+                moment_label(&Moment::End, &[], 0),
+                &analysis.end,
+                &[],
+                analysis.page,
+            ),
             end_moment: analysis.end_moment,
             at: options.at.clone(),
         },
@@ -653,7 +660,7 @@ pub fn build(
         stack_ends: analysis.stack_ends,
         stack_reach,
         pages_key: analysis.has_pages,
-        totals: picture.kind_bytes(),
+        totals: picture.kind_bytes(analysis.page),
         mapped: crate::report::model::picture::saturating_sum(
             picture.class_mapped.values().copied(),
         ),
@@ -679,7 +686,7 @@ fn tree_rows(analysis: &Analysis, picture: &Picture) -> Vec<ClassRow> {
                 kind,
                 label: class.label(),
                 class,
-                resident: pages.saturating_mul(PAGE),
+                resident: analysis.page.of(pages),
             })
         })
         .collect();
@@ -716,7 +723,7 @@ fn group_rows(
                 if !pids.contains(&key.1) {
                     pids.push(key.1);
                 }
-                sum.merge(picture);
+                sum.merge(picture, analysis.page);
             }
             None => groups.push((name, vec![key.1], picture.clone())),
         }
@@ -726,7 +733,7 @@ fn group_rows(
         .map(|(name, pids, picture)| GroupRow {
             name,
             pids,
-            totals: picture.kind_bytes(),
+            totals: picture.kind_bytes(analysis.page),
             tree: tree_rows(analysis, &picture),
             sites: site_rows(analysis, symbols, options, &picture, &analysis.end.total)
                 .0
@@ -769,7 +776,7 @@ fn site_rows(
     for id in 0..analysis.sites.len() {
         let id = id as SiteId;
         let stats = analysis.stats.get(id).unwrap_or(&empty);
-        let resident = picture.site_bytes(id);
+        let resident = picture.site_bytes(id, analysis.page);
         let mapped = picture.site_mapped.get(&id).copied().unwrap_or(0);
         let at_end = end.site_resident.get(&id).copied().unwrap_or(0);
         if resident == 0 && mapped == 0 && stats.total_faults() == 0 {
@@ -786,7 +793,7 @@ fn site_rows(
         }
         // What `Symbols::site` gives: every frame's functions, innermost first.
         let frames = by_frame.concat();
-        let weight = resident.saturating_add(stats.pages_in.saturating_mul(PAGE));
+        let weight = resident.saturating_add(analysis.page.of(stats.pages_in));
         let split = own_code.split(&analysis.sites, site_frames, &by_frame, with_lines, naming);
         let shown = naming.frames(&frames);
         let (row, best, row_at_end) = rows.entry(chain_key(&shown)).or_insert_with(|| {
@@ -808,7 +815,7 @@ fn site_rows(
             row.runtime_work = split.work;
             *best = weight;
         }
-        row.add(resident, mapped, stats);
+        row.add(resident, mapped, stats, analysis.page);
         row.lost_mapping |= lossy
             && site_frames
                 .iter()
@@ -839,7 +846,7 @@ fn timeline_rows(
             for (&site, &pages) in &interval.site_growth {
                 let frames = naming.frames(&symbols.site(&analysis.sites, site));
                 let name = name::functions(&frames, usize::MAX);
-                *growth.entry(name).or_insert(0) += pages * PAGE as i64;
+                *growth.entry(name).or_insert(0) += analysis.page.of_signed(pages);
             }
             let mut top: Vec<(String, i64)> = growth.into_iter().filter(|(_, b)| *b != 0).collect();
             top.sort_by(|a, b| b.1.abs().cmp(&a.1.abs()).then(a.0.cmp(&b.0)));
@@ -896,7 +903,7 @@ mod tests {
             ..SiteStats::default()
         };
         for _ in 0..12 {
-            row.add(64 << 10, 0, &stats);
+            row.add(64 << 10, 0, &stats, PageSize::DEFAULT);
         }
         assert_eq!(row.resident, 768 << 10);
         assert_eq!(row.peak, 768 << 10);
@@ -906,11 +913,11 @@ mod tests {
             peak_resident: 512,
             ..SiteStats::default()
         };
-        row.add(64 << 10, 0, &busy);
+        row.add(64 << 10, 0, &busy, PageSize::DEFAULT);
         assert_eq!((row.resident, row.peak), (64 << 10, 2 << 20));
         // Merged rows keep it too.
         let mut other = SiteRow::empty(Vec::new(), Vec::new(), Split::default());
-        other.add(768 << 10, 0, &stats);
+        other.add(768 << 10, 0, &stats, PageSize::DEFAULT);
         other.merge(&row);
         assert_eq!((other.resident, other.peak), (832 << 10, 2 << 20));
     }

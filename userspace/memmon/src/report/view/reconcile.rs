@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::report::model::class::PageKind;
 use crate::report::model::loss::{grouped, Loss};
 use crate::report::model::maps::Counters;
-use crate::report::model::picture::{KindBytes, PAGE};
+use crate::report::model::picture::{KindBytes, PageSize};
 use crate::report::model::replay::{Analysis, Comparison, CounterSource};
 
 /// One comparison and its verdict.
@@ -26,10 +26,10 @@ pub struct Check {
 }
 
 /// True when `model` and `counter` differ by more than 1 % of the counter and by more
-/// than one page.
-pub fn differs(model: u64, counter: u64) -> bool {
+/// than one page (of `page` bytes).
+pub fn differs(model: u64, counter: u64, page: PageSize) -> bool {
     let difference = model.abs_diff(counter);
-    difference > PAGE && u128::from(difference) * 100 > u128::from(counter)
+    difference > page.bytes() && u128::from(difference) * 100 > u128::from(counter)
 }
 
 /// The stream's loss as the cause of a difference, when there was one that can explain
@@ -132,7 +132,7 @@ pub fn reconcile(analysis: &Analysis) -> Vec<Check> {
                 ),
             ];
             for (kind, name, model, counter) in pairs {
-                if !differs(model, counter) {
+                if !differs(model, counter, analysis.page) {
                     continue;
                 }
                 let difference = counter as i128 - model as i128;

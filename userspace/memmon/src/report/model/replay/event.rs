@@ -3,7 +3,7 @@
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::maps::Counters;
 use crate::report::model::moment::When;
-use crate::report::model::picture::{KindBytes, Picture, PAGE};
+use crate::report::model::picture::{KindBytes, Picture};
 use crate::report::model::replay::Process;
 use crate::report::model::replay::{CounterSource, MarkState, Replay};
 use crate::report::model::sites::{
@@ -151,7 +151,7 @@ impl Replay {
         } else if *pages > 1 {
             (*pages).min(MAX_PAGES_PER_FAULT)
         } else if *huge {
-            512
+            self.page.pmd_pages()
         } else {
             1
         };
@@ -172,9 +172,10 @@ impl Replay {
         if *fault_type == FaultType::Access {
             // A sampled first access: nothing enters RSS (count is ignored above).
             let (first, pages) = if *huge {
-                ((addr / PAGE) & !511, 512)
+                let pmd = self.page.pmd_pages();
+                (self.page.number(*addr) & !(pmd - 1), pmd)
             } else {
-                (addr / PAGE, 1)
+                (self.page.number(*addr), 1)
             };
             // The site each page is held under (a page resident before memmon started:
             // that site), for the view to say which code touched whose pages.
@@ -192,7 +193,10 @@ impl Replay {
     fn on_gen(&mut self, key: ProcessKey, n: u64, armed: u64, time: Timestamp) {
         let stack = self.class_ids.get(&Class::Stack).copied();
         self.register(key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         let resident = process
             .space
             .pages_in(0, u64::MAX)
@@ -274,7 +278,8 @@ impl Replay {
     fn on_exit(&mut self, key: ProcessKey) {
         self.before_last_exit = self.peak_tracker.live_pages();
         if let Some(process) = self.processes.get(&key) {
-            self.finished.add(key, process.space.picture.clone());
+            self.finished
+                .add(key, process.space.picture.clone(), self.page);
         }
         self.release(key, RssAt::Exit);
         if self
@@ -299,7 +304,10 @@ impl Replay {
         }
         if let Some(parent) = self.processes.get(&key) {
             let space = parent.space.clone();
-            let process = self.processes.entry(child_key).or_default();
+            let process = self
+                .processes
+                .entry(child_key)
+                .or_insert_with(|| Process::new(self.page));
             if process.space.is_empty() {
                 // A pid that exited before is a new process now.
                 if std::mem::replace(&mut process.exited, false) {
@@ -327,7 +335,7 @@ impl Replay {
     fn on_mark(&mut self, text: String, time: Timestamp) {
         self.timeline.mark(time, &text);
         let holdings = self.live_holdings();
-        let resident = holdings.total.kind_bytes().resident();
+        let resident = holdings.total.kind_bytes(self.page).resident();
         let start = self.start.unwrap_or(time);
         self.marks.push(MarkState {
             text,
@@ -365,7 +373,7 @@ impl Replay {
             RssAt::Exit | RssAt::Exec => {
                 let model = match self.processes.get(&key) {
                     Some(p) if p.space.is_empty() => p.released.unwrap_or_default(),
-                    Some(p) => p.space.picture.kind_bytes(),
+                    Some(p) => p.space.picture.kind_bytes(self.page),
                     None => KindBytes::default(),
                 };
                 self.compare(
@@ -390,7 +398,10 @@ impl Replay {
 
     fn with_space(&mut self, key: ProcessKey, f: impl FnOnce(&mut Space, &mut Ctx)) {
         self.register(key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         let mut ctx = Ctx {
             stats: &mut self.stats,
             timeline: &mut self.timeline,
@@ -404,7 +415,7 @@ impl Replay {
         let Some(process) = self.processes.get_mut(&key) else {
             return;
         };
-        process.released = Some(process.space.picture.kind_bytes());
+        process.released = Some(process.space.picture.kind_bytes(process.space.page_size()));
         process.exited = at == RssAt::Exit;
         process.raw_sites.clear();
         let mut ctx = Ctx {
@@ -442,7 +453,10 @@ impl Replay {
         };
         let space = self.space_of(key);
         self.register(key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         if process.raw_epoch != process.space.code_epoch || process.raw_drops != self.sites.drops()
         {
             process.raw_sites.clear();
@@ -522,7 +536,10 @@ impl Replay {
         } else {
             self.sites.intern(frames)
         };
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         process.raw_sites.insert(cache_key.to_vec(), site);
         site
     }
@@ -557,7 +574,10 @@ impl Replay {
         }
         let unknown = self.class(Class::Unknown);
         self.register(key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         let space = &mut process.space;
         let (region, class_id, shared, shmem) = match space.find(addr) {
             Some((start, vma)) => (Some((start, vma.end)), vma.class, vma.shared, vma.shmem),
@@ -578,7 +598,7 @@ impl Replay {
         } else {
             PageState::Resident
         };
-        let first = addr / PAGE;
+        let first = self.page.number(addr);
         let targets = target_pages(space, first, count, region, self.resident_before);
         let mut ctx = Ctx {
             stats: &mut self.stats,
@@ -630,8 +650,9 @@ impl Replay {
         let unknown = self.class(Class::Unknown);
         let kernel = self.sites.label(LABEL_KERNEL);
         self.with_space(key, |space, ctx| {
-            let first = start / PAGE;
-            let last = page_up(vma.end) / PAGE;
+            let page = space.page_size();
+            let first = page.number(start);
+            let last = page.number(page.up(vma.end));
             let early: Vec<(u64, Page)> = space
                 .pages_in(first, last)
                 .filter(|(_, p)| p.class == unknown)
@@ -673,9 +694,10 @@ impl Replay {
                 space.brk = Some(ret);
                 return;
             };
-            if page_up(ret) > page_up(current) {
+            let page = space.page_size();
+            if page.up(ret) > page.up(current) {
                 let vma = Vma {
-                    end: page_up(ret),
+                    end: page.up(ret),
                     class: heap,
                     site,
                     offset: 0,
@@ -684,17 +706,13 @@ impl Replay {
                     shmem: false,
                     exec: false,
                 };
-                space.map(ctx, page_up(current), vma);
-            } else if page_up(ret) < page_up(current) {
-                space.unmap(ctx, page_up(ret), page_up(current), Leave::Freed);
+                space.map(ctx, page.up(current), vma);
+            } else if page.up(ret) < page.up(current) {
+                space.unmap(ctx, page.up(ret), page.up(current), Leave::Freed);
             }
             space.brk = Some(ret);
         });
     }
-}
-
-fn page_up(addr: u64) -> u64 {
-    addr.saturating_add(PAGE - 1) & !(PAGE - 1)
 }
 
 /// The pages a fault of `count` pages at page `first` maps: the faulting page, then the
@@ -712,7 +730,10 @@ fn target_pages(
         return vec![first];
     }
     let (low, high) = match region {
-        Some((start, end)) => (start / PAGE, page_up(end) / PAGE),
+        Some((start, end)) => {
+            let page = space.page_size();
+            (page.number(start), page.number(page.up(end)))
+        }
         None => (first.saturating_sub(count), first.saturating_add(count)),
     };
     let window = count.next_power_of_two().max(16);

@@ -17,7 +17,7 @@ use crate::report::model::loss::{Loss, LossCounter};
 use crate::report::model::maps::{Counters, MapsLine};
 use crate::report::model::moment::{after, since, Holdings, MomentState, TimeState, When};
 use crate::report::model::peak::PeakTracker;
-use crate::report::model::picture::{ClassId, KindBytes, Picture, PAGE};
+use crate::report::model::picture::{ClassId, KindBytes, PageSize, Picture};
 use crate::report::model::sites::{
     ObjectId, SiteId, SiteRemap, SiteTable, SpaceId, LABEL_BEFORE, LABEL_EXEC,
     LABEL_RESIDENT_BEFORE,
@@ -103,6 +103,16 @@ pub(crate) struct Process {
     start_pages: bool,
 }
 
+impl Process {
+    /// A process first seen, on a kernel of pages of `page` bytes.
+    fn new(page: PageSize) -> Process {
+        Process {
+            space: Space::new(page),
+            ..Process::default()
+        }
+    }
+}
+
 /// Options of the replay.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayOptions {
@@ -124,6 +134,8 @@ impl Default for ReplayOptions {
 /// The result of replaying captures.
 #[derive(Debug, Clone)]
 pub struct Analysis {
+    /// The size of the kernel's pages, which the analysis's page counts are in.
+    pub page: PageSize,
     /// Sites and objects.
     pub sites: SiteTable,
     /// Classes by id.
@@ -187,6 +199,8 @@ pub struct Analysis {
 
 /// Replays one or more captures.
 pub struct Replay {
+    /// The size of the kernel's pages (the captures' `# page-size`, else 4 KiB).
+    page: PageSize,
     /// The Python frames of the event being replayed (`pystack=`).
     python: Option<crate::stream::event::PythonStack>,
     sites: SiteTable,
@@ -248,6 +262,7 @@ impl Replay {
     /// An empty replay.
     pub fn new(options: ReplayOptions) -> Replay {
         Replay {
+            page: PageSize::DEFAULT,
             sites: SiteTable::default(),
             classes: Vec::new(),
             class_ids: HashMap::new(),
@@ -319,6 +334,18 @@ impl Replay {
         Ok(())
     }
 
+    /// Counts in pages of `page` bytes from now on: a capture's `# page-size` (before its
+    /// first event), or the running kernel's for a live model.
+    pub fn set_page_size(&mut self, page: PageSize) {
+        self.page = page;
+        self.timeline.set_page_size(page);
+    }
+
+    /// The size of the pages it counts.
+    pub fn page_size(&self) -> PageSize {
+        self.page
+    }
+
     /// Applies a capture header (`command`: memmon started the process, so the image
     /// before its first exec is memmon's own).
     pub fn header(&mut self, key: &str, value: &str) {
@@ -330,6 +357,12 @@ impl Replay {
         }
         if key == "start" {
             self.start = Timestamp::parse(value.trim());
+        }
+        if key == "page-size" {
+            // Before the capture's first event (a recorder writes its headers first).
+            if let Some(page) = PageSize::parse(value) {
+                self.set_page_size(page);
+            }
         }
         if key == "sample-pages" {
             self.access.budget = value.trim().parse().ok();
@@ -346,7 +379,10 @@ impl Replay {
             if let Some((pid, interpreter)) = crate::report::python::parse_python_header(value) {
                 let key = (self.capture, pid);
                 self.register(key);
-                let process = self.processes.entry(key).or_default();
+                let process = self
+                    .processes
+                    .entry(key)
+                    .or_insert_with(|| Process::new(self.page));
                 process.python_eval = interpreter.eval;
                 process.raw_sites.clear();
             }
@@ -356,7 +392,10 @@ impl Replay {
                 let id = self.sites.intern_python_code(code);
                 let key = (self.capture, pid);
                 self.register(key);
-                let process = self.processes.entry(key).or_default();
+                let process = self
+                    .processes
+                    .entry(key)
+                    .or_insert_with(|| Process::new(self.page));
                 process.python_codes.insert(addr, id);
                 process.raw_sites.clear();
             }
@@ -510,7 +549,10 @@ impl Replay {
             ));
         }
         let new = !self.processes.contains_key(&key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         if new && snapshot.reason == "start" && self.command_capture {
             process.stub = true;
         }
@@ -552,7 +594,10 @@ impl Replay {
         self.resident_before = Some(site);
         let unknown = self.class(Class::Unknown);
         self.register(key);
-        let process = self.processes.entry(key).or_default();
+        let process = self
+            .processes
+            .entry(key)
+            .or_insert_with(|| Process::new(self.page));
         process.start_pages = true;
         let mut ctx = Ctx {
             stats: &mut self.stats,
@@ -600,7 +645,7 @@ impl Replay {
                     PageRunKind::Swap if shmem => (PageKind::Shmem, PageState::Swapped),
                     PageRunKind::Swap => (PageKind::Anon, PageState::Swapped),
                 };
-                for vpn in addr / PAGE..end / PAGE {
+                for vpn in self.page.number(addr)..self.page.number(end) {
                     let known = space.page(vpn).copied();
                     if known.is_some_and(|page| {
                         page.state == PageState::Resident && state == PageState::Resident
@@ -651,7 +696,7 @@ impl Replay {
     fn model_of(&self, key: ProcessKey) -> KindBytes {
         match self.processes.get(&key) {
             Some(process) if process.exited => process.released.unwrap_or_default(),
-            Some(process) => process.space.picture.kind_bytes(),
+            Some(process) => process.space.picture.kind_bytes(self.page),
             None => KindBytes::default(),
         }
     }
@@ -692,7 +737,7 @@ impl Replay {
         let model = mark
             .holdings
             .process(key)
-            .map(|picture| picture.kind_bytes())
+            .map(|picture| picture.kind_bytes(self.page))
             .unwrap_or_default();
         // An rss line wins over the status snapshot of the same mark.
         if let Some(existing) = self
@@ -817,7 +862,7 @@ impl Replay {
         for key in self.order.iter().filter(|k| k.0 == self.capture) {
             match self.processes.get(key) {
                 Some(process) if !process.exited => {
-                    holdings.add(*key, process.space.picture.clone());
+                    holdings.add(*key, process.space.picture.clone(), self.page);
                 }
                 _ => {}
             }
@@ -841,11 +886,11 @@ impl Replay {
     fn take_time_state(&mut self, start: Timestamp, at_time: u64) {
         self.time_taken = true;
         let holdings = self.live_holdings();
-        let resident = holdings.total.kind_bytes().resident();
+        let resident = holdings.total.kind_bytes(self.page).resident();
         let when = When::new(self.capture, after(start, at_time), start, resident);
         let state = &mut self.time_state.state;
         state.when.push(when);
-        state.holdings.extend(holdings);
+        state.holdings.extend(holdings, self.page);
     }
 
     fn end_capture(&mut self) {
@@ -859,7 +904,8 @@ impl Replay {
         for &key in &keys {
             if let Some(process) = self.processes.get(&key) {
                 if !process.exited {
-                    self.finished.add(key, process.space.picture.clone());
+                    self.finished
+                        .add(key, process.space.picture.clone(), self.page);
                 }
             }
         }
@@ -875,10 +921,10 @@ impl Replay {
         } else {
             self.before_last_exit
         };
-        self.end_moment = self.end_moment.saturating_add(pages.saturating_mul(PAGE));
+        self.end_moment = self.end_moment.saturating_add(self.page.of(pages));
         self.before_last_exit = 0;
         self.peak_tracker
-            .finish(capture, self.start, &keys, &mut self.peak);
+            .finish(capture, self.start, &keys, &mut self.peak, self.page);
         if let (Some(start), Some(last), Some(at_time)) = (self.start, self.last, self.at_time) {
             self.time_state.longest = self.time_state.longest.max(since(start, last));
             if !self.time_taken {
@@ -897,6 +943,7 @@ impl Replay {
     pub fn finish(self) -> Analysis {
         let (timeline, series) = self.timeline.finish();
         Analysis {
+            page: self.page,
             timeline,
             series,
             sites: self.sites,
