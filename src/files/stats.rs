@@ -49,6 +49,7 @@ impl StatsFile {
             writeln!(out, "rings {}", stats.rings)?;
             writeln!(out, "ring_bytes {}", stats.ring_bytes)?;
             writeln!(out, "buflen {}", stats.rings * stats.ring_bytes)?;
+            writeln!(out, "page_size {}", crate::bindings::PAGE_SIZE)?;
             writeln!(out, "shed_stacks {}", stats.shed_stacks)?;
             writeln!(out, "dropped_faults {}", stats.dropped_faults)?;
             writeln!(out, "generations {}", crate::probes::sample::generation())?;

@@ -1,9 +1,10 @@
 # arm64 only (scenarios.txt's tag "arm64"), on the 4 KiB kernel and on arm64-16k: memmon with
 # its defaults counts the kernel's own pages. The aarch64 memmon records a program that
-# writes 1 MiB (256 writes 4 KiB apart), and its report of the capture says the kernel's
-# page size (the capture's "# page-size" header), holds exactly 1 MiB under the writing
-# function (64 pages of 16 KiB, or 256 of 4 KiB), counts that many first-touch faults in
-# it, and agrees with the kernel's own counters at exit (its "ok:" line, no warning).
+# writes 1 MiB (256 writes 4 KiB apart); the module's stats and the capture's "# page-size"
+# header say the kernel's page size, the capture holds one first-touch fault a page of the
+# 1 MiB (64 of 16 KiB, or 256 of 4 KiB), and the report holds exactly 1 MiB under the
+# writing function and agrees with the kernel's own counters at exit (its "ok:" line, no
+# warning).
 . /host/lib.sh
 expect_eq "machine" "$(uname -m)" aarch64
 case $(uname -r) in
@@ -13,6 +14,7 @@ esac
 insmod /memmon/memmon.ko || fail "insmod"
 memmon record -o /tmp/c -- /progs/memtest anon 256 > /tmp/out || fail "memmon record exited with $?"
 expect_eq "the capture's page size" "$(sed -n 's/^# page-size //p' /tmp/c)" "$page"
+expect_eq "stats' page_size" "$(awk '$1 == "page_size" { print $2 }' /proc/memmon/stats)" "$page"
 base=$(value_of base "$(cat /tmp/out)")
 [ -n "$base" ] || fail "memtest printed no base"
 # The program's first-touch writes in its 1 MiB: one fault line a page.
