@@ -73,6 +73,29 @@ pub fn write_capture_header(
     write_header(out, what.0, what.1)
 }
 
+/// When process `pid` started, in nanoseconds since the epoch (at the clock tick's
+/// resolution): `/proc/PID/stat`'s `starttime` (clock ticks since boot, on CLOCK_BOOTTIME)
+/// put on the wall clock through the two clocks read now.
+pub fn process_start_unix_ns(pid: u32) -> Option<i64> {
+    use nix::time::{clock_gettime, ClockId};
+    let stat = std::fs::read_to_string(process_path(pid, "stat")).ok()?;
+    // After the command's closing parenthesis: field 3 (state) on; starttime is field 22.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let ticks: u64 = rest.split_ascii_whitespace().nth(19)?.parse().ok()?;
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .and_then(|hz| u64::try_from(hz).ok())
+        .filter(|&hz| hz > 0)?;
+    let nanos = |time: nix::sys::time::TimeSpec| {
+        i128::from(time.tv_sec()) * 1_000_000_000 + i128::from(time.tv_nsec())
+    };
+    let boot_now = nanos(clock_gettime(ClockId::CLOCK_BOOTTIME).ok()?);
+    let wall_now = nanos(clock_gettime(ClockId::CLOCK_REALTIME).ok()?);
+    let started = i128::from(ticks) * 1_000_000_000 / i128::from(per_second);
+    i64::try_from(wall_now - (boot_now - started)).ok()
+}
+
 /// The running kernel's build (`uname -v`: its build number, and on Debian the package
 /// version, e.g. `#1 SMP PREEMPT_DYNAMIC Debian 7.3.4-1~bpo13+1 (2026-11-20)`).
 pub fn kernel_build() -> Option<String> {
@@ -113,6 +136,10 @@ pub fn write_start_snapshots(out: &mut impl Write, pid: u32) -> io::Result<Optio
         write_snapshots(out, pid, "start")?;
         return Ok(None);
     };
+    // When it started: the fleet's lifetime at each snapshot (`memmon export`).
+    if let Some(start) = process_start_unix_ns(pid) {
+        write_header(out, "process-start", &format!("{pid} {start}"))?;
+    }
     write_build_ids(out, pid, snapshots[0].lines.iter().map(String::as_str))?;
     for snapshot in &snapshots {
         write_snapshot(
@@ -230,5 +257,41 @@ fn snapshot_lines(
             (note, lines)
         }
         Err(error) => (Some(format!("unavailable: {error}")), Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall_now_ns() -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as i64)
+    }
+
+    /// A child started between two readings of the wall clock started between them, to the
+    /// clock tick (10 ms at 100 Hz) and the two clocks' reading apart.
+    #[test]
+    fn a_process_started_now_started_now() {
+        let before = wall_now_ns();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let after = wall_now_ns();
+        let start = process_start_unix_ns(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let start = start.unwrap();
+        let tick = 1_000_000_000
+            / nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+                .unwrap()
+                .unwrap();
+        assert!(
+            start >= before - tick - 1_000_000 && start <= after + 1_000_000,
+            "{before} <= {start} <= {after} (tick {tick} ns)"
+        );
+        assert_eq!(process_start_unix_ns(u32::MAX), None);
     }
 }

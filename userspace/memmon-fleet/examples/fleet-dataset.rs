@@ -113,6 +113,11 @@ fn main() -> Result<(), String> {
                     file: 4096 * random.below(1000),
                     shmem: 0,
                     allocated: None,
+                    // Processes up to 2 days old at the snapshot.
+                    process_start_unix_ns: Some(
+                        1_800_000_000_000_000_000 + written as i64
+                            - 1_000_000_000 * random.below(172_800) as i64,
+                    ),
                     class_bytes: BTreeMap::from([("heap".to_owned(), anon)]),
                     samples,
                 })

@@ -206,3 +206,32 @@ fn an_input_exported_again_is_not_added_twice() {
     );
     second.finish().unwrap();
 }
+
+/// When each process started, for the fleet's lifetime at the snapshot: the command memmon
+/// started at the capture's start, a child at its `fork` line (put on the wall clock by
+/// `# start` and `# start-unix`), a process memmon began to watch running by its
+/// `# process-start` header; a process none of these names has none.
+#[test]
+fn process_starts_from_the_capture() {
+    let capture = "\
+# memmon-capture 1
+# start 100.000000000
+# start-unix 1800000000.250000000
+# command /bin/prog
+# process-start 300 1799990000000000000
+100.000100000 200/200 mmap addr=0x0 len=4096 prot=rw- flags=PRIVATE|ANONYMOUS fd=-1 off=0 ret=0x7f0000000000
+102.500000000 200/200 fork child=201 watched=1
+103.000000000 300/300 munmap addr=0x7f0000000000 len=4096 ret=0
+104.000000000 400/400 munmap addr=0x7f0000000000 len=4096 ret=0
+";
+    let starts = capture::process_starts(capture.as_bytes());
+    assert_eq!(starts.get(&200), Some(&1_800_000_000_250_000_000));
+    assert_eq!(starts.get(&201), Some(&1_800_000_002_750_000_000));
+    assert_eq!(starts.get(&300), Some(&1_799_990_000_000_000_000));
+    assert_eq!(starts.get(&400), None);
+    assert_eq!(starts.len(), 3);
+    // Without `# command` (a capture of running processes), the first process is not taken
+    // for one memmon started.
+    let attached = capture.replace("# command /bin/prog\n", "# pids 200 300 400\n");
+    assert_eq!(capture::process_starts(attached.as_bytes()).get(&200), None);
+}

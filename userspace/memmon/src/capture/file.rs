@@ -36,7 +36,9 @@
 //!   (`/sys/module/memmon/version` or `unknown`), `buflen`
 //!   (the `buflen` line of `/proc/memmon/stats`, else
 //!   `/sys/module/memmon/parameters/buflen`; absent when unknown), `start` and `end`
-//!   (CLOCK_MONOTONIC, the events' clock), `start-unix` (wall clock), `command`, `pids`.
+//!   (CLOCK_MONOTONIC, the events' clock), `start-unix` (wall clock), `command`, `pids`,
+//!   `process-start PID NS` (when a process memmon began to watch while it ran started,
+//!   nanoseconds since the epoch: `record -p`, a member of a watched cgroup).
 //!   Readers ignore keys they do not know.
 //! - `# snapshot SOURCE PID TIME REASON [NOTE...]` followed by zero or more `#| LINE`
 //!   lines: a copy of `/proc/PID/maps` (SOURCE `maps`) or of the `Vm*`/`Rss*` lines of

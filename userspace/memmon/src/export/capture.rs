@@ -5,10 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use crate::capture::file::{CaptureReader, Record};
 use crate::report::model::class::{Class, PageKind};
 use crate::report::model::replay::{Replay, ReplayOptions};
 use crate::report::model::sites::{Frame, SiteId, SiteTable};
 use crate::report::Moment;
+use crate::stream::event::{EventKind, Timestamp};
 
 use super::{snapshot_id, SnapshotData, StackFrame, StackSample};
 
@@ -32,12 +34,75 @@ fn start_unix_ns(bytes: &[u8]) -> Option<i64> {
         .lines()
         .take_while(|line| line.starts_with('#'))
         .find_map(|line| line.strip_prefix("# start-unix "))?;
+    parse_unix_ns(value)
+}
+
+/// A wall-clock time as the headers write it (`SECONDS.NANOSECONDS`), in nanoseconds.
+fn parse_unix_ns(value: &str) -> Option<i64> {
     let (seconds, fraction) = value.trim().split_once('.').unwrap_or((value.trim(), "0"));
     let mut nanos: String = fraction.chars().take(9).collect();
     while nanos.len() < 9 {
         nanos.push('0');
     }
     Some(seconds.parse::<i64>().ok()? * 1_000_000_000 + nanos.parse::<i64>().ok()?)
+}
+
+/// Nanoseconds since the epoch of `time` (CLOCK_MONOTONIC, the events' clock), by the
+/// capture's `# start` (monotonic) and `# start-unix` (the same moment on the wall clock).
+fn unix_ns_of(time: Timestamp, start: Timestamp, start_unix: i64) -> i64 {
+    let since = i128::try_from(time.as_nanos()).unwrap_or(i128::MAX)
+        - i128::try_from(start.as_nanos()).unwrap_or(i128::MAX);
+    i64::try_from(i128::from(start_unix).saturating_add(since)).unwrap_or(0)
+}
+
+/// When each process of the capture `bytes` started, nanoseconds since the epoch: its
+/// `# process-start PID NS` header (a process memmon began to watch while it ran: `record
+/// -p`, a member of a watched cgroup), the time of the `fork` line that made it (a child
+/// seen forked), or, in a capture of a command memmon started (`# command`), the capture's
+/// start for the first process of its events (memmon forked it then). Processes none of
+/// these names are left out; so are all without `# start` and `# start-unix`.
+pub fn process_starts(bytes: &[u8]) -> HashMap<u32, i64> {
+    let mut reader = CaptureReader::new(bytes);
+    let (mut start, mut start_unix, mut command) = (None, None, false);
+    let mut starts = HashMap::new();
+    let mut first = None;
+    while let Some(record) = reader.next_record() {
+        let Ok((_, record)) = record else {
+            continue;
+        };
+        match record {
+            Record::Header { key, value } => match key.as_str() {
+                "start" => start = Timestamp::parse(value.trim()),
+                "start-unix" => start_unix = parse_unix_ns(&value),
+                "command" => command = true,
+                "process-start" => {
+                    let mut words = value.split_whitespace();
+                    if let (Some(Ok(pid)), Some(Ok(ns))) = (
+                        words.next().map(str::parse::<u32>),
+                        words.next().map(str::parse::<i64>),
+                    ) {
+                        starts.insert(pid, ns);
+                    }
+                }
+                _ => {}
+            },
+            Record::Event(event) => {
+                first.get_or_insert(event.pid);
+                if let (EventKind::Fork { child, .. }, Some(start), Some(start_unix)) =
+                    (&event.kind, start, start_unix)
+                {
+                    starts
+                        .entry(*child)
+                        .or_insert_with(|| unix_ns_of(event.time, start, start_unix));
+                }
+            }
+            Record::Snapshot(_) => {}
+        }
+    }
+    if let (true, Some(pid), Some(_), Some(start_unix)) = (command, first, start, start_unix) {
+        starts.entry(pid).or_insert(start_unix);
+    }
+    starts
 }
 
 /// Build IDs of objects, from the capture's `# buildid` headers (in the site table) or
@@ -147,6 +212,7 @@ pub fn snapshots(
     };
     let mut out = Vec::new();
     let page = analysis.page;
+    let process_starts = process_starts(bytes);
     for (key, picture) in &shown.holdings.processes {
         let mut class_bytes: BTreeMap<String, u64> = BTreeMap::new();
         for (&(_, class), &pages) in &picture.class_resident {
@@ -198,6 +264,7 @@ pub fn snapshots(
             shmem: page.of(picture.kinds[PageKind::Shmem.index()]),
             resident_known: true,
             allocated: None,
+            process_start_unix_ns: process_starts.get(&key.1).copied(),
             class_bytes,
             samples,
         });

@@ -533,6 +533,8 @@ impl HeapProfile {
             labels.insert("command".to_owned(), file.to_owned());
         }
         Ok(SnapshotData {
+            // A dump does not say when its process started.
+            process_start_unix_ns: None,
             id: snapshot_id(bytes, 0, 0),
             source: name.to_owned(),
             labels,

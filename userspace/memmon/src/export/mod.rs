@@ -91,6 +91,11 @@ pub struct SnapshotData {
     pub shmem: u64,
     /// Allocated bytes in use, unbiased (a heap profile); `None` for the other sources.
     pub allocated: Option<u64>,
+    /// When its process started, nanoseconds since the epoch, where the source says (a
+    /// capture: the command memmon started, a child it saw forked, a process it began to
+    /// watch running); `None` elsewhere. Its lifetime at the snapshot is `time_unix_ns`
+    /// minus this.
+    pub process_start_unix_ns: Option<i64>,
     /// Resident bytes by coarse class (`heap`, `anon_mmap`, `stack`, `file`, `shmem`,
     /// `special`, `unknown`).
     pub class_bytes: BTreeMap<String, u64>,

@@ -154,6 +154,8 @@ pub fn snapshot_of(profile: &Profile, bytes: &[u8], name: &str) -> Result<Snapsh
     }
     let class = |name: &str| class_bytes.get(name).copied().unwrap_or(0);
     Ok(SnapshotData {
+        // An agent snapshot is a cgroup's: of several processes, started at various times.
+        process_start_unix_ns: None,
         id: snapshot_id(bytes, 0, 0),
         source: name.to_owned(),
         labels,

@@ -3,7 +3,8 @@
 //! - `snapshots`: `snapshot_id` int64, `source` utf8, `labels` map<utf8, utf8>,
 //!   `time_unix_ns` int64, `resident_bytes`, `anon_bytes`, `file_bytes`, `shmem_bytes`
 //!   int64 (null: a heap profile, which has no resident figures), `allocated_bytes` int64
-//!   (null: not a heap profile), `class_bytes` map<utf8, int64>;
+//!   (null: not a heap profile), `class_bytes` map<utf8, int64>, `process_start_unix_ns`
+//!   int64 (null: the source does not say when its process started);
 //! - `samples`: `snapshot_id` int64, `stack_id` int64, `resident_bytes`, `mapped_bytes`,
 //!   `faults_anon`, `faults_file`, `faults_swap`, `faults_wp`, `faults_other` int64,
 //!   `allocated_bytes` int64 (a heap profile's unbiased bytes; 0 otherwise);
@@ -49,9 +50,10 @@ fn nullable_int64(name: &str) -> Field {
 
 /// The columns added since the first datasets, by table: a part without them is read
 /// with nulls there.
-pub const ADDED: [(&str, &str); 2] = [
+pub const ADDED: [(&str, &str); 3] = [
     ("snapshots", "allocated_bytes"),
     ("samples", "allocated_bytes"),
+    ("snapshots", "process_start_unix_ns"),
 ];
 
 /// The snapshots table.
@@ -67,6 +69,7 @@ pub fn snapshots() -> SchemaRef {
         nullable_int64("shmem_bytes"),
         nullable_int64("allocated_bytes"),
         Field::new("class_bytes", class_bytes_type(), false),
+        nullable_int64("process_start_unix_ns"),
     ]))
 }
 

@@ -210,6 +210,7 @@ struct SnapshotRows {
     shmem: Int64Builder,
     allocated: Int64Builder,
     classes: MapBuilder<StringBuilder, Int64Builder>,
+    process_start: Int64Builder,
 }
 
 impl Default for SnapshotRows {
@@ -226,6 +227,7 @@ impl Default for SnapshotRows {
             shmem: Int64Builder::new(),
             allocated: Int64Builder::new(),
             classes: MapBuilder::new(None, StringBuilder::new(), Int64Builder::new()),
+            process_start: Int64Builder::new(),
         }
     }
 }
@@ -253,6 +255,8 @@ impl SnapshotRows {
             self.classes.values().append_value(to_i64(*bytes));
         }
         let _ = self.classes.append(true);
+        self.process_start
+            .append_option(snapshot.process_start_unix_ns);
     }
 }
 
@@ -274,6 +278,7 @@ impl Rows for SnapshotRows {
             Arc::new(self.shmem.finish()),
             Arc::new(self.allocated.finish()),
             Arc::new(self.classes.finish()),
+            Arc::new(self.process_start.finish()),
         ]
     }
 }
