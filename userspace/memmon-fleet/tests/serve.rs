@@ -150,10 +150,83 @@ fn write_dataset(dir: &Path, snapshots: &[SnapshotData]) {
     }
 }
 
+/// A program that holds two allocations, run under Debian's jemalloc with profiling.
+const PROGRAM: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) void *hold_big(size_t n) { void *p = malloc(n); memset(p, 1, n); return p; }
+__attribute__((noinline)) void **hold_small(int n) {
+    void **v = malloc(n * sizeof(void *));
+    for (int i = 0; i < n; i++) { v[i] = malloc(64); memset(v[i], 2, 64); }
+    return v;
+}
+int main(int argc, char **argv) {
+    int scale = atoi(argv[1]);
+    void *a = hold_big((size_t)scale << 20);
+    void **b = hold_small(1000 * scale);
+    (void)a; (void)b;
+    return 0;
+}
+"#;
+
+/// Two real jemalloc heap dumps (`prof_final`) of the program, exported as snapshots of
+/// model s1, version 1.0, group a (a missing cc or jemalloc fails: `make deps`).
+fn jemalloc_snapshots(dir: &Path) -> Vec<SnapshotData> {
+    use std::process::Command;
+    let source = dir.join("held.c");
+    std::fs::write(&source, PROGRAM).unwrap();
+    let program = dir.join("held");
+    let status = Command::new("cc")
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .expect("cc: run `make deps`");
+    assert!(status.success());
+    let mut out = Vec::new();
+    for scale in [2, 3] {
+        let prefix = dir.join(format!("jeprof-{scale}"));
+        let output = Command::new(&program)
+            .arg(scale.to_string())
+            .env("LD_PRELOAD", "libjemalloc.so.2")
+            .env(
+                "MALLOC_CONF",
+                format!(
+                    "prof:true,lg_prof_sample:14,prof_final:true,prof_prefix:{}",
+                    prefix.display()
+                ),
+            )
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let dump = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("jeprof-{scale}."))
+            })
+            .expect("no jemalloc dump (libjemalloc2 with profiling: make deps)");
+        let labels = BTreeMap::from([
+            ("model".to_owned(), "s1".to_owned()),
+            ("version".to_owned(), "1.0".to_owned()),
+            ("group".to_owned(), "a".to_owned()),
+        ]);
+        let mut snapshots = memmon::export::read_input(&dump, &labels, None).unwrap();
+        assert_eq!(snapshots.len(), 1);
+        out.push(snapshots.remove(0));
+    }
+    out
+}
+
 fn fleet() -> &'static Fleet {
     static FLEET: OnceLock<Fleet> = OnceLock::new();
     FLEET.get_or_init(|| {
-        let (snapshots, grown) = make_snapshots();
+        let (mut snapshots, grown) = make_snapshots();
+        snapshots.extend(jemalloc_snapshots(&tmp("serve-jemalloc")));
         let dataset = tmp("serve-dataset");
         write_dataset(&dataset, &snapshots);
         Fleet {
@@ -345,6 +418,30 @@ fn the_clusters_are_memmon_fleets_clusters_csv() {
     let clusters = value["clusters"].as_array().unwrap();
     // 8 clusters and the nasty one.
     assert_eq!(clusters.len(), 9);
+    // s1-1.0-a has both: its 4 captures' RSS and its 2 heap dumps' mean allocated bytes.
+    let s1_old = clusters
+        .iter()
+        .find(|c| c["cluster"] == "s1-1.0-a")
+        .unwrap();
+    assert_eq!(s1_old["snapshots"], "6");
+    let dumps: Vec<u64> = fleet()
+        .snapshots
+        .iter()
+        .filter_map(|s| s.allocated)
+        .collect();
+    assert_eq!(dumps.len(), 2);
+    let sum: u64 = dumps.iter().sum();
+    let mean = if sum.is_multiple_of(2) {
+        (sum / 2).to_string()
+    } else {
+        format!("{}.5", sum / 2)
+    };
+    assert_eq!(s1_old["mean_allocated_bytes"], mean);
+    assert!(dumps[0] > 2 * MIB && dumps[1] > 3 * MIB, "{dumps:?}");
+    assert_eq!(
+        s1_old["mean_resident_bytes"],
+        (main_snapshot().resident() + (4096 + 8192 + 12288) / 4).to_string()
+    );
     assert_eq!(csv.len(), 1 + 9);
     for (cluster, record) in clusters.iter().zip(&csv[1..]) {
         let served: Vec<String> = columns
@@ -377,6 +474,19 @@ fn the_clusters_are_memmon_fleets_clusters_csv() {
             .position(|c| c == "mean_resident_bytes")
             .unwrap()];
         assert!(row.contains(&format!("data-v=\"{mean}\"")), "{row}");
+    }
+    // The columns the dataset has: heap dumps' allocated bytes, captures' RSS.
+    for heading in [
+        "mean allocated",
+        "mean RSS",
+        "RSS anon",
+        "RSS file",
+        "p95 RSS",
+    ] {
+        assert!(
+            page.contains(&format!("<th class=\"n\">{heading}</th>")),
+            "{heading}"
+        );
     }
     // The label that is HTML: escaped, never markup.
     assert!(page.contains("s3&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&apos;q"));
@@ -491,6 +601,14 @@ fn a_clusters_page_shows_the_programs_own_function_first() {
     let (status, page) = text(server(), "/cluster?c=s1-2.0-a&reversed=1");
     assert_eq!(status, 200);
     assert!(page.contains("flame graph root to allocator"));
+    // The heap dumps' mean: the program's own function holding most, first.
+    let api = ok_json("/api/cluster?c=s1-1.0-a&measure=allocated");
+    assert_eq!(api["your_code"][0]["function"], "hold_big");
+    assert_eq!(api["your_code"][1]["function"], "hold_small");
+    let (status, page) = text(server(), "/cluster?c=s1-1.0-a&measure=allocated");
+    assert_eq!(status, 200);
+    assert!(first_own_function(&page).starts_with("hold_big ("));
+    assert!(page.contains("id=\"other-measure\""));
 }
 
 /// The server's chain of a stack id.
@@ -657,7 +775,7 @@ fn bad_input_gets_a_clear_4xx_and_the_service_goes_on() {
         (format!("/cluster?c={script}"), 404, "no cluster"),
         (format!("/api/cluster?c={script}"), 404, "no cluster"),
         (
-            "/cluster?c=s1-1.0-a&measure=allocated".into(),
+            "/cluster?c=s1-2.0-a&measure=allocated".into(),
             404,
             "no allocated",
         ),
@@ -881,4 +999,193 @@ fn the_pages_in_headless_chromium_at_1400_by_1000() {
     );
     assert_eq!(attribute(&compare, "data-script-errors"), Some(""));
     assert!(compare.contains("<tr class=\"flagged\"><td>yes</td>"));
+}
+
+/// A loopback webhook receiver: the bodies POSTed to it, answered with `status`.
+struct Receiver {
+    address: SocketAddr,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    status: std::sync::Arc<std::sync::atomic::AtomicU16>,
+}
+
+fn receiver() -> Receiver {
+    use axum::extract::State;
+    use std::sync::atomic::{AtomicU16, Ordering};
+    use std::sync::{Arc, Mutex};
+    type Shared = (Arc<Mutex<Vec<String>>>, Arc<AtomicU16>);
+    async fn hook(State((bodies, status)): State<Shared>, body: String) -> axum::http::StatusCode {
+        bodies.lock().unwrap().push(body);
+        axum::http::StatusCode::from_u16(status.load(Ordering::SeqCst)).unwrap()
+    }
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let status = Arc::new(AtomicU16::new(200));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let state: Shared = (bodies.clone(), status.clone());
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let app = axum::Router::new()
+                    .route("/hook", axum::routing::post(hook))
+                    .with_state(state);
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+    });
+    Receiver {
+        address,
+        bodies,
+        status,
+    }
+}
+
+/// The daily job: s1's release_test grew by 2 MiB over its release_baseline, s2's did not.
+#[test]
+fn the_daily_job_stores_the_days_page_and_posts_the_flagged_rows() {
+    use std::sync::atomic::Ordering;
+    let (mut snapshots, grown) = make_snapshots();
+    snapshots.retain(|s| s.id != 9999);
+    for snapshot in &mut snapshots {
+        let group = if snapshot.labels["version"] == "1.0" {
+            "release_baseline"
+        } else {
+            "release_test"
+        };
+        snapshot.labels.insert("group".to_owned(), group.to_owned());
+    }
+    let dir = tmp("serve-daily");
+    let dataset = dir.join("dataset");
+    write_dataset(&dataset, &snapshots);
+    let results = dir.join("results");
+    let hook = receiver();
+    let binary = env!("CARGO_BIN_EXE_memmon-fleet");
+    let daily = |day: &str, url: &str| {
+        let output = std::process::Command::new(binary)
+            .arg("daily")
+            .arg(&dataset)
+            .arg("--results")
+            .arg(&results)
+            .args(["--day", day, "--webhook", url, "--attempts", "3"])
+            .args([
+                "--retry-delay",
+                "0.01",
+                "--serve-url",
+                "http://memmon.example:9465",
+            ])
+            .arg("--sysroot")
+            .arg(sysroot())
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let url = format!("http://{}/hook", hook.address);
+    // The receiver failing: 3 attempts, each logged; the day's page there all the same.
+    hook.status.store(503, Ordering::SeqCst);
+    let (ok, log) = daily("2026-12-05", &url);
+    assert!(!ok, "{log}");
+    for attempt in 1..=3 {
+        assert!(
+            log.contains(&format!(
+                "POST to {url} failed (attempt {attempt} of 3): HTTP 503 Service Unavailable"
+            )),
+            "{log}"
+        );
+    }
+    assert!(log.contains("kept for the next run"), "{log}");
+    assert_eq!(hook.bodies.lock().unwrap().len(), 3);
+    assert!(results.join("2026-12-05.html").is_file());
+    assert!(results.join("2026-12-05.webhook.json").is_file());
+    // The receiver down (nothing listening): the same.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let (ok, log) = daily("2026-12-05", &format!("http://{closed}/hook"));
+    assert!(!ok && log.contains("(attempt 3 of 3)"), "{log}");
+    assert!(results.join("2026-12-05.html").is_file());
+    // Back: the day's message, and the one left pending first.
+    hook.bodies.lock().unwrap().clear();
+    hook.status.store(200, Ordering::SeqCst);
+    let (ok, log) = daily("2026-12-06", &url);
+    assert!(ok, "{log}");
+    assert!(log.contains("2 comparisons, 1 stacks flagged"), "{log}");
+    let bodies = hook.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    let first: Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(first["day"], "2026-12-05");
+    assert_eq!(first["flagged"], 0);
+    let message: Value = serde_json::from_str(&bodies[1]).unwrap();
+    assert_eq!(message["day"], "2026-12-06");
+    assert_eq!(message["flagged"], 1);
+    let said = message["text"].as_str().unwrap();
+    assert!(
+        said.starts_with("memmon daily 2026-12-06: 1 stacks flagged in 2 comparisons\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "\ns1-release_baseline → s1-release_test (resident): +2 MiB \
+             __libc_start_call_main;main;scratch (8.0 MiB → 10.0 MiB) \
+             http://memmon.example:9465/compare?by=model%2Cgroup&day=2026-12-06&\
+             base=s1-release_baseline&new=s1-release_test&measure=resident"
+        ),
+        "{said}"
+    );
+    assert!(!results.join("2026-12-05.webhook.json").exists());
+    assert!(!results.join("2026-12-06.webhook.json").exists());
+    // The stored results: memmon fleet's outputs of the day and the flagged rows.
+    assert!(results.join("2026-12-06/clusters.csv").is_file());
+    assert!(results
+        .join("2026-12-06/diff-s1-release_baseline-vs-s1-release_test.stacks.csv")
+        .is_file());
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(results.join("2026-12-06.json")).unwrap()).unwrap();
+    let comparisons = stored["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 2);
+    assert_eq!(comparisons[0]["base"], "s1-release_baseline");
+    assert_eq!(
+        comparisons[0]["flagged"][0]["change_bytes"],
+        (2 * MIB) as f64
+    );
+    assert_eq!(comparisons[1]["flagged"].as_array().unwrap().len(), 0);
+    // memmon serve shows the days.
+    let mut serving = options(&dataset);
+    serving.daily = Some(results.clone());
+    serving.by = vec!["model".to_owned(), "group".to_owned()];
+    let address = start(serving);
+    let (status, days) = json(address, "/api/daily");
+    assert_eq!(status, 200);
+    assert_eq!(
+        days["days"],
+        serde_json::json!(["2026-12-06", "2026-12-05"])
+    );
+    let (status, page) = text(address, "/daily");
+    assert_eq!(status, 200);
+    assert!(page.contains("<a href=\"/daily/2026-12-06\">2026-12-06</a>"));
+    let (status, page) = text(address, "/daily/2026-12-06");
+    assert_eq!(status, 200);
+    let chain = {
+        let api = json(address, "/api/cluster?c=s1-release_test").1;
+        api["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stack_id"] == grown)
+            .unwrap()["chain"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(page.contains(&format!(
+        "<td>{}</td></tr>",
+        chain.replace('<', "&lt;").replace('>', "&gt;")
+    )));
+    assert_eq!(text(address, "/daily/2026-12-07").0, 404);
 }
