@@ -123,8 +123,16 @@ impl Failure {
 /// A failure as a JSON error, for `/api/`.
 struct JsonFailure(Failure);
 
+/// A failure of the service's own (5xx) is logged on stderr; a client's (4xx) is not.
+fn log(failure: &Failure) {
+    if failure.status.is_server_error() {
+        eprintln!("memmon serve: {}: {}", failure.status, failure.message);
+    }
+}
+
 impl IntoResponse for JsonFailure {
     fn into_response(self) -> Response {
+        log(&self.0);
         let body = json!({ "error": self.0.message, "status": self.0.status.as_u16() });
         (self.0.status, Json(body)).into_response()
     }
@@ -132,6 +140,7 @@ impl IntoResponse for JsonFailure {
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
+        log(&self);
         (
             self.status,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],

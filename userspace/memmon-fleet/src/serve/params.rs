@@ -169,6 +169,11 @@ impl Params {
                     if let Some(bad) = reasons.iter().find(|r| !label_name(r)) {
                         return Err(Failure::bad(format!("reason: {bad:?} is not a reason")));
                     }
+                    if text.is_empty() {
+                        params
+                            .question_pairs
+                            .push((name.clone(), reasons.join(",")));
+                    }
                     params.question.reasons = reasons;
                 }
                 "filter" => {
