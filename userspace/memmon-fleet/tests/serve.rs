@@ -1189,3 +1189,37 @@ fn the_daily_job_stores_the_days_page_and_posts_the_flagged_rows() {
     )));
     assert_eq!(text(address, "/daily/2026-12-07").0, 404);
 }
+
+/// A loopback Ballista cluster: a scheduler and two executors of this crate's binary.
+#[cfg(feature = "ballista")]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+/// `--engine ballista://`: the same answers from a loopback cluster as from the embedded
+/// engine (clusters, comparison, drill-down, a snapshot).
+#[cfg(feature = "ballista")]
+#[test]
+fn on_a_ballista_cluster_the_answers_are_the_same() {
+    let logs = tmp("serve-ballista-logs");
+    let cluster = cluster::start_cluster(&logs);
+    let mut remote = options(&fleet().dataset);
+    remote.engine = Engine::Ballista {
+        address: format!("127.0.0.1:{}", cluster.port),
+        timeout: Duration::from_secs(120),
+    };
+    remote.query_timeout = Duration::from_secs(120);
+    let address = start(remote);
+    let grown = fleet().grown;
+    for path in [
+        "/api/clusters".to_owned(),
+        "/api/compare?base=s1-1.0-a&new=s1-2.0-a".to_owned(),
+        format!("/api/drill?stack={grown}"),
+        format!("/api/drill?stack={grown}&c=s2-1.0-b"),
+        "/api/snapshot?id=5001".to_owned(),
+    ] {
+        let (status, served) = json(address, &path);
+        assert_eq!(status, 200, "{path}: {served}; logs in {}", logs.display());
+        assert_eq!(served, ok_json(&path), "{path}");
+    }
+    drop(cluster);
+}
