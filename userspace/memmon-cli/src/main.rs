@@ -532,11 +532,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Export(args) => fleet::export(args),
         Command::Fleet { args } => fleet::fleet(&args),
-        Command::Serve { args } => {
-            let mut all = vec![std::ffi::OsString::from("serve")];
-            all.extend(args);
-            fleet::fleet(&all)
-        }
+        Command::Serve { args } => fleet::serve(args),
         Command::Stats => control::stats(&proc),
         Command::Mark { text } => control::mark(&proc, &text),
     }
