@@ -799,6 +799,22 @@ fn bad_input_gets_a_clear_4xx_and_the_service_goes_on() {
         let (status, _) = json(address, "/api/version");
         assert_eq!(status, 200, "after {path}");
     }
+    // Read-only: other methods refused, with an error body.
+    for path in ["/api/clusters", "/cluster"] {
+        let response = client()
+            .post(format!("http://{address}{path}"))
+            .body("x")
+            .send()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 405);
+        assert_eq!(response.headers()["allow"], "GET, HEAD");
+        let body = response.text().unwrap();
+        assert!(
+            body.contains("the service is read-only (GET only)"),
+            "{body}"
+        );
+    }
+    assert_eq!(json(address, "/api/version").0, 200);
     // Label values with HTML and quotes: escaped in every page.
     let (status, page) = text(address, &format!("/?filter=model={}", encode(NASTY)));
     assert_eq!(status, 200);

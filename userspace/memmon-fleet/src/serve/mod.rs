@@ -536,6 +536,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/api/search", get(api_search))
         .route("/api/daily", get(api_daily))
         .fallback(not_found)
+        .method_not_allowed_fallback(not_allowed)
         .with_state(service)
 }
 
@@ -545,6 +546,27 @@ pub async fn serve(listener: tokio::net::TcpListener, options: ServeOptions) -> 
     axum::serve(listener, router(service))
         .await
         .map_err(|e| format!("the service stopped: {e}"))
+}
+
+/// Read-only: any method but GET (and HEAD) is refused.
+async fn not_allowed(method: axum::http::Method, uri: Uri) -> Response {
+    let failure = Failure::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{method} {}: the service is read-only (GET only)",
+            uri.path()
+        ),
+    );
+    let mut response = if uri.path().starts_with("/api/") {
+        JsonFailure(failure).into_response()
+    } else {
+        failure.into_response()
+    };
+    response.headers_mut().insert(
+        header::ALLOW,
+        axum::http::HeaderValue::from_static("GET, HEAD"),
+    );
+    response
 }
 
 async fn not_found(uri: Uri) -> Response {
