@@ -1015,6 +1015,38 @@ fn the_pages_in_headless_chromium_at_1400_by_1000() {
     );
     assert_eq!(attribute(&compare, "data-script-errors"), Some(""));
     assert!(compare.contains("<tr class=\"flagged\"><td>yes</td>"));
+    let search = chromium(
+        &format!("http://{address}/search?q=keep_cache"),
+        &shots.join("search.png"),
+    );
+    assert_eq!(attribute(&search, "data-script-errors"), Some(""));
+    assert!(
+        search.contains("<a class=\"function\" href=\"/drill?function=keep_cache\">keep_cache</a>")
+    );
+    // The drill-down: the snapshots holding the grown stack, most bytes first.
+    let fleet = fleet();
+    let drill = chromium(
+        &format!("http://{address}/drill?stack={}", fleet.grown),
+        &shots.join("drill.png"),
+    );
+    assert_eq!(attribute(&drill, "data-script-errors"), Some(""));
+    let shown: Vec<i64> = drill
+        .split("<tr data-snapshot=\"")
+        .skip(1)
+        .map(|row| row[..row.find('"').unwrap()].parse().unwrap())
+        .collect();
+    let mut expected: Vec<(u64, i64)> = fleet
+        .snapshots
+        .iter()
+        .filter_map(|s| {
+            s.samples
+                .iter()
+                .find(|sample| stack_id(&sample.frames) == fleet.grown)
+                .map(|sample| (sample.resident, s.id))
+        })
+        .collect();
+    expected.sort_by_key(|&(bytes, id)| (std::cmp::Reverse(bytes), id));
+    assert_eq!(shown, expected.iter().map(|e| e.1).collect::<Vec<_>>());
 }
 
 /// A loopback webhook receiver: the bodies POSTed to it, answered with `status`.

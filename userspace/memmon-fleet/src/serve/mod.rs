@@ -695,7 +695,11 @@ async fn api_compare(
 /// is restricted to.
 fn drill_stacks(computed: &Computed, params: &Params) -> Result<(Vec<i64>, String), Failure> {
     if let Some(stack) = params.stack {
-        return Ok((vec![stack], format!("stack {stack}")));
+        let what = match computed.chains.get(&stack) {
+            Some(chain) => format!("stack {stack}: {chain}"),
+            None => format!("stack {stack}"),
+        };
+        return Ok((vec![stack], what));
     }
     if let Some(chain) = &params.chain {
         let stacks: Vec<i64> = computed
