@@ -420,9 +420,9 @@ impl Service {
                 };
                 tokio::task::spawn_blocking(move || {
                     let symbolised = run::symbolise(&answers, &symbols);
-                    let (key, sums) = answers
+                    let sums = answers
                         .clusters
-                        .iter()
+                        .values()
                         .next()
                         .ok_or_else(|| "no snapshot".to_owned())?;
                     let measure = if Measure::Resident.shown(sums) {
@@ -433,7 +433,6 @@ impl Service {
                     let by = vec!["snapshot".to_owned()];
                     let prepared =
                         run::prepare(&symbolised, &by, &[id.to_string()], sums, measure, false)?;
-                    let _ = key;
                     Ok(Some((row, prepared, measure)))
                 })
                 .await
