@@ -5,10 +5,13 @@
 # job of docs/fleet.md (--by model,version,group --top 50000 --diff group=baseline:test),
 # embedded (DataFusion, its default 512 MiB pool) and on a loopback Ballista cluster (a
 # scheduler and two executors of 1 slot each). Prints wall time and peak RSS (the client's;
-# for Ballista also the executors'), and the slope between the sizes. Not a test: it
-# prints figures (docs/performance.md has them).
+# for Ballista also the executors'), and the slope between the sizes; then `memmon serve`
+# on the largest: the home page's first answer (the queries and symbolisation, cold) and,
+# over 20 requests each, the p95 of the home page, a cluster's page and a comparison (from
+# its cache). Not a test: it prints figures (docs/performance.md has them).
 # Usage: scripts/bench-fleet.sh [SIZES...]   (default 10000 30000 100000)
 # Environment: BENCH_FLEET_DIR (default build/bench-fleet), BENCH_FLEET_NO_BALLISTA=1,
+# BENCH_FLEET_NO_SERVE=1,
 # CARGO_TARGET_DIR (cargo's; default userspace/target).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,3 +88,29 @@ for engine in local ballista; do
         END { if (k > 1) printf "%s: %.3f s per 1 000 snapshots (from %d to %d)\n", e,
               (s[k] - s[1]) / (n[k] - n[1]) * 1000, n[1], n[k] }'
 done
+
+# memmon serve on the largest dataset: seconds per request (curl's time_total).
+# p95 URL: the 95th percentile (nearest rank) of 20 requests.
+p95() {
+    local url=$1 i
+    for i in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "$url"; done |
+        sort -n | awk '{ t[NR] = $1 } END { print t[int((95 * NR + 99) / 100)] }'
+}
+if [ -z "${BENCH_FLEET_NO_SERVE:-}" ]; then
+    n=${sizes[-1]}
+    port=51090
+    "$bin" serve "$dir/data-$n" --listen 127.0.0.1:$port --by model,version,group \
+        --top 50000 --sysroot "$dir/sysroot" >"$dir/serve.log" 2>&1 &
+    serve_pid=$!
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.2; done
+    base=http://127.0.0.1:$port
+    cold=$(curl -s -o /dev/null -w '%{time_total}' "$base/")
+    cluster=$(curl -s "$base/api/clusters" | grep -o '"cluster":"[^"]*-baseline"' | head -1 |
+        sed 's/"cluster":"//; s/"$//')
+    home=$(p95 "$base/")
+    page=$(p95 "$base/cluster?c=$cluster")
+    compare=$(p95 "$base/compare?base=$cluster&new=${cluster%-baseline}-test")
+    kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+    printf 'serve %s snapshots: home cold %s s; p95 of 20: home %s s, cluster %s %s s, compare %s s\n' \
+        "$n" "$cold" "$home" "$cluster" "$page" "$compare"
+fi

@@ -293,6 +293,20 @@ enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// Serve a dataset of `memmon export` on the web: its clusters, each cluster's report,
+    /// comparisons, the drill-down to snapshots, search and JSON (runs `memmon-fleet
+    /// serve`: `make fleet`; `memmon serve --help` there).
+    #[command(disable_help_flag = true)]
+    Serve {
+        /// memmon-fleet serve's arguments: DIR [--listen ADDR:PORT]
+        /// [--engine local|ballista://HOST:PORT] [--by LABEL[,LABEL...]].
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print the module's counters.
     Stats,
     /// Write a marker line into the event stream (a `mark` event).
@@ -518,6 +532,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Export(args) => fleet::export(args),
         Command::Fleet { args } => fleet::fleet(&args),
+        Command::Serve { args } => fleet::serve(args),
         Command::Stats => control::stats(&proc),
         Command::Mark { text } => control::mark(&proc, &text),
     }

@@ -1083,20 +1083,15 @@ fn export_takes_heap_profiles_and_names_each_bad_dumps_line() {
 /// ETXTBSY, "Text file busy", on Linux.
 const ETXTBSY: i32 = 26;
 
-/// `memmon fleet` without the memmon-fleet binary beside memmon or in PATH: one line that
-/// says how to build it.
-#[test]
-fn fleet_without_its_binary_says_how_to_build_it() {
-    let dir = temp_dir("fleet-missing");
-    let copy = dir.join("memmon");
-    fs::copy(env!("CARGO_BIN_EXE_memmon"), &copy).unwrap();
-    // A copy just written may still be open for writing in a child that another test
-    // forked meanwhile: exec then fails with ETXTBSY until that child execs. Try again.
-    let output = (0..100)
+/// Runs `program ARGS` with PATH=`path`, again while exec fails with ETXTBSY (a file just
+/// written may still be open for writing in a child that another test forked meanwhile,
+/// until that child execs).
+fn run_fresh(program: &Path, args: &[&str], path: &Path) -> Output {
+    (0..100)
         .find_map(|_| {
-            match Command::new(&copy)
-                .args(["fleet", "data", "--by", "model", "-o", "out"])
-                .env("PATH", &dir)
+            match Command::new(program)
+                .args(args)
+                .env("PATH", path)
                 .stdin(Stdio::null())
                 .output()
             {
@@ -1107,17 +1102,53 @@ fn fleet_without_its_binary_says_how_to_build_it() {
                 result => Some(result.unwrap()),
             }
         })
-        .expect("the copy stays busy");
-    let (code, stdout, stderr) = (
-        output.status.code().unwrap_or(-1),
+        .expect("the copy stays busy")
+}
+
+/// `memmon fleet` and `memmon serve` without the memmon-fleet binary beside memmon or in
+/// PATH: one line that says how to build it; with it, they run it (`serve` as its
+/// subcommand).
+#[test]
+fn fleet_without_its_binary_says_how_to_build_it() {
+    let dir = temp_dir("fleet-missing");
+    let copy = dir.join("memmon");
+    fs::copy(env!("CARGO_BIN_EXE_memmon"), &copy).unwrap();
+    for (command, args) in [
+        ("fleet", ["fleet", "data", "--by", "model", "-o", "out"]),
+        (
+            "serve",
+            ["serve", "data", "--listen", "127.0.0.1:1", "--by", "model"],
+        ),
+    ] {
+        let output = run_fresh(&copy, &args, &dir);
+        let (code, stdout, stderr) = (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        );
+        assert_eq!(code, 1);
+        assert_eq!(stdout, "");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(&format!(
+            "memmon: error: memmon {command} needs the memmon-fleet binary"
+        )));
+        assert!(stderr.contains("make fleet"), "{stderr}");
+    }
+    // A memmon-fleet beside it that says what it was given.
+    let fake = dir.join("memmon-fleet");
+    fs::write(&fake, "#!/bin/sh\necho \"$@\"\n").unwrap();
+    fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = run_fresh(&copy, &["serve", "data", "--listen", "127.0.0.1:1"], &dir);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
+        "serve data --listen 127.0.0.1:1\n"
     );
-    assert_eq!(code, 1);
-    assert_eq!(stdout, "");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("memmon: error: memmon fleet needs the memmon-fleet binary"));
-    assert!(stderr.contains("make fleet"), "{stderr}");
+    let output = run_fresh(&copy, &["fleet", "daily", "data", "--results", "r"], &dir);
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "daily data --results r\n"
+    );
 }
 
 /// Issue 50: `record` grows rings smaller than 1 MiB through `buflen` (rings * 1 MiB), and

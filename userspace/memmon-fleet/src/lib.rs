@@ -8,6 +8,8 @@
 //! - [`query`]: the aggregation's SQL;
 //! - [`compare`]: the diffs' per-stack changes, Welch's intervals and flags;
 //! - [`run`]: symbolisation and outputs;
+//! - [`daily`]: `memmon fleet daily`, a day's comparisons stored and posted to a webhook;
+//! - [`serve`]: `memmon serve`, the clusters as a web service on the same queries;
 //! - `cluster`: a Ballista scheduler and executor in one binary each, for tests and
 //!   small deployments (with the `ballista` feature, on by default).
 
@@ -17,7 +19,9 @@
 #[cfg(feature = "ballista")]
 pub mod cluster;
 pub mod compare;
+pub mod daily;
 pub mod dataset;
 pub mod engine;
 pub mod query;
 pub mod run;
+pub mod serve;

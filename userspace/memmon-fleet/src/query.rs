@@ -28,7 +28,7 @@ pub const CLASSES: [&str; 7] = [
 pub const RESIDENT_PERCENTILES: [u64; 3] = [50, 95, 99];
 
 /// What is asked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Question {
     /// The labels that make clusters.
     pub by: Vec<String>,
@@ -78,7 +78,7 @@ pub struct ClusterSums {
 }
 
 /// The answers: clusters by their labels' values, and the frames of their stacks.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Answers {
     /// By the values of the `by` labels, then the sub-cluster (`""` for the cluster
     /// itself, `top2000`, `near-limit`, `near-limit/top2000`).
@@ -109,18 +109,7 @@ fn chosen_sql(question: &Question) -> String {
     // one in a PARTITION BY fails on Ballista 55: "Expects PARTITION BY expression to be
     // ordered").
     let keys = window_keys(question, !question.reasons.is_empty());
-    let mut when = Vec::new();
-    if let Some(since) = question.since {
-        when.push(format!("time_unix_ns >= {since}"));
-    }
-    if let Some(until) = question.until {
-        when.push(format!("time_unix_ns < {until}"));
-    }
-    let filter = if when.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", when.join(" AND "))
-    };
+    let filter = time_filter(question);
     let width = question.by.len();
     let part = if question.reasons.is_empty() {
         "''".to_owned()
@@ -167,6 +156,22 @@ fn chosen_sql(question: &Question) -> String {
          WHERE tier_size = 0 OR rank <= tier_size",
         tiers.join(", ")
     )
+}
+
+/// The `WHERE` clause of `--since`/`--until` over the snapshots (empty without them).
+fn time_filter(question: &Question) -> String {
+    let mut when = Vec::new();
+    if let Some(since) = question.since {
+        when.push(format!("time_unix_ns >= {since}"));
+    }
+    if let Some(until) = question.until {
+        when.push(format!("time_unix_ns < {until}"));
+    }
+    if when.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", when.join(" AND "))
+    }
 }
 
 /// The partition of a window over the chosen snapshots: the labels' columns, and the
@@ -368,12 +373,24 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         Ok(())
     })
     .await?;
+    answers.stacks = frames(context, "").await?;
+    Ok(answers)
+}
+
+/// The frames of the stacks (those `WHERE` `filter` keeps of the `stacks` table: all for
+/// an empty one), innermost first.
+async fn frames(
+    context: &SessionContext,
+    filter: &str,
+) -> Result<BTreeMap<i64, Vec<StackFrame>>, String> {
     // One row per frame of each stack (the same build ID may have been at different paths
     // on different machines: the first path in order names it).
-    let frames_sql = "SELECT stack_id, frame, MIN(build_id), MIN(file_offset), MIN(object), \
-                      MIN(label) FROM stacks GROUP BY stack_id, frame";
+    let frames_sql = format!(
+        "SELECT stack_id, frame, MIN(build_id), MIN(file_offset), MIN(object), MIN(label) \
+         FROM stacks{filter} GROUP BY stack_id, frame"
+    );
     let mut frames: BTreeMap<(i64, i64), StackFrame> = BTreeMap::new();
-    batches(context, frames_sql, |batch| {
+    batches(context, &frames_sql, |batch| {
         let columns = batch.columns();
         let stack = integers(&columns[0])?;
         let frame = integers(&columns[1])?;
@@ -395,10 +412,279 @@ pub async fn answer(context: &SessionContext, question: &Question) -> Result<Ans
         Ok(())
     })
     .await?;
+    let mut out: BTreeMap<i64, Vec<StackFrame>> = BTreeMap::new();
     for ((stack, _), frame) in frames {
-        answers.stacks.entry(stack).or_default().push(frame);
+        out.entry(stack).or_default().push(frame);
     }
-    Ok(answers)
+    Ok(out)
+}
+
+/// One snapshot as the dataset has it, but its samples.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SnapshotRow {
+    /// Its id.
+    pub snapshot_id: i64,
+    /// Where it came from.
+    pub source: String,
+    /// When (ns since the epoch; 0 unknown).
+    pub time_unix_ns: i64,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Resident bytes (`None` for a heap profile).
+    pub resident_bytes: Option<i64>,
+    /// Allocated bytes (`None` but for a heap profile).
+    pub allocated_bytes: Option<i64>,
+}
+
+/// A snapshot holding the stacks asked for, with their bytes in it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Holder {
+    /// The snapshot.
+    #[serde(flatten)]
+    pub snapshot: SnapshotRow,
+    /// The stacks' resident bytes in it.
+    pub stack_resident_bytes: i64,
+    /// The stacks' allocated bytes in it.
+    pub stack_allocated_bytes: i64,
+}
+
+impl Holder {
+    /// The stacks' bytes in it: resident and allocated (a snapshot has one or the other).
+    pub fn bytes(&self) -> i64 {
+        self.stack_resident_bytes
+            .saturating_add(self.stack_allocated_bytes)
+    }
+}
+
+/// A list of stack or snapshot ids for SQL's `IN (...)`.
+fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Each row's labels (a `map<utf8, utf8>` column).
+fn label_maps(column: &ArrayRef) -> Result<Vec<BTreeMap<String, String>>, String> {
+    let map = column
+        .as_map_opt()
+        .ok_or_else(|| format!("labels are {}, not a map", column.data_type()))?;
+    let keys = strings(map.keys())?;
+    let values = strings(map.values())?;
+    let offsets = map.value_offsets();
+    Ok((0..map.len())
+        .map(|row| {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            (start..end)
+                .filter_map(|i| Some((keys[i].clone()?, values[i].clone().unwrap_or_default())))
+                .collect()
+        })
+        .collect())
+}
+
+/// Each row's values of a `map<utf8, int64>` column in [`CLASSES`] order.
+fn class_sums(column: &ArrayRef) -> Result<Vec<[i64; 7]>, String> {
+    let map = column
+        .as_map_opt()
+        .ok_or_else(|| format!("classes are {}, not a map", column.data_type()))?;
+    let keys = strings(map.keys())?;
+    let values = integers(map.values())?;
+    let offsets = map.value_offsets();
+    Ok((0..map.len())
+        .map(|row| {
+            let mut out = [0i64; 7];
+            for i in offsets[row] as usize..offsets[row + 1] as usize {
+                if let Some(index) = CLASSES.iter().position(|c| Some(*c) == keys[i].as_deref()) {
+                    out[index] = values[i];
+                }
+            }
+            out
+        })
+        .collect())
+}
+
+fn optional_integers(column: &ArrayRef) -> Result<Vec<Option<i64>>, String> {
+    let column = cast(column, &DataType::Int64).map_err(|e| e.to_string())?;
+    let column = column.as_primitive::<Int64Type>();
+    Ok((0..column.len())
+        .map(|i| (!column.is_null(i)).then(|| column.value(i)))
+        .collect())
+}
+
+/// The snapshots' rows, by id.
+async fn snapshot_rows(
+    context: &SessionContext,
+    ids: &[i64],
+) -> Result<BTreeMap<i64, (SnapshotRow, [i64; 3], [i64; 7])>, String> {
+    let mut out = BTreeMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!(
+        "SELECT snapshot_id, source, time_unix_ns, labels, resident_bytes, allocated_bytes, \
+         anon_bytes, file_bytes, shmem_bytes, class_bytes FROM snapshots WHERE snapshot_id \
+         IN ({})",
+        id_list(ids)
+    );
+    batches(context, &sql, |batch| {
+        let columns = batch.columns();
+        let id = integers(&columns[0])?;
+        let source = strings(&columns[1])?;
+        let time = integers(&columns[2])?;
+        let labels = label_maps(&columns[3])?;
+        let resident = optional_integers(&columns[4])?;
+        let allocated = optional_integers(&columns[5])?;
+        let kinds: Vec<Vec<i64>> = columns[6..9]
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        let classes = class_sums(&columns[9])?;
+        for row in 0..batch.num_rows() {
+            out.insert(
+                id[row],
+                (
+                    SnapshotRow {
+                        snapshot_id: id[row],
+                        source: source[row].clone().unwrap_or_default(),
+                        time_unix_ns: time[row],
+                        labels: labels[row].clone(),
+                        resident_bytes: resident[row],
+                        allocated_bytes: allocated[row],
+                    },
+                    [kinds[0][row], kinds[1][row], kinds[2][row]],
+                    classes[row],
+                ),
+            );
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// The drill-down: the snapshots that hold any of `stacks`, with their bytes of them,
+/// most first (ties by id), at most `limit`. Among the question's snapshots (its time
+/// range) and, with `cluster` (a key of [`Answers::clusters`]), those of that cluster or
+/// sub-cluster only.
+pub async fn holders(
+    context: &SessionContext,
+    question: &Question,
+    cluster: Option<&[String]>,
+    stacks: &[i64],
+    limit: usize,
+) -> Result<Vec<Holder>, String> {
+    if stacks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (from, condition) = match cluster {
+        Some(values) => {
+            let key: Vec<String> = values
+                .iter()
+                .enumerate()
+                .map(|(i, value)| format!(" AND c.c{i} = {}", quote(value)))
+                .collect();
+            (format!("({})", chosen_sql(question)), key.concat())
+        }
+        None => (
+            format!(
+                "(SELECT snapshot_id FROM snapshots{})",
+                time_filter(question)
+            ),
+            String::new(),
+        ),
+    };
+    let sql = format!(
+        "SELECT s.snapshot_id, SUM(s.resident_bytes), SUM(s.allocated_bytes) FROM samples s \
+         JOIN {from} c ON s.snapshot_id = c.snapshot_id WHERE s.stack_id IN ({}){condition} \
+         GROUP BY s.snapshot_id",
+        id_list(stacks)
+    );
+    let mut sums: Vec<(i64, i64, i64)> = Vec::new();
+    batches(context, &sql, |batch| {
+        let columns = batch.columns();
+        let id = integers(&columns[0])?;
+        let resident = integers(&columns[1])?;
+        let allocated = integers(&columns[2])?;
+        for row in 0..batch.num_rows() {
+            sums.push((id[row], resident[row], allocated[row]));
+        }
+        Ok(())
+    })
+    .await?;
+    sums.sort_by_key(|&(id, resident, allocated)| {
+        (std::cmp::Reverse(resident.saturating_add(allocated)), id)
+    });
+    sums.truncate(limit);
+    let ids: Vec<i64> = sums.iter().map(|s| s.0).collect();
+    let mut rows = snapshot_rows(context, &ids).await?;
+    Ok(sums
+        .into_iter()
+        .filter_map(|(id, resident, allocated)| {
+            Some(Holder {
+                snapshot: rows.remove(&id)?.0,
+                stack_resident_bytes: resident,
+                stack_allocated_bytes: allocated,
+            })
+        })
+        .collect())
+}
+
+/// One snapshot as a cluster of one (its sums are its values), for its own report; `None`
+/// for an id the dataset does not have.
+pub async fn snapshot(
+    context: &SessionContext,
+    id: i64,
+) -> Result<Option<(SnapshotRow, Answers)>, String> {
+    let Some((row, kinds, classes)) = snapshot_rows(context, &[id]).await?.remove(&id) else {
+        return Ok(None);
+    };
+    let mut sums = ClusterSums {
+        snapshots: 1,
+        resident_snapshots: u64::from(row.resident_bytes.is_some()),
+        allocated_snapshots: u64::from(row.allocated_bytes.is_some()),
+        allocated: row.allocated_bytes.unwrap_or(0),
+        resident: row.resident_bytes.unwrap_or(0),
+        anon: kinds[0],
+        file: kinds[1],
+        shmem: kinds[2],
+        classes,
+        ..ClusterSums::default()
+    };
+    sums.resident_percentiles = [sums.resident; 3];
+    let sql = format!(
+        "SELECT stack_id, SUM(resident_bytes), SUM(mapped_bytes), SUM(faults_anon), \
+         SUM(faults_file), SUM(faults_swap), SUM(faults_wp), SUM(faults_other), \
+         SUM(allocated_bytes) FROM samples WHERE snapshot_id = {id} GROUP BY stack_id"
+    );
+    batches(context, &sql, |batch| {
+        let numbers: Vec<Vec<i64>> = batch
+            .columns()
+            .iter()
+            .map(integers)
+            .collect::<Result<_, _>>()?;
+        for (row, &stack) in numbers[0].iter().enumerate() {
+            let mut values = [0i64; 8];
+            for (i, value) in values.iter_mut().enumerate() {
+                *value = numbers[1 + i][row];
+            }
+            sums.stacks.insert(stack, values);
+            let square = |v: i64| (v as f64) * (v as f64);
+            sums.squares
+                .insert(stack, [square(values[0]), square(values[7])]);
+        }
+        Ok(())
+    })
+    .await?;
+    let mut answers = Answers {
+        stacks: frames(
+            context,
+            &format!(" WHERE stack_id IN (SELECT stack_id FROM samples WHERE snapshot_id = {id})"),
+        )
+        .await?,
+        ..Answers::default()
+    };
+    answers.clusters.insert(vec![String::new()], sums);
+    Ok(Some((row, answers)))
 }
 
 /// A time of `--since`/`--until`: seconds since the epoch, or a UTC date `YYYY-MM-DD` with an

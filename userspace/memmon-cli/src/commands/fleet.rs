@@ -96,11 +96,24 @@ fn fleet_binary() -> Option<PathBuf> {
 
 /// `memmon fleet ARGS...`: runs `memmon-fleet ARGS...`.
 pub fn fleet(args: &[std::ffi::OsString]) -> Result<ExitCode> {
+    run_fleet("fleet", args)
+}
+
+/// `memmon serve ARGS...`: runs `memmon-fleet serve ARGS...`.
+pub fn serve(args: Vec<std::ffi::OsString>) -> Result<ExitCode> {
+    let mut all = vec![std::ffi::OsString::from("serve")];
+    all.extend(args);
+    run_fleet("serve", &all)
+}
+
+/// `memmon COMMAND` through the memmon-fleet binary.
+fn run_fleet(command: &str, args: &[std::ffi::OsString]) -> Result<ExitCode> {
     let Some(binary) = fleet_binary() else {
         bail!(
-            "memmon fleet needs the memmon-fleet binary, which is not built (its query engines \
-             are a long build): run `make fleet`, or `cargo build --release -p memmon-fleet` in \
-             userspace/, and put target/release/memmon-fleet beside memmon or in PATH"
+            "memmon {command} needs the memmon-fleet binary, which is not built (its query \
+             engines are a long build): run `make fleet`, or `cargo build --release -p \
+             memmon-fleet` in userspace/, and put target/release/memmon-fleet beside memmon or \
+             in PATH"
         );
     };
     exec(&binary, args)
