@@ -425,7 +425,7 @@ pub fn prepare(
 }
 
 /// The columns of `clusters.csv` after the labels'.
-pub const CLUSTER_COLUMNS: [&str; 11] = [
+pub const CLUSTER_COLUMNS: [&str; 12] = [
     "subset",
     "snapshots",
     "mean_resident_bytes",
@@ -436,6 +436,7 @@ pub const CLUSTER_COLUMNS: [&str; 11] = [
     "p50_resident_bytes",
     "p95_resident_bytes",
     "p99_resident_bytes",
+    "mean_lifetime_seconds",
     "top_own_sites",
 ];
 
@@ -472,6 +473,15 @@ pub fn cluster_record(values: &[String], sums: &ClusterSums, top_sites: &[String
         percentile(sums.resident_percentiles[0]),
         percentile(sums.resident_percentiles[1]),
         percentile(sums.resident_percentiles[2]),
+        // Seconds, to the millisecond: the mean of the milliseconds, in thousandths.
+        if sums.lifetime_snapshots == 0 {
+            String::new()
+        } else {
+            mean_text(
+                sums.lifetime_ms,
+                sums.lifetime_snapshots.saturating_mul(1000),
+            )
+        },
         top_sites.join("; "),
     ]);
     record

@@ -310,7 +310,7 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
         lines.next().unwrap(),
         "model,version,group,subset,snapshots,mean_resident_bytes,mean_anon_bytes,mean_file_bytes,\
          mean_shmem_bytes,mean_allocated_bytes,p50_resident_bytes,p95_resident_bytes,\
-         p99_resident_bytes,top_own_sites"
+         p99_resident_bytes,mean_lifetime_seconds,top_own_sites"
     );
     lines
         .map(|line| line.split(',').take(8).map(str::to_owned).collect())

@@ -150,6 +150,14 @@ fn stats_columns(computed: &Computed) -> Vec<(&'static str, &'static str)> {
             ("p95_resident_bytes", "p95 RSS"),
         ]);
     }
+    if computed
+        .answers
+        .clusters
+        .values()
+        .any(|sums| sums.lifetime_snapshots > 0)
+    {
+        out.push(("mean_lifetime_seconds", "mean lifetime (s)"));
+    }
     out
 }
 
