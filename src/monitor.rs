@@ -10,14 +10,14 @@ use crate::probes::fault::Source;
 use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
 use crate::probes::syscalls::SyscallProbes;
 use crate::state::State;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     new_mutex,
-    prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
 };
+use crate::kernel_ext::prelude::*;
 
 /// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
 pub(crate) struct Monitor {

@@ -8,7 +8,7 @@ use crate::probes::stack::WalkBuffers;
 use crate::ring::Ring;
 use crate::unwind::store::UnwindStore;
 use crate::watch::WatchSet;
-use kernel::prelude::*;
+use crate::kernel_ext::prelude::*;
 
 /// What the producers (fault hook, probes) and the readers share.
 #[pin_data]

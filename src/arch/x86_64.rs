@@ -6,7 +6,7 @@ use super::UserFrame;
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::record::event::Kind;
-use kernel::{prelude::*, str::CStr};
+use crate::kernel_ext::prelude::*;
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
 pub(crate) const SYSCALLS: [(&CStr, Kind); 18] = [

@@ -17,13 +17,13 @@ use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use core::fmt::Write;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::{File, LocalFile},
-    prelude::*,
     sync::{Arc, ArcBorrow},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::prelude::*;
 
 /// Longest write taken: a number of bytes and a newline.
 const BUFLEN_WRITE_MAX: usize = 32;

@@ -12,14 +12,14 @@ use crate::record::event::STACK_MAX;
 use crate::record::packed;
 use crate::record::text::{format_event, format_lost, Line};
 use crate::ring::{poll_mask, Cursor, Readiness, Ring, BLOCK_BYTES};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::{KVec, VVec},
     fs::{file::flags::O_NONBLOCK, File, LocalFile},
     new_mutex,
-    prelude::*,
     sync::{atomic::Relaxed, Arc, ArcBorrow, Mutex},
     uaccess::UserSliceWriter,
 };
+use crate::kernel_ext::prelude::*;
 
 /// The packed records a reader copied out of one ring and has not decoded yet: they lie at
 /// `start..end` of the ring's part of [`ReadState::stage`].

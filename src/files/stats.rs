@@ -8,13 +8,13 @@ use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::record::event::Kind;
 use core::fmt::Write;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::{File, LocalFile},
-    prelude::*,
     sync::{Arc, ArcBorrow},
     uaccess::UserSliceWriter,
 };
+use crate::kernel_ext::prelude::*;
 
 /// An open `/proc/memmon/stats`.
 pub(crate) struct StatsFile {

@@ -32,7 +32,8 @@ use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::{Event, Kind, TEXT_CAPACITY};
 use crate::state::State;
 use core::mem::MaybeUninit;
-use kernel::{prelude::*, sync::Arc, task::Task};
+use crate::kernel_ext::kcrate::{sync::Arc, task::Task};
+use crate::kernel_ext::prelude::*;
 
 /// Pushes the `cgroup` line of the process of `task`: the id and path of the cgroup v2 it is
 /// in (its leader's), with the process's pid and its leader's tid. Nothing for a task already

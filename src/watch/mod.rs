@@ -38,11 +38,10 @@ use crate::kernel_ext::{
 use bitmap::PidBitmap;
 use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
 use core::fmt::Write;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::flags::GFP_KERNEL,
     alloc::{allocator::KVmalloc, KVVec, KVec},
     new_mutex, new_spinlock,
-    prelude::*,
     str::BStr,
     sync::{
         atomic::{Atomic, Full, Relaxed, Release},
@@ -50,6 +49,7 @@ use kernel::{
     },
     task::Task,
 };
+use crate::kernel_ext::prelude::*;
 use request::{parse_request, plan, Request};
 
 /// Whether a look at a process's cgroup ([`WatchSet::refresh`]) found it in a watched cgroup,

@@ -51,15 +51,14 @@ use crate::kernel_ext::preempt::{in_task, without_preemption};
 use crate::record::event::FaultType;
 use crate::state::State;
 use core::{cell::UnsafeCell, ptr::NonNull};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::{KVVec, KVec},
-    prelude::*,
-    str::CStr,
     sync::atomic::{Acquire, Atomic, Relaxed, Release},
     sync::Arc,
     task::Task,
     time::{delay::fsleep, Delta},
 };
+use crate::kernel_ext::prelude::*;
 
 /// Slots of [`PendingFaults`]: watched processes' faults that may be pending at once (many
 /// sleep in I/O) and still be recorded; more are counted as missed in `/proc/memmon/stats`
