@@ -24,7 +24,7 @@
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
 //! in reverse, closing the rings first so that blocked readers return.
 
-use crate::kernel_ext::kcrate::{sync::Arc};
+use crate::kernel_ext::kcrate::sync::Arc;
 use crate::kernel_ext::prelude::*;
 
 // The ring and watch-set spinlocks are taken in kprobe and tracepoint handlers, which must
@@ -193,7 +193,8 @@ impl Params {
             Source::default_for_build()
         };
         let buflen = match buflen {
-            0 => (crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize * AUTO_RING_BYTES).min(AUTO_BUFLEN_MAX),
+            0 => (crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize * AUTO_RING_BYTES)
+                .min(AUTO_BUFLEN_MAX),
             // CAST: `buflen` is at most 256 MiB.
             bytes => bytes as usize,
         };
@@ -236,6 +237,11 @@ impl kernel::Module for Memmon {
             stats.rings,
             stats.ring_bytes,
             params.fault_source.name()
+        );
+        // What 6.12 lacks of what memmon uses on 7.x (docs/kernels.md).
+        #[cfg(memmon_kernel_6_12)]
+        pr_info!(
+            "kernel without Rust (6.12), memmon built self-contained: the kernel crate's own messages print \"(%pA?)\", a VVec cannot be resized (docs/kernels.md)\n"
         );
         Ok(Self {
             state,

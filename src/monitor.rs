@@ -4,12 +4,6 @@
 //! counters, and the syscall probes' arming), the cgroup move probe, the open readers; and
 //! the module's [`Memory`] as `stats` reports it.
 
-use crate::kernel_ext::kprobe::Unregistration;
-use crate::kernel_ext::tracepoint::TracepointProbe;
-use crate::probes::fault::Source;
-use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
-use crate::probes::syscalls::SyscallProbes;
-use crate::state::State;
 use crate::kernel_ext::kcrate::{
     new_mutex,
     sync::{
@@ -17,7 +11,13 @@ use crate::kernel_ext::kcrate::{
         Arc, Mutex,
     },
 };
+use crate::kernel_ext::kprobe::Unregistration;
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::tracepoint::TracepointProbe;
+use crate::probes::fault::Source;
+use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
+use crate::probes::syscalls::SyscallProbes;
+use crate::state::State;
 
 /// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
 pub(crate) struct Monitor {

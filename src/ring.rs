@@ -30,24 +30,23 @@
 
 use crate::bindings;
 use crate::kernel_ext::hrtimer::{OneShotTimer, TimerHandler};
-use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
-use crate::kernel_ext::procfs::PollTableRef;
-use crate::kernel_ext::task::now_ns;
-use crate::record::copy::copy_bytes;
-use crate::record::event::{Event, Kind, StackEnd};
-use crate::record::packed::{self, State, PACKED_MAX};
 use crate::kernel_ext::kcrate::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
     fs::LocalFile,
-    new_mutex, new_spinlock,
-    static_lock_class,
+    new_mutex, new_spinlock, static_lock_class,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
         Mutex, SpinLock,
     },
 };
+use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::PollTableRef;
+use crate::kernel_ext::task::now_ns;
+use crate::record::copy::copy_bytes;
+use crate::record::event::{Event, Kind, StackEnd};
+use crate::record::packed::{self, State, PACKED_MAX};
 
 /// How long a lone event may wait in a ring before a sleeping reader is woken for it.
 pub(crate) const WAKE_DELAY_NS: u64 = 1_000_000;

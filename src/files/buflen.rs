@@ -14,9 +14,6 @@
 
 use super::{check_writer, pin_box, read_generated, read_small_write};
 use crate::kernel_ext::byte_writer::ByteWriter;
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use core::fmt::Write;
 use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::{File, LocalFile},
@@ -24,6 +21,9 @@ use crate::kernel_ext::kcrate::{
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
+use core::fmt::Write;
 
 /// Longest write taken: a number of bytes and a newline.
 const BUFLEN_WRITE_MAX: usize = 32;

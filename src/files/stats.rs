@@ -4,10 +4,6 @@
 
 use super::{pin_box, read_generated, reader_bytes};
 use crate::kernel_ext::byte_writer::ByteWriter;
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use crate::record::event::Kind;
-use core::fmt::Write;
 use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::{File, LocalFile},
@@ -15,6 +11,10 @@ use crate::kernel_ext::kcrate::{
     uaccess::UserSliceWriter,
 };
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
+use crate::record::event::Kind;
+use core::fmt::Write;
 
 /// An open `/proc/memmon/stats`.
 pub(crate) struct StatsFile {

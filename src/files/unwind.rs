@@ -11,11 +11,6 @@
 
 use super::check_writer;
 use crate::kernel_ext::byte_writer::ByteWriter;
-use crate::kernel_ext::killable::lock_killable;
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use crate::unwind::format::{self, Command, Prefix, PREFIX_BYTES, WRITE_MAX};
-use crate::unwind::store::{ListingCursor, Staging, UnwindStore, LISTING_LINES, LISTING_LINE_MAX};
 use crate::kernel_ext::kcrate::{
     alloc::{KVVec, KVec},
     fs::{File, LocalFile},
@@ -23,7 +18,12 @@ use crate::kernel_ext::kcrate::{
     sync::{Arc, ArcBorrow, Mutex},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::killable::lock_killable;
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
+use crate::unwind::format::{self, Command, Prefix, PREFIX_BYTES, WRITE_MAX};
+use crate::unwind::store::{ListingCursor, Staging, UnwindStore, LISTING_LINES, LISTING_LINE_MAX};
 
 /// Bytes the listing's lines of one turn under the store's mutex can take.
 const LISTING_CHUNK: usize = LISTING_LINES * LISTING_LINE_MAX;

@@ -11,7 +11,7 @@
 
 use crate::bindings;
 
-use crate::kernel_ext::kcrate::{types::Opaque};
+use crate::kernel_ext::kcrate::types::Opaque;
 use crate::kernel_ext::prelude::*;
 
 /// What a [`CancellableWork`] does when it runs. `'static`: a work item whose owner is

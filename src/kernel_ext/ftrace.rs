@@ -12,9 +12,11 @@
 //! serialised by the hooks' own mutex.
 
 use crate::bindings;
-use core::ptr::NonNull;
-use crate::kernel_ext::kcrate::{alloc::KVec, error::to_result, new_mutex, sync::Mutex, types::Opaque};
+use crate::kernel_ext::kcrate::{
+    alloc::KVec, error::to_result, new_mutex, sync::Mutex, types::Opaque,
+};
 use crate::kernel_ext::prelude::*;
+use core::ptr::NonNull;
 use raw::{ftrace_free_filter, register_ftrace_function, unregister_ftrace_function};
 
 /// An ftrace callback (`ftrace_func_t`).

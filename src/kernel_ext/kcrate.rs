@@ -4,7 +4,7 @@
 //! (`memmon_kernel_6_12`: Debian stable's kernel, built self-contained), the parts of 7.x's
 //! that 6.12's lacks, written over the bindings with 7.x's names and signatures: `cpu`
 //! (`nr_cpu_ids`, `CpuId::current`), `fs` (`File`, `LocalFile`, `O_NONBLOCK`), `sync::atomic`
-//! (`Atomic<T>` and its orderings), `sync::rcu` (`read_lock`, `synchronize_rcu`),
+//! (`Atomic<T>` and its orderings), `sync::rcu` (`read_lock`),
 //! `sync::barrier` (`smp_mb`), `sync::MutexGuard` and `time::{delay::fsleep, Delta}`. On 7.x
 //! it is exactly `kernel::*`.
 
@@ -69,7 +69,9 @@ mod compat {
     impl LockClassKeyExt for Pin<&'static LockClassKey> {
         fn as_ptr(self) -> *mut kernel::bindings::lock_class_key {
             // `LockClassKey` is a transparent wrapper of its `struct lock_class_key`.
-            core::ptr::from_ref::<LockClassKey>(self.get_ref()).cast_mut().cast()
+            core::ptr::from_ref::<LockClassKey>(self.get_ref())
+                .cast_mut()
+                .cast()
         }
     }
 
@@ -252,12 +254,6 @@ mod compat {
                     unsafe { crate::bindings::memmon_rcu_read_unlock() };
                 }
             }
-
-            /// Waits for every RCU read-side critical section in progress to end.
-            pub(crate) fn synchronize_rcu() {
-                // SAFETY: No preconditions (it sleeps: called from process context).
-                unsafe { kernel::bindings::synchronize_rcu() };
-            }
         }
 
         /// 7.x's `kernel::sync::atomic`: `Atomic<T>` over `core::sync::atomic` (what it
@@ -410,11 +406,6 @@ mod compat {
                     self.0.get()
                 }
 
-                /// The value, through a unique reference.
-                pub(crate) fn get_mut(&mut self) -> &mut T {
-                    self.0.get_mut()
-                }
-
                 /// Loads the value.
                 #[inline(always)]
                 pub(crate) fn load<O: AcquireOrRelaxed>(&self, _: O) -> T {
@@ -436,7 +427,9 @@ mod compat {
                         // access to it is atomic.
                         1 => unsafe { core_atomic::AtomicU8::from_ptr(p.cast()) }.store(b as u8, o),
                         // SAFETY: As above, 4 bytes aligned to 4.
-                        4 => unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) }.store(b as u32, o),
+                        4 => {
+                            unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) }.store(b as u32, o)
+                        }
                         // SAFETY: As above, 8 bytes aligned to 8.
                         _ => unsafe { core_atomic::AtomicU64::from_ptr(p.cast()) }.store(b, o),
                     }
@@ -517,7 +510,13 @@ mod compat {
             /// `millis` milliseconds (0 to `u32::MAX`).
             pub(crate) const fn from_millis(millis: i64) -> Self {
                 // CAST: clamped into a `u32` first.
-                let millis = if millis < 0 { 0 } else if millis > u32::MAX as i64 { u32::MAX } else { millis as u32 };
+                let millis = if millis < 0 {
+                    0
+                } else if millis > u32::MAX as i64 {
+                    u32::MAX
+                } else {
+                    millis as u32
+                };
                 Self { millis }
             }
         }

@@ -11,7 +11,6 @@
 //! `unregister_kretprobes()`) instead of one each.
 
 use crate::bindings;
-use core::mem::{size_of, MaybeUninit};
 use crate::kernel_ext::kcrate::{
     alloc::KVec,
     error::to_result,
@@ -19,6 +18,7 @@ use crate::kernel_ext::kcrate::{
     types::Opaque,
 };
 use crate::kernel_ext::prelude::*;
+use core::mem::{size_of, MaybeUninit};
 
 /// What a [`Kprobe`] does when the probed function is entered.
 pub(crate) trait KprobeHandler: Send + Sync {

@@ -4,8 +4,8 @@
 //!
 //! 6.12's kernel crate (`memmon_kernel_6_12`) has no parameters in `module!` and no
 //! `kernel::module_param`: there [`load_params!`] declares memmon's load parameters itself, as
-//! `module_param(NAME, uint, 0444)` and `MODULE_PARM_DESC()` do in C, and [`KernelParam`] is
-//! this module's.
+//! `module_param(NAME, uint, 0)` and `MODULE_PARM_DESC()` do in C, and [`KernelParam`] is this
+//! module's.
 
 #[cfg(not(memmon_kernel_6_12))]
 use crate::kernel_ext::kcrate::module_param::ModuleParamAccess;
@@ -57,7 +57,7 @@ unsafe impl Sync for KernelParam {}
 
 /// Declares `u32` load parameters (6.12): each `NAME: DEFAULT, "DESCRIPTION";` gives the static
 /// `module_parameters::NAME` ([`param_value`] reads it), its `kernel_param` in `__param`
-/// (readable by everyone, set at load by the kernel's `param_ops_uint`) and its `parmtype=`
+/// (set at load by the kernel's `param_ops_uint`; not in sysfs, as 7.x's) and its `parmtype=`
 /// and `parm=` strings in `.modinfo`.
 #[cfg(memmon_kernel_6_12)]
 macro_rules! load_params {
@@ -81,10 +81,10 @@ macro_rules! load_params {
                     // `__this_module` is set up by the kernel at load time and stays until
                     // the module is unloaded.
                     mod_: &raw mut bindings::__this_module,
-                    // SAFETY: `param_ops_uint` is the kernel's, never written.
-                    ops: unsafe { &raw const bindings::param_ops_uint },
-                    // Readable by everyone.
-                    perm: 0o444,
+                    // The kernel's, never written.
+                    ops: &raw const bindings::param_ops_uint,
+                    // Not in sysfs, as 7.x's `module!` parameters.
+                    perm: 0,
                     level: -1,
                     flags: 0,
                     __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 {

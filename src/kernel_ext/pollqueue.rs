@@ -12,9 +12,9 @@
 //! theirs off. The kernel crate's `PollCondVar` does the first but not the second.
 
 use crate::bindings;
-use crate::kernel_ext::procfs::PollTableRef;
 use crate::kernel_ext::kcrate::{fs::LocalFile, sync::LockClassKey, types::Opaque};
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::PollTableRef;
 
 /// Every poll event bit: a wake-up with this key reaches every poller, whatever it waits for.
 pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN

@@ -9,15 +9,13 @@
 pub(crate) use kernel::prelude::*;
 
 #[cfg(memmon_kernel_6_12)]
-pub(crate) use super::print::{pr_err, pr_info, pr_notice, pr_warn};
+pub(crate) use super::print::{pr_err, pr_info, pr_warn};
 #[cfg(memmon_kernel_6_12)]
 pub(crate) use core::ffi::CStr;
 #[cfg(memmon_kernel_6_12)]
-pub(crate) use kernel::ffi::{
-    c_char, c_int, c_long, c_longlong, c_schar, c_short, c_uchar, c_uint, c_ulong, c_ulonglong,
-    c_ushort, c_void,
-};
+pub(crate) use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 #[cfg(memmon_kernel_6_12)]
+#[allow(unused_imports)] // Used by the modules that glob-import this prelude.
 pub(crate) use CStrExt as _;
 
 /// 7.x's `build_error!`.
@@ -41,8 +39,6 @@ pub(crate) trait CStrExt {
     unsafe fn from_char_ptr<'a>(ptr: *const c_char) -> &'a Self;
     /// The string as a C pointer.
     fn as_char_ptr(&self) -> *const c_char;
-    /// The string's bytes, without the NUL.
-    fn as_bytes(&self) -> &[u8];
 }
 
 #[cfg(memmon_kernel_6_12)]
@@ -54,10 +50,6 @@ impl CStrExt for CStr {
 
     fn as_char_ptr(&self) -> *const c_char {
         self.as_ptr().cast()
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        self.to_bytes()
     }
 }
 
@@ -111,7 +103,8 @@ mod compat {
             // first, so that a panicking drop leaks rather than double-drops.
             unsafe {
                 self.set_len(len);
-                let tail = core::ptr::slice_from_raw_parts_mut(self.as_mut_ptr().add(len), old - len);
+                let tail =
+                    core::ptr::slice_from_raw_parts_mut(self.as_mut_ptr().add(len), old - len);
                 core::ptr::drop_in_place(tail);
             }
         }
@@ -228,7 +221,9 @@ mod compat {
         fn try_lock(&self) -> Option<Guard<'_, T, kernel::sync::lock::mutex::MutexBackend>> {
             // `Lock` is `#[repr(C)]` with the kernel lock object first (see
             // `kernel_ext::killable`): its address is its `struct mutex`'s.
-            let raw = core::ptr::from_ref(self).cast_mut().cast::<bindings::mutex>();
+            let raw = core::ptr::from_ref(self)
+                .cast_mut()
+                .cast::<bindings::mutex>();
             // SAFETY: `raw` is the initialised mutex of `self`.
             if unsafe { bindings::mutex_trylock(raw) } == 0 {
                 return None;

@@ -129,16 +129,6 @@ macro_rules! pr_warn {
     };
 }
 
-/// `pr_notice!` (`KERN_NOTICE`).
-macro_rules! pr_notice {
-    ($fmt:literal $(, $arg:expr)* $(,)?) => {
-        $crate::kernel_ext::print::print(
-            c"\x015memmon: %s",
-            format_args!($fmt $(, $crate::kernel_ext::print::arg!($arg))*),
-        )
-    };
-}
-
 /// `pr_info!` (`KERN_INFO`).
 macro_rules! pr_info {
     ($fmt:literal $(, $arg:expr)* $(,)?) => {
@@ -149,4 +139,4 @@ macro_rules! pr_info {
     };
 }
 
-pub(crate) use {pr_err, pr_info, pr_notice, pr_warn};
+pub(crate) use {pr_err, pr_info, pr_warn};

@@ -9,7 +9,6 @@
 //! callback runs once the drop returns.
 
 use crate::bindings;
-use core::marker::PhantomData;
 use crate::kernel_ext::kcrate::{
     error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
     fs::{File, LocalFile},
@@ -17,6 +16,7 @@ use crate::kernel_ext::kcrate::{
     uaccess::{UserPtr, UserSlice, UserSliceReader, UserSliceWriter},
 };
 use crate::kernel_ext::prelude::*;
+use core::marker::PhantomData;
 
 /// The behaviour of one kind of file in a [`ProcDir`].
 #[vtable]

@@ -6,9 +6,7 @@
 
 use crate::bindings;
 
-use crate::kernel_ext::kcrate::{
-    task::{Pid, Task},
-};
+use crate::kernel_ext::kcrate::task::{Pid, Task};
 use crate::kernel_ext::prelude::*;
 
 /// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on

@@ -24,16 +24,16 @@
 
 use crate::bindings;
 use crate::kernel_ext::cgroup::{on_default_hierarchy, process_cgroup};
+use crate::kernel_ext::kcrate::{sync::Arc, task::Task};
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::task::{current_ids, task_from_raw, task_tgid};
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::{Event, Kind, TEXT_CAPACITY};
 use crate::state::State;
 use core::mem::MaybeUninit;
-use crate::kernel_ext::kcrate::{sync::Arc, task::Task};
-use crate::kernel_ext::prelude::*;
 
 /// Pushes the `cgroup` line of the process of `task`: the id and path of the cgroup v2 it is
 /// in (its leader's), with the process's pid and its leader's tid. Nothing for a task already

@@ -22,15 +22,15 @@
 
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
-use crate::kernel_ext::runtime_param::runtime_param;
-use crate::record::event::Kind;
-use crate::state::State;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::kernel_ext::kcrate::{
     sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
     time::msecs_to_jiffies,
 };
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::runtime_param::runtime_param;
+use crate::record::event::Kind;
+use crate::state::State;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Smallest non-zero `sample_ms`.
 const SAMPLE_MS_MIN: u32 = 10;

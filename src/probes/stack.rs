@@ -11,7 +11,12 @@
 
 use crate::arch;
 use crate::bindings;
+use crate::kernel_ext::kcrate::{
+    alloc::{flags::GFP_KERNEL, KVec},
+    sync::atomic::{Acquire, Atomic, Release},
+};
 use crate::kernel_ext::preempt::without_preemption;
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::{current_task_size, current_user_regs};
 use crate::probes::python::walk_python;
@@ -22,11 +27,6 @@ use crate::unwind::store::ProcessRanges;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::Ordering;
-use crate::kernel_ext::kcrate::{
-    alloc::{flags::GFP_KERNEL, KVec},
-    sync::atomic::{Acquire, Atomic, Release},
-};
-use crate::kernel_ext::prelude::*;
 
 runtime_param! {
     /// The current `stack_depth`.

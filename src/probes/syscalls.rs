@@ -11,13 +11,6 @@
 use crate::arch::{self, SYSCALLS};
 use crate::bindings;
 use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
-use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
-use crate::kernel_ext::task::now_ns;
-use crate::probes::fault::kprobes::FaultKprobes;
-use crate::probes::stack;
-use crate::record::event::{Event, Kind};
-use crate::state::State;
-use core::mem::MaybeUninit;
 use crate::kernel_ext::kcrate::{
     alloc::KVec,
     sync::{
@@ -27,7 +20,14 @@ use crate::kernel_ext::kcrate::{
     time::msecs_to_jiffies,
     types::Opaque,
 };
+use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::task::now_ns;
+use crate::probes::fault::kprobes::FaultKprobes;
+use crate::probes::stack;
+use crate::record::event::{Event, Kind};
+use crate::state::State;
+use core::mem::MaybeUninit;
 
 /// Calls of one syscall that may be in flight at once (sleeping in the kernel) and still be
 /// recorded; more are counted as missed in `/proc/memmon/stats`.

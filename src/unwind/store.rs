@@ -21,16 +21,16 @@ use super::format::{
     SET_MAPS_WRITE_MAX,
 };
 use crate::bindings;
-use crate::kernel_ext::pid::find_task_in_current_ns;
-use crate::watch::WatchSet;
-use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use crate::kernel_ext::kcrate::{
     alloc::{KVVec, KVec},
     new_mutex,
     sync::{Arc, Mutex},
 };
+use crate::kernel_ext::pid::find_task_in_current_ns;
 use crate::kernel_ext::prelude::*;
+use crate::watch::WatchSet;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// Memory a table costs beyond its rows.
 const TABLE_OVERHEAD: usize = 64;

@@ -29,15 +29,6 @@ mod cgroup;
 mod rejected;
 mod request;
 
-use crate::kernel_ext::{
-    atomic::{read_once, smp_mb_full},
-    byte_writer::ByteWriter,
-    cgroup::{for_each_process, Cgroup},
-    task::{current_ids, task_tgid, TaskExt},
-};
-use bitmap::PidBitmap;
-use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
-use core::fmt::Write;
 use crate::kernel_ext::kcrate::{
     alloc::flags::GFP_KERNEL,
     alloc::{allocator::KVmalloc, KVVec, KVec},
@@ -50,6 +41,15 @@ use crate::kernel_ext::kcrate::{
     task::Task,
 };
 use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::{
+    atomic::{read_once, smp_mb_full},
+    byte_writer::ByteWriter,
+    cgroup::{for_each_process, Cgroup},
+    task::{current_ids, task_tgid, TaskExt},
+};
+use bitmap::PidBitmap;
+use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
+use core::fmt::Write;
 use request::{parse_request, plan, Request};
 
 /// Whether a look at a process's cgroup ([`WatchSet::refresh`]) found it in a watched cgroup,
