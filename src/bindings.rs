@@ -26,6 +26,15 @@
     unused_imports
 )]
 
-pub(crate) use kernel::bindings::*;
+pub(crate) use crate::kernel_ext::kcrate::bindings::*;
+
+// 6.12's kernel (memmon_kernel_6_12): 7.x's names for what it spells differently, or has
+// inline only (the C helpers of src/c/helpers.c); an explicit import takes precedence over
+// the globs.
+#[cfg(memmon_kernel_6_12)]
+pub(crate) use self::{
+    init_timer_key as timer_init_key, memmon_hrtimer_setup as hrtimer_setup,
+    memmon_poll_wait as poll_wait, pcpu_hot as current_task,
+};
 
 include!(env!("MEMMON_BINDINGS"));

@@ -24,7 +24,8 @@
 //! the tracepoint probes, the sampling thread, then the files, `events` last; drop undoes it
 //! in reverse, closing the rings first so that blocked readers return.
 
-use kernel::{prelude::*, sync::Arc};
+use crate::kernel_ext::kcrate::sync::Arc;
+use crate::kernel_ext::prelude::*;
 
 // The ring and watch-set spinlocks are taken in kprobe and tracepoint handlers, which must
 // not sleep: on PREEMPT_RT a spinlock is a sleeping lock.
@@ -54,12 +55,40 @@ use state::State;
 use unwind::store::UnwindStore;
 use watch::WatchSet;
 
-module! {
-    type: Memmon,
-    name: "memmon",
-    authors: ["memmon developers"],
-    description: "Typed page faults and mm system calls of watched processes",
-    license: "GPL",
+/// The `module!` declaration, with its parameters: 7.x's kernel crate declares them; 6.12's
+/// has no parameters in `module!`, and `kernel_ext::module_param::load_params!` declares them
+/// (`kernel_param` in `__param`, their `.modinfo` strings), with the same names, defaults and
+/// descriptions, readable through `param_value` as on 7.x.
+macro_rules! memmon_module {
+    (params: { $($name:ident: u32 { default: $default:tt, description: $description:tt, },)* } $(,)?) => {
+        #[cfg(not(memmon_kernel_6_12))]
+        module! {
+            type: Memmon,
+            name: "memmon",
+            authors: ["memmon developers"],
+            description: "Typed page faults and mm system calls of watched processes",
+            license: "GPL",
+            params: {
+                $($name: u32 {
+                    default: $default,
+                    description: $description,
+                },)*
+            },
+        }
+        #[cfg(memmon_kernel_6_12)]
+        module! {
+            type: Memmon,
+            name: "memmon",
+            author: "memmon developers",
+            description: "Typed page faults and mm system calls of watched processes",
+            license: "GPL",
+        }
+        #[cfg(memmon_kernel_6_12)]
+        kernel_ext::module_param::load_params! { $($name: $default, $description;)* }
+    };
+}
+
+memmon_module! {
     params: {
         buflen: u32 {
             default: 0,
@@ -164,7 +193,8 @@ impl Params {
             Source::default_for_build()
         };
         let buflen = match buflen {
-            0 => (kernel::cpu::nr_cpu_ids() as usize * AUTO_RING_BYTES).min(AUTO_BUFLEN_MAX),
+            0 => (crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize * AUTO_RING_BYTES)
+                .min(AUTO_BUFLEN_MAX),
             // CAST: `buflen` is at most 256 MiB.
             bytes => bytes as usize,
         };
@@ -207,6 +237,11 @@ impl kernel::Module for Memmon {
             stats.rings,
             stats.ring_bytes,
             params.fault_source.name()
+        );
+        // What 6.12 lacks of what memmon uses on 7.x (docs/kernels.md).
+        #[cfg(memmon_kernel_6_12)]
+        pr_info!(
+            "kernel without Rust (6.12), memmon built self-contained: the kernel crate's own messages print \"(%pA?)\", a VVec cannot be resized (docs/kernels.md)\n"
         );
         Ok(Self {
             state,

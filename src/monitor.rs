@@ -4,20 +4,20 @@
 //! counters, and the syscall probes' arming), the cgroup move probe, the open readers; and
 //! the module's [`Memory`] as `stats` reports it.
 
-use crate::kernel_ext::kprobe::Unregistration;
-use crate::kernel_ext::tracepoint::TracepointProbe;
-use crate::probes::fault::Source;
-use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
-use crate::probes::syscalls::SyscallProbes;
-use crate::state::State;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     new_mutex,
-    prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
 };
+use crate::kernel_ext::kprobe::Unregistration;
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::tracepoint::TracepointProbe;
+use crate::probes::fault::Source;
+use crate::probes::lifecycle::{attach_cgroup_move, push_cgroup, LifecycleProbes};
+use crate::probes::syscalls::SyscallProbes;
+use crate::state::State;
 
 /// Everything the `/proc/memmon` files need: the state and the probes (for their counters).
 pub(crate) struct Monitor {

@@ -30,24 +30,23 @@
 
 use crate::bindings;
 use crate::kernel_ext::hrtimer::{OneShotTimer, TimerHandler};
-use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
-use crate::kernel_ext::procfs::PollTableRef;
-use crate::kernel_ext::task::now_ns;
-use crate::record::copy::copy_bytes;
-use crate::record::event::{Event, Kind, StackEnd};
-use crate::record::packed::{self, State, PACKED_MAX};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::flags::GFP_KERNEL,
     alloc::{KVec, VVec},
     fs::LocalFile,
-    new_mutex, new_spinlock,
-    prelude::*,
-    static_lock_class,
+    new_mutex, new_spinlock, static_lock_class,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
         Mutex, SpinLock,
     },
 };
+use crate::kernel_ext::pollqueue::{PollQueue, ALL_EVENTS};
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::PollTableRef;
+use crate::kernel_ext::task::now_ns;
+use crate::record::copy::copy_bytes;
+use crate::record::event::{Event, Kind, StackEnd};
+use crate::record::packed::{self, State, PACKED_MAX};
 
 /// How long a lone event may wait in a ring before a sleeping reader is woken for it.
 pub(crate) const WAKE_DELAY_NS: u64 = 1_000_000;
@@ -593,7 +592,7 @@ impl Ring {
     /// number of rings (one per possible CPU), rounded down to a power of two, and at least
     /// 4096 bytes.
     pub(crate) fn ring_bytes_for(buflen: usize) -> usize {
-        let ring_bytes = buflen / (kernel::cpu::nr_cpu_ids() as usize).max(1);
+        let ring_bytes = buflen / (crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize).max(1);
         match ring_bytes.checked_ilog2() {
             Some(log) => (1usize << log).max(CPU_RING_MIN),
             None => CPU_RING_MIN,
@@ -602,7 +601,7 @@ impl Ring {
 
     /// Rings for every possible CPU, `buflen` bytes in all ([`Ring::ring_bytes_for`]).
     pub(crate) fn new(buflen: usize) -> Result<impl PinInit<Self, Error>> {
-        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
+        let ncpus = crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize;
         let ring_bytes = Self::ring_bytes_for(buflen);
         let mut cpus = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         let mut pressure = KVec::with_capacity(ncpus, GFP_KERNEL)?;
@@ -653,7 +652,7 @@ impl Ring {
         }
         // A migration after this only means another CPU's ring is used, which its lock
         // protects.
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let cpu = crate::kernel_ext::kcrate::cpu::CpuId::current().as_u32() as usize;
         let Some(ring) = self.cpus.get(cpu) else {
             return;
         };
@@ -697,7 +696,7 @@ impl Ring {
     /// The [`Pressure`] on the current CPU's ring, for a producer about to walk a stack
     /// (read without its lock: the ring checks again as it writes).
     pub(crate) fn pressure(&self) -> Pressure {
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let cpu = crate::kernel_ext::kcrate::cpu::CpuId::current().as_u32() as usize;
         self.pressure.get(cpu).map_or(Pressure::None, |level| {
             Pressure::from_u32(level.load(Relaxed))
         })

@@ -4,11 +4,11 @@
 //! unwind store. The probes take it, and so does the [`crate::monitor::Monitor`] that the
 //! `/proc/memmon` files serve; it takes none of them.
 
+use crate::kernel_ext::prelude::*;
 use crate::probes::stack::WalkBuffers;
 use crate::ring::Ring;
 use crate::unwind::store::UnwindStore;
 use crate::watch::WatchSet;
-use kernel::prelude::*;
 
 /// What the producers (fault hook, probes) and the readers share.
 #[pin_data]

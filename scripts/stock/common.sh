@@ -113,7 +113,7 @@ stock_kernel() {
     stock_linux="$stock_kdir/tree"        # linux-source with Debian's config, prepared
                                           # (scripts/kernel-rust-tree)
     stock_module="$stock_kdir/module"     # memmon.ko built for it
-    STOCK_KVER= STOCK_DIST= STOCK_SUITE= STOCK_SOURCE= stock_root=
+    STOCK_KVER= STOCK_DIST= STOCK_SUITE= STOCK_SOURCE= STOCK_SELFCONTAINED= stock_root=
     if [ -f "$stock_kdir/kernel.env" ]; then
         # shellcheck disable=SC1091
         . "$stock_kdir/kernel.env"

@@ -5,8 +5,8 @@
 use super::UserFrame;
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
+use crate::kernel_ext::prelude::*;
 use crate::record::event::Kind;
-use kernel::{prelude::*, str::CStr};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
 pub(crate) const SYSCALLS: [(&CStr, Kind); 18] = [

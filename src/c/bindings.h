@@ -11,6 +11,11 @@
 #include <linux/kprobes.h>
 #include <linux/proc_fs.h>
 #include <linux/tracepoint.h>
+#ifdef MEMMON_KERNEL_6_12
+#include <linux/ftrace.h>
+#include <linux/pid_namespace.h>
+#include <linux/poll.h>
+#endif
 #ifdef MEMMON_MM_FAULT
 #include <trace/events/mm_fault.h>
 #endif

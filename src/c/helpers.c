@@ -125,6 +125,22 @@ bool memmon_read_user_words(unsigned long addr, unsigned long size,
 			return false;
 	}
 	pagefault_disable();
+#ifdef MEMMON_KERNEL_6_12
+	/* 6.12 has no scoped_user_read_access_size(): the same, unscoped. */
+	if (!user_read_access_begin(base, size))
+		goto fault_noend;
+	for (i = 0; i < count; i++)
+		unsafe_get_user(words[i], (const u64 __user *)(base + offsets[i]),
+				fault);
+	user_read_access_end();
+	pagefault_enable();
+	return true;
+fault:
+	user_read_access_end();
+fault_noend:
+	pagefault_enable();
+	return false;
+#else
 	scoped_user_read_access_size(base, size, fault) {
 		for (i = 0; i < count; i++)
 			unsafe_get_user(words[i],
@@ -136,6 +152,7 @@ bool memmon_read_user_words(unsigned long addr, unsigned long size,
 fault:
 	pagefault_enable();
 	return false;
+#endif
 }
 
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
@@ -149,7 +166,8 @@ unsigned long memmon_ftrace_regs_arg(struct ftrace_regs *fregs, unsigned int n)
 }
 
 #ifdef CONFIG_X86_64
-#ifndef CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS
+/* 6.12's x86_64 ftrace_regs holds a pt_regs too, without the Kconfig symbol. */
+#if !defined(CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS) && !defined(MEMMON_KERNEL_6_12)
 #error "memmon reads an ftrace callback's registers on x86_64 as a struct pt_regs (CONFIG_HAVE_FTRACE_REGS_HAVING_PT_REGS)"
 #endif
 
@@ -271,7 +289,12 @@ void memmon_cgroup_put(struct cgroup *cgrp)
 /* Whether @cgrp was removed (rmdir): it is offline, and no task can enter it. */
 bool memmon_cgroup_is_dead(struct cgroup *cgrp)
 {
+#ifdef MEMMON_KERNEL_6_12
+	/* 6.12's cgroup_is_dead() is internal to kernel/cgroup: the same test. */
+	return !(cgrp->self.flags & CSS_ONLINE);
+#else
 	return cgroup_is_dead(cgrp);
+#endif
 }
 
 /*
@@ -368,3 +391,65 @@ void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
 		fn(data, p);
 	rcu_read_unlock();
 }
+
+#ifdef MEMMON_KERNEL_6_12
+/*
+ * 6.12 (Debian stable's kernel, memmon built self-contained): what 7.x's kernel crate and
+ * bindings have and 6.12's lack, with 7.x's names and signatures (src/bindings.rs aliases
+ * them). src/arch/x86_64.rs reads the current task at the per-CPU symbol 7.x calls
+ * current_task: 6.12's is the first field of pcpu_hot.
+ */
+#include <linux/hrtimer.h>
+#include <linux/poll.h>
+#include <linux/vmalloc.h>
+static_assert(offsetof(struct pcpu_hot, current_task) == 0);
+
+unsigned int memmon_raw_smp_processor_id(void)
+{
+	return raw_smp_processor_id();
+}
+
+void memmon_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void memmon_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
+void memmon_poll_wait(struct file *filp, struct wait_queue_head *wait_address,
+		      struct poll_table_struct *p)
+{
+	poll_wait(filp, wait_address, p);
+}
+
+/*
+ * 6.12 exports no vrealloc(), which the kernel crate's Vmalloc allocator (VVec)
+ * calls through this helper (the kernel's, rust/helpers/vmalloc.c, is left
+ * out: scripts/selfcontained-module takes a module's own). It allocates
+ * (p == NULL) and frees (size == 0), which is all memmon does with a VVec: each
+ * is made with its capacity and never grows. A resize would need the area's
+ * size, which 6.12 does not export: it fails, as an allocation failure.
+ */
+void *rust_helper_vrealloc(const void *p, size_t size, gfp_t flags)
+{
+	if (!size) {
+		vfree(p);
+		return NULL;
+	}
+	if (!p)
+		return __vmalloc_noprof(size, flags);
+	WARN_ONCE(1, "memmon: a vmalloc area cannot be resized on 6.12\n");
+	return NULL;
+}
+
+void memmon_hrtimer_setup(struct hrtimer *timer,
+			  enum hrtimer_restart (*function)(struct hrtimer *),
+			  clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+}
+#endif

@@ -44,4 +44,21 @@ size_t memmon_process_cgroup_path_tail(struct task_struct *task, char *buf,
 void memmon_for_each_process(void (*fn)(void *data, struct task_struct *task),
 			     void *data);
 
+#ifdef MEMMON_KERNEL_6_12
+/* What 6.12's kernel crate and bindings lack: shims with 7.x's names (src/bindings.rs). */
+struct hrtimer;
+struct poll_table_struct;
+struct file;
+struct wait_queue_head;
+unsigned int memmon_raw_smp_processor_id(void);
+void memmon_rcu_read_lock(void);
+void memmon_rcu_read_unlock(void);
+void memmon_poll_wait(struct file *filp, struct wait_queue_head *wait_address,
+		      struct poll_table_struct *p);
+void *rust_helper_vrealloc(const void *p, size_t size, gfp_t flags);
+void memmon_hrtimer_setup(struct hrtimer *timer,
+			  enum hrtimer_restart (*function)(struct hrtimer *),
+			  clockid_t clock_id, enum hrtimer_mode mode);
+#endif
+
 #endif /* MEMMON_HELPERS_H */

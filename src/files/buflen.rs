@@ -14,16 +14,16 @@
 
 use super::{check_writer, pin_box, read_generated, read_small_write};
 use crate::kernel_ext::byte_writer::ByteWriter;
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use core::fmt::Write;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::{File, LocalFile},
-    prelude::*,
     sync::{Arc, ArcBorrow},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
+use core::fmt::Write;
 
 /// Longest write taken: a number of bytes and a newline.
 const BUFLEN_WRITE_MAX: usize = 32;

@@ -2,7 +2,15 @@
 
 //! `/proc/memmon/events`: the records of every CPU's ring, merged in time order, as text lines.
 
+use crate::kernel_ext::kcrate::{
+    alloc::{KVec, VVec},
+    fs::{file::flags::O_NONBLOCK, File, LocalFile},
+    new_mutex,
+    sync::{atomic::Relaxed, Arc, ArcBorrow, Mutex},
+    uaccess::UserSliceWriter,
+};
 use crate::kernel_ext::killable::lock_killable;
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::procfs::{PollTableRef, ProcFile};
 use crate::kernel_ext::task::now_ns;
 use crate::monitor::Monitor;
@@ -12,14 +20,6 @@ use crate::record::event::STACK_MAX;
 use crate::record::packed;
 use crate::record::text::{format_event, format_lost, Line};
 use crate::ring::{poll_mask, Cursor, Readiness, Ring, BLOCK_BYTES};
-use kernel::{
-    alloc::{KVec, VVec},
-    fs::{file::flags::O_NONBLOCK, File, LocalFile},
-    new_mutex,
-    prelude::*,
-    sync::{atomic::Relaxed, Arc, ArcBorrow, Mutex},
-    uaccess::UserSliceWriter,
-};
 
 /// The packed records a reader copied out of one ring and has not decoded yet: they lie at
 /// `start..end` of the ring's part of [`ReadState::stage`].

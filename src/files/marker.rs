@@ -3,15 +3,15 @@
 //! `/proc/memmon/marker`: each write becomes a `mark` event in the stream.
 
 use super::{pin_box, read_small_write, MARKER_WRITE_MAX};
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use crate::record::event::Kind;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     fs::{File, LocalFile},
-    prelude::*,
     sync::{Arc, ArcBorrow},
     uaccess::UserSliceReader,
 };
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
+use crate::record::event::Kind;
 
 /// An open `/proc/memmon/marker`: each write becomes a `mark` event.
 pub(crate) struct MarkerFile {

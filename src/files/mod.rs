@@ -4,12 +4,12 @@
 //! `buflen`.
 
 use crate::kernel_ext::capability::Capability;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
     fs::LocalFile,
-    prelude::*,
     uaccess::{UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::prelude::*;
 
 mod buflen;
 mod events;

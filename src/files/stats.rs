@@ -4,17 +4,17 @@
 
 use super::{pin_box, read_generated, reader_bytes};
 use crate::kernel_ext::byte_writer::ByteWriter;
+use crate::kernel_ext::kcrate::{
+    alloc::KVec,
+    fs::{File, LocalFile},
+    sync::{Arc, ArcBorrow},
+    uaccess::UserSliceWriter,
+};
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::record::event::Kind;
 use core::fmt::Write;
-use kernel::{
-    alloc::KVec,
-    fs::{File, LocalFile},
-    prelude::*,
-    sync::{Arc, ArcBorrow},
-    uaccess::UserSliceWriter,
-};
 
 /// An open `/proc/memmon/stats`.
 pub(crate) struct StatsFile {

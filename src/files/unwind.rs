@@ -11,19 +11,19 @@
 
 use super::check_writer;
 use crate::kernel_ext::byte_writer::ByteWriter;
+use crate::kernel_ext::kcrate::{
+    alloc::{KVVec, KVec},
+    fs::{File, LocalFile},
+    new_mutex,
+    sync::{Arc, ArcBorrow, Mutex},
+    uaccess::{UserSliceReader, UserSliceWriter},
+};
 use crate::kernel_ext::killable::lock_killable;
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::procfs::ProcFile;
 use crate::monitor::Monitor;
 use crate::unwind::format::{self, Command, Prefix, PREFIX_BYTES, WRITE_MAX};
 use crate::unwind::store::{ListingCursor, Staging, UnwindStore, LISTING_LINES, LISTING_LINE_MAX};
-use kernel::{
-    alloc::{KVVec, KVec},
-    fs::{File, LocalFile},
-    new_mutex,
-    prelude::*,
-    sync::{Arc, ArcBorrow, Mutex},
-    uaccess::{UserSliceReader, UserSliceWriter},
-};
 
 /// Bytes the listing's lines of one turn under the store's mutex can take.
 const LISTING_CHUNK: usize = LISTING_LINES * LISTING_LINE_MAX;
@@ -155,7 +155,7 @@ impl ProcFile for UnwindFile {
         let store = self.store();
         let _staged = store.stage(len, staging).map_err(|refused| refused.error)?;
         let mut bytes = KVVec::with_capacity(len, GFP_KERNEL)?;
-        input.read_all(&mut bytes, GFP_KERNEL)?;
+        crate::kernel_ext::kcrate::read_all_into(input, &mut bytes)?;
         // Parsed whole again: the buffer may have changed since its prefix was read.
         let command = format::parse(&bytes).map_err(|why| {
             pr_info!("unwind: refused: {}\n", why);

@@ -3,14 +3,14 @@
 //! `/proc/memmon/watch-pids`: which processes are watched.
 
 use super::{check_writer, pin_box, read_generated, read_small_write, WATCH_WRITE_MAX};
-use crate::kernel_ext::procfs::ProcFile;
-use crate::monitor::Monitor;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     fs::{File, LocalFile},
-    prelude::*,
     sync::{Arc, ArcBorrow},
     uaccess::{UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::procfs::ProcFile;
+use crate::monitor::Monitor;
 
 /// An open `/proc/memmon/watch-pids`.
 pub(crate) struct WatchPidsFile {

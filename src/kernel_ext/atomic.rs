@@ -3,7 +3,7 @@
 //! `READ_ONCE()` of an [`Atomic`]: one marked load, inline, with no call; and `smp_mb()`
 //! the same on every kernel memmon builds for.
 
-use kernel::sync::atomic::{Atomic, AtomicType};
+use crate::kernel_ext::kcrate::sync::atomic::{Atomic, AtomicType};
 
 /// The value of `atomic`, read as `READ_ONCE()` reads it: one plain load, inlined, where
 /// [`Atomic::load`] calls an out-of-line C helper (which makes a caller on a hot path save and
@@ -28,8 +28,8 @@ pub(crate) fn read_once<T: AtomicType>(atomic: &Atomic<T>) -> T {
 /// no argument before; call it directly once 7.2 is no longer built for.
 #[inline(always)]
 pub(crate) fn smp_mb_full() {
-    #[cfg(memmon_kernel_7_3)]
-    kernel::sync::barrier::smp_mb(kernel::sync::atomic::Full);
-    #[cfg(not(memmon_kernel_7_3))]
-    kernel::sync::barrier::smp_mb();
+    #[cfg(any(memmon_kernel_7_3, memmon_kernel_6_12))]
+    crate::kernel_ext::kcrate::sync::barrier::smp_mb(crate::kernel_ext::kcrate::sync::atomic::Full);
+    #[cfg(not(any(memmon_kernel_7_3, memmon_kernel_6_12)))]
+    crate::kernel_ext::kcrate::sync::barrier::smp_mb();
 }

@@ -4,8 +4,8 @@
 //! of any allocator ([`kernel::alloc::KVec`] by default, [`kernel::alloc::KVVec`] for text
 //! that may grow past what `kmalloc` gives contiguously).
 
+use crate::kernel_ext::kcrate::alloc::{allocator::Kmalloc, flags::GFP_KERNEL, Allocator, Vec};
 use core::fmt::Write;
-use kernel::alloc::{allocator::Kmalloc, flags::GFP_KERNEL, Allocator, Vec};
 
 /// `core::fmt::Write` into a growable byte vector.
 pub(crate) struct ByteWriter<A: Allocator = Kmalloc>(pub(crate) Vec<u8, A>);

@@ -4,7 +4,7 @@
 //! opened a file (`file->f_cred`), in the initial user namespace.
 
 use crate::bindings;
-use kernel::fs::LocalFile;
+use crate::kernel_ext::kcrate::fs::LocalFile;
 
 /// A capability (`CAP_*`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

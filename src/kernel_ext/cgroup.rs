@@ -7,8 +7,9 @@
 use super::task::task_from_raw;
 use crate::bindings;
 
+use crate::kernel_ext::kcrate::{error::to_result, task::Task};
+use crate::kernel_ext::prelude::*;
 use core::ptr::NonNull;
-use kernel::{error::to_result, prelude::*, str::CStr, task::Task};
 
 /// A reference to a cgroup of the default (v2) hierarchy.
 ///

@@ -11,7 +11,8 @@
 
 use crate::bindings;
 
-use kernel::{prelude::*, types::Opaque};
+use crate::kernel_ext::kcrate::types::Opaque;
+use crate::kernel_ext::prelude::*;
 
 /// What a [`CancellableWork`] does when it runs. `'static`: a work item whose owner is
 /// leaked (never dropped, so never cancelled) may run at any time after.
@@ -58,14 +59,14 @@ impl<H: WorkHandler> CancellableWork<H> {
                         Some(Self::work_fn),
                         false,
                         c"memmon_work".as_char_ptr(),
-                        kernel::static_lock_class!().as_ptr(),
+                        crate::kernel_ext::kcrate::static_lock_class!().as_ptr(),
                     );
                     bindings::timer_init_key(
                         core::ptr::addr_of_mut!((*slot).timer),
                         Some(bindings::delayed_work_timer_fn),
                         bindings::TIMER_IRQSAFE,
                         c"memmon_work_timer".as_char_ptr(),
-                        kernel::static_lock_class!().as_ptr(),
+                        crate::kernel_ext::kcrate::static_lock_class!().as_ptr(),
                     );
                 }
             }),

@@ -7,7 +7,7 @@
 
 use crate::bindings;
 
-use kernel::{error::Error, ffi::c_int};
+use crate::kernel_ext::kcrate::{error::Error, ffi::c_int};
 
 /// `errno` as an [`Error`]: `errno` is one of the positive `E*` constants below 4096.
 fn from_positive(errno: u32) -> Error {

@@ -12,8 +12,11 @@
 //! serialised by the hooks' own mutex.
 
 use crate::bindings;
+use crate::kernel_ext::kcrate::{
+    alloc::KVec, error::to_result, new_mutex, sync::Mutex, types::Opaque,
+};
+use crate::kernel_ext::prelude::*;
 use core::ptr::NonNull;
-use kernel::{alloc::KVec, error::to_result, new_mutex, prelude::*, sync::Mutex, types::Opaque};
 use raw::{ftrace_free_filter, register_ftrace_function, unregister_ftrace_function};
 
 /// An ftrace callback (`ftrace_func_t`).
@@ -268,7 +271,8 @@ mod raw {
     pub(super) use crate::bindings::{
         ftrace_free_filter, register_ftrace_function, unregister_ftrace_function,
     };
-    use kernel::{alloc::KVec, error::to_result, prelude::*};
+    use crate::kernel_ext::kcrate::{alloc::KVec, error::to_result};
+    use crate::kernel_ext::prelude::*;
 
     /// Sets up the ftrace_ops at `slot` to call `callback` at the entries of `functions`,
     /// with `FTRACE_OPS_FL_IPMODIFY` if it `redirects`, unregistered.
@@ -318,7 +322,7 @@ mod raw {
 mod raw {
     use crate::bindings;
     use crate::kernel_ext::errno::eopnotsupp;
-    use kernel::prelude::*;
+    use crate::kernel_ext::prelude::*;
 
     /// Fails with `EOPNOTSUPP`: there is no ftrace to hook functions with.
     ///

@@ -8,11 +8,11 @@
 
 use crate::bindings;
 
-use kernel::{
-    prelude::*,
+use crate::kernel_ext::kcrate::{
     sync::atomic::{Atomic, Full},
     types::Opaque,
 };
+use crate::kernel_ext::prelude::*;
 
 /// The callback's "do not restart" (`HRTIMER_NORESTART`).
 ///

@@ -6,10 +6,8 @@
 
 use crate::bindings;
 
-use kernel::{
-    prelude::*,
-    sync::{lock::Guard, Mutex, MutexGuard},
-};
+use crate::kernel_ext::kcrate::sync::{Mutex, MutexGuard};
+use crate::kernel_ext::prelude::*;
 
 /// Acquires `mutex`, or fails with `EINTR` if the task receives a fatal signal while it
 /// waits.
@@ -31,5 +29,10 @@ pub(crate) fn lock_killable<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
     }
     // SAFETY: The lock was just acquired, and the guard releases it with `mutex_unlock()`, as
     // for `Mutex::lock`; a mutex backend's guard state is `()`.
-    Ok(unsafe { Guard::new(mutex, ()) })
+    #[cfg(not(memmon_kernel_6_12))]
+    let guard = unsafe { crate::kernel_ext::kcrate::sync::lock::Guard::new(mutex, ()) };
+    // SAFETY: The lock was just acquired; the guard releases it (6.12's `Guard::new` is private).
+    #[cfg(memmon_kernel_6_12)]
+    let guard = unsafe { crate::kernel_ext::kcrate::sync::guard_of_locked(mutex) };
+    Ok(guard)
 }

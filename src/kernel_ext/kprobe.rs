@@ -11,15 +11,14 @@
 //! `unregister_kretprobes()`) instead of one each.
 
 use crate::bindings;
-use core::mem::{size_of, MaybeUninit};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
     error::to_result,
-    prelude::*,
-    str::CStr,
     sync::atomic::{Acquire, Atomic, Release},
     types::Opaque,
 };
+use crate::kernel_ext::prelude::*;
+use core::mem::{size_of, MaybeUninit};
 
 /// What a [`Kprobe`] does when the probed function is entered.
 pub(crate) trait KprobeHandler: Send + Sync {

@@ -6,7 +6,7 @@
 
 use crate::bindings;
 
-use kernel::types::Opaque;
+use crate::kernel_ext::kcrate::types::Opaque;
 
 /// `enum fault_flag`: how a fault is handled.
 pub(crate) mod fault_flag {

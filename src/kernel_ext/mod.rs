@@ -10,6 +10,7 @@ pub(crate) mod delayed_work;
 pub(crate) mod errno;
 pub(crate) mod ftrace;
 pub(crate) mod hrtimer;
+pub(crate) mod kcrate;
 pub(crate) mod killable;
 pub(crate) mod kprobe;
 pub(crate) mod mm;
@@ -17,6 +18,9 @@ pub(crate) mod module_param;
 pub(crate) mod pid;
 pub(crate) mod pollqueue;
 pub(crate) mod preempt;
+pub(crate) mod prelude;
+#[cfg(memmon_kernel_6_12)]
+pub(crate) mod print;
 pub(crate) mod procfs;
 pub(crate) mod runtime_param;
 pub(crate) mod task;

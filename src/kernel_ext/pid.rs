@@ -7,12 +7,12 @@
 use super::task::{task_from_raw, task_tgid, TaskExt};
 use crate::bindings;
 
-use core::ptr::NonNull;
-use kernel::{
-    prelude::*,
+use crate::kernel_ext::kcrate::{
     sync::rcu,
     task::{Pid, Task},
 };
+use crate::kernel_ext::prelude::*;
+use core::ptr::NonNull;
 
 /// The task numbered `nr` in the current task's active pid namespace, if there is one; valid
 /// while the RCU read lock (`_rcu`) is held.

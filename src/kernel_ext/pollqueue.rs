@@ -12,8 +12,9 @@
 //! theirs off. The kernel crate's `PollCondVar` does the first but not the second.
 
 use crate::bindings;
+use crate::kernel_ext::kcrate::{fs::LocalFile, sync::LockClassKey, types::Opaque};
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::procfs::PollTableRef;
-use kernel::{fs::LocalFile, prelude::*, str::CStr, sync::LockClassKey, types::Opaque};
 
 /// Every poll event bit: a wake-up with this key reaches every poller, whatever it waits for.
 pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
@@ -31,7 +32,7 @@ pub(crate) const ALL_EVENTS: u32 = bindings::POLLIN
 /// Waits for an RCU grace period (`synchronize_rcu()`): may sleep.
 #[cfg(memmon_kernel_7_3)]
 fn synchronize_rcu() {
-    kernel::sync::rcu::synchronize_rcu();
+    crate::kernel_ext::kcrate::sync::rcu::synchronize_rcu();
 }
 
 /// Waits for an RCU grace period (`synchronize_rcu()`): may sleep.

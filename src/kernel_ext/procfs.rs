@@ -9,15 +9,14 @@
 //! callback runs once the drop returns.
 
 use crate::bindings;
-use core::marker::PhantomData;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
     fs::{File, LocalFile},
-    prelude::*,
-    str::CStr,
     sync::{Arc, ArcBorrow},
     uaccess::{UserPtr, UserSlice, UserSliceReader, UserSliceWriter},
 };
+use crate::kernel_ext::prelude::*;
+use core::marker::PhantomData;
 
 /// The behaviour of one kind of file in a [`ProcDir`].
 #[vtable]

@@ -49,7 +49,7 @@ macro_rules! runtime_param {
 
         const _: () = {
             use crate::bindings;
-            use kernel::{prelude::*};
+            use crate::kernel_ext::prelude::*;
 
             /// `kernel_param_ops.set`: at load and on writes to sysfs.
             ///
@@ -85,8 +85,8 @@ macro_rules! runtime_param {
 
             #[link_section = "__param"]
             #[used(compiler)]
-            static PARAM: kernel::module_param::KernelParam =
-                kernel::module_param::KernelParam::new(bindings::kernel_param {
+            static PARAM: $crate::kernel_ext::module_param::KernelParam =
+                $crate::kernel_ext::module_param::KernelParam::new(bindings::kernel_param {
                     name: concat!($name, "\0").as_ptr().cast(),
                     // `__this_module` is set up by the kernel at load time and stays until
                     // the module is unloaded.

@@ -6,10 +6,8 @@
 
 use crate::bindings;
 
-use kernel::{
-    prelude::*,
-    task::{Pid, Task},
-};
+use crate::kernel_ext::kcrate::task::{Pid, Task};
+use crate::kernel_ext::prelude::*;
 
 /// CLOCK_MONOTONIC now, in nanoseconds; monotonic across CPUs, so that records stamped on
 /// different CPUs merge in order. Callable in any context but NMI (no producer runs there).

@@ -9,7 +9,8 @@
 
 use crate::bindings;
 
-use kernel::{alloc::KVec, error::to_result, prelude::*, str::CStr, sync::Arc};
+use crate::kernel_ext::kcrate::{alloc::KVec, error::to_result, sync::Arc};
+use crate::kernel_ext::prelude::*;
 
 /// A probe function attached to one tracepoint, with the data passed to it as first argument.
 ///

@@ -24,15 +24,16 @@
 
 use crate::bindings;
 use crate::kernel_ext::cgroup::{on_default_hierarchy, process_cgroup};
+use crate::kernel_ext::kcrate::{sync::Arc, task::Task};
 use crate::kernel_ext::kprobe::{
     Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, Unregistration,
 };
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::task::{current_ids, task_from_raw, task_tgid};
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::{Event, Kind, TEXT_CAPACITY};
 use crate::state::State;
 use core::mem::MaybeUninit;
-use kernel::{prelude::*, sync::Arc, task::Task};
 
 /// Pushes the `cgroup` line of the process of `task`: the id and path of the cgroup v2 it is
 /// in (its leader's), with the process's pid and its leader's tid. Nothing for a task already
@@ -100,6 +101,7 @@ pub(crate) fn attach_exit(state: Arc<State>) -> Result<TracepointProbe<State>> {
 /// # Safety
 ///
 /// Called by the tracepoint with `data` the `State` given to [`TracepointProbe::attach`].
+#[cfg(not(memmon_kernel_6_12))]
 unsafe extern "C" fn process_exit(
     data: *mut c_void,
     _task: *mut bindings::task_struct,
@@ -110,6 +112,21 @@ unsafe extern "C" fn process_exit(
     if !group_dead {
         return;
     }
+    group_exit(state);
+}
+
+/// The probe on 6.12: `TP_PROTO(struct task_struct *p)`, fired by `do_exit()` after
+/// `exit_mm()`, without `group_dead`: the group's exit is [`GroupExitProbe`]'s there.
+///
+/// # Safety
+///
+/// Called by the tracepoint.
+#[cfg(memmon_kernel_6_12)]
+unsafe extern "C" fn process_exit(_data: *mut c_void, _task: *mut bindings::task_struct) {}
+
+/// The last thread of the current process is exiting, its address space still whole: the
+/// process's `rss` line, and the dropped faults reported.
+fn group_exit(state: &State) {
     let tgid = current_ids().0;
     // Its faults not recorded, while readers know it: before its `rss` and `exit` lines, and
     // also when it is no longer watched (unwatched after those faults), so that no count is
@@ -227,6 +244,25 @@ impl KprobeHandler for ExitProbe {
     }
 }
 
+/// Handler of the group exit probe of 6.12, a kprobe on `acct_collect(long exitcode, int
+/// group_dead)`, which `do_exit()` calls just before `exit_mm()` (6.12's `sched_process_exit`
+/// comes after it, and without `group_dead`).
+#[cfg(memmon_kernel_6_12)]
+pub(crate) struct GroupExitProbe {
+    state: Arc<State>,
+}
+
+#[cfg(memmon_kernel_6_12)]
+impl KprobeHandler for GroupExitProbe {
+    fn hit(&self, regs: &bindings::pt_regs) {
+        // CAST: an int argument is the low half of its register.
+        if crate::arch::kernel_arg(regs, 1) as i32 == 0 {
+            return;
+        }
+        group_exit(&self.state);
+    }
+}
+
 /// Handler of the exec probe; carries the `linux_binprm` from entry to return.
 pub(crate) struct ExecProbe {
     state: Arc<State>,
@@ -298,6 +334,9 @@ impl KretprobeHandler for ExecProbe {
 pub(crate) struct LifecycleProbes {
     exit: Pin<KBox<Kprobe<ExitProbe>>>,
     exec: Pin<KBox<Kretprobe<ExecProbe>>>,
+    /// 6.12: the group's exit before `exit_mm()`.
+    #[cfg(memmon_kernel_6_12)]
+    group_exit: Pin<KBox<Kprobe<GroupExitProbe>>>,
 }
 
 impl LifecycleProbes {
@@ -323,6 +362,16 @@ impl LifecycleProbes {
                 ),
                 GFP_KERNEL,
             )?,
+            #[cfg(memmon_kernel_6_12)]
+            group_exit: KBox::pin_init(
+                Kprobe::register(
+                    c"acct_collect",
+                    GroupExitProbe {
+                        state: state.clone(),
+                    },
+                ),
+                GFP_KERNEL,
+            )?,
         })
     }
 
@@ -330,15 +379,23 @@ impl LifecycleProbes {
     pub(crate) fn unregister_into<'a>(&'a self, batch: &mut Unregistration<'a>) {
         batch.add_kprobe(&self.exit);
         batch.add_kretprobe(&self.exec);
+        #[cfg(memmon_kernel_6_12)]
+        batch.add_kprobe(&self.group_exit);
     }
 
     /// Probe hits that were not handled (recursion, or no exec instance free).
     pub(crate) fn missed(&self) -> u64 {
-        self.exit.missed() + self.exec.missed()
+        let missed = self.exit.missed() + self.exec.missed();
+        #[cfg(memmon_kernel_6_12)]
+        let missed = missed + self.group_exit.missed();
+        missed
     }
 
     /// Whether every kprobe goes through ftrace.
     pub(crate) fn ftrace_based(&self) -> bool {
-        self.exit.ftrace_based() && self.exec.ftrace_based()
+        let based = self.exit.ftrace_based() && self.exec.ftrace_based();
+        #[cfg(memmon_kernel_6_12)]
+        let based = based && self.group_exit.ftrace_based();
+        based
     }
 }

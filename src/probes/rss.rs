@@ -65,7 +65,7 @@ pub(crate) unsafe fn rss_event(mm: *mut bindings::mm_struct, at: RssAt) -> Event
 pub(crate) fn mark_all(state: &State) {
     state.watch.for_each_watched(|tgid| {
         let mm = {
-            let _rcu = kernel::sync::rcu::read_lock();
+            let _rcu = crate::kernel_ext::kcrate::sync::rcu::read_lock();
             // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
             // `init_pid_ns` is static. `get_task_mm` takes a reference on the mm of a task
             // valid under the RCU read lock, or returns null.

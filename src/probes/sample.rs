@@ -22,15 +22,15 @@
 
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
+use crate::kernel_ext::kcrate::{
+    sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
+    time::msecs_to_jiffies,
+};
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::record::event::Kind;
 use crate::state::State;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use kernel::{
-    prelude::*,
-    sync::{new_condvar, new_mutex, Arc, CondVar, Mutex},
-    time::msecs_to_jiffies,
-};
 
 /// Smallest non-zero `sample_ms`.
 const SAMPLE_MS_MIN: u32 = 10;
@@ -378,7 +378,7 @@ fn generation_pass(shared: &Shared, cursors: &mut KVec<(i32, c_ulong)>) {
 /// space (any more) or arming is refused.
 fn arm_process(shared: &Shared, pid: i32, cursors: &mut KVec<(i32, c_ulong)>) -> Option<u64> {
     let mm = {
-        let _rcu = kernel::sync::rcu::read_lock();
+        let _rcu = crate::kernel_ext::kcrate::sync::rcu::read_lock();
         // SAFETY: `find_pid_ns` and `pid_task` need the RCU read lock, held by `_rcu`;
         // `init_pid_ns` is static. `get_task_mm` takes a reference on the mm of a task valid
         // under the RCU read lock, or returns null (kernel thread, exiting process).

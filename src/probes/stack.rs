@@ -11,7 +11,12 @@
 
 use crate::arch;
 use crate::bindings;
+use crate::kernel_ext::kcrate::{
+    alloc::{flags::GFP_KERNEL, KVec},
+    sync::atomic::{Acquire, Atomic, Release},
+};
 use crate::kernel_ext::preempt::without_preemption;
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::runtime_param::runtime_param;
 use crate::kernel_ext::task::{current_task_size, current_user_regs};
 use crate::probes::python::walk_python;
@@ -22,11 +27,6 @@ use crate::unwind::store::ProcessRanges;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::Ordering;
-use kernel::{
-    alloc::{flags::GFP_KERNEL, KVec},
-    prelude::*,
-    sync::atomic::{Acquire, Atomic, Release},
-};
 
 runtime_param! {
     /// The current `stack_depth`.
@@ -80,7 +80,7 @@ impl WalkBuffers {
     /// A buffer for every possible CPU.
     pub(crate) fn new() -> Result<Self> {
         // CAST: u32 to usize is lossless on 64-bit.
-        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
+        let ncpus = crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize;
         let mut buffers = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         for _ in 0..ncpus {
             buffers.push(
@@ -103,7 +103,7 @@ impl WalkBuffers {
     ) -> R {
         without_preemption(|| {
             // CAST: u32 to usize is lossless on 64-bit.
-            let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+            let cpu = crate::kernel_ext::kcrate::cpu::CpuId::current().as_u32() as usize;
             let Some(buffer) = self.buffers.get(cpu) else {
                 return f(None);
             };

@@ -11,16 +11,8 @@
 use crate::arch::{self, SYSCALLS};
 use crate::bindings;
 use crate::kernel_ext::delayed_work::{CancellableWork, WorkHandler};
-use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
-use crate::kernel_ext::task::now_ns;
-use crate::probes::fault::kprobes::FaultKprobes;
-use crate::probes::stack;
-use crate::record::event::{Event, Kind};
-use crate::state::State;
-use core::mem::MaybeUninit;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::KVec,
-    prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         new_mutex, Arc, Mutex,
@@ -28,6 +20,14 @@ use kernel::{
     time::msecs_to_jiffies,
     types::Opaque,
 };
+use crate::kernel_ext::kprobe::{Kretprobe, KretprobeHandler, Unregistration};
+use crate::kernel_ext::prelude::*;
+use crate::kernel_ext::task::now_ns;
+use crate::probes::fault::kprobes::FaultKprobes;
+use crate::probes::stack;
+use crate::record::event::{Event, Kind};
+use crate::state::State;
+use core::mem::MaybeUninit;
 
 /// Calls of one syscall that may be in flight at once (sleeping in the kernel) and still be
 /// recorded; more are counted as missed in `/proc/memmon/stats`.
@@ -111,7 +111,7 @@ unsafe impl Sync for PathBuffers {}
 
 impl PathBuffers {
     fn new() -> Result<Self> {
-        let ncpus = kernel::cpu::nr_cpu_ids() as usize;
+        let ncpus = crate::kernel_ext::kcrate::cpu::nr_cpu_ids() as usize;
         let mut buffers = KVec::with_capacity(ncpus, GFP_KERNEL)?;
         for _ in 0..ncpus {
             buffers.push(Opaque::uninit(), GFP_KERNEL)?;
@@ -123,7 +123,7 @@ impl PathBuffers {
     /// disabled may use it, and only until it returns: kprobe handlers do not nest on a CPU,
     /// so nothing else uses it meanwhile.
     fn current(&self) -> Option<*mut [u8; PATH_MAX]> {
-        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let cpu = crate::kernel_ext::kcrate::cpu::CpuId::current().as_u32() as usize;
         Some(self.buffers.get(cpu)?.get())
     }
 }
@@ -155,7 +155,7 @@ unsafe fn capture_file_path(event: &mut Event, fd: i32, paths: &PathBuffers) {
     // bytes into `buf` and returns a pointer into it or an error pointer.
     let path = unsafe {
         bindings::d_path(
-            &(*file).__bindgen_anon_1.f_path,
+            crate::kernel_ext::kcrate::file_path(file),
             buf.as_mut_ptr().cast(),
             // CAST: PATH_MAX fits a C int.
             PATH_MAX as i32,

@@ -21,16 +21,16 @@ use super::format::{
     SET_MAPS_WRITE_MAX,
 };
 use crate::bindings;
+use crate::kernel_ext::kcrate::{
+    alloc::{KVVec, KVec},
+    new_mutex,
+    sync::{Arc, Mutex},
+};
 use crate::kernel_ext::pid::find_task_in_current_ns;
+use crate::kernel_ext::prelude::*;
 use crate::watch::WatchSet;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use kernel::{
-    alloc::{KVVec, KVec},
-    new_mutex,
-    prelude::*,
-    sync::{Arc, Mutex},
-};
 
 /// Memory a table costs beyond its rows.
 const TABLE_OVERHEAD: usize = 64;
@@ -406,7 +406,7 @@ impl UnwindStore {
         if self.current.load(Ordering::Relaxed).is_null() {
             return f(None);
         }
-        let _rcu = kernel::sync::rcu::read_lock();
+        let _rcu = crate::kernel_ext::kcrate::sync::rcu::read_lock();
         let snapshot = self.current.load(Ordering::Acquire);
         // SAFETY: By the type invariants `snapshot` is null or a live `Snapshot`, which stays
         // alive while the RCU read lock is held.
@@ -868,7 +868,7 @@ fn oom(_: impl Into<Error>) -> Refused {
 fn resolve(nr: u32, command: &str) -> Result<(i32, usize, u64, u64), Refused> {
     let nr =
         i32::try_from(nr).map_err(|_| refused_command(ESRCH, command, "of no such process"))?;
-    let rcu = kernel::sync::rcu::read_lock();
+    let rcu = crate::kernel_ext::kcrate::sync::rcu::read_lock();
     let task = find_task_in_current_ns(nr, &rcu)
         .ok_or_else(|| refused_command(ESRCH, command, "of no such process"))?
         .as_ptr();

@@ -4,11 +4,11 @@
 //! a summary of the words in use so that walking it does not read every word.
 
 use crate::kernel_ext::atomic::read_once;
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::{flags::GFP_KERNEL, VVec},
-    prelude::*,
     sync::atomic::{Atomic, Full, Relaxed, Release},
 };
+use crate::kernel_ext::prelude::*;
 
 /// Highest pid the kernel can hand out, plus one (`PID_MAX_LIMIT` on 64-bit).
 pub(crate) const PID_LIMIT: usize = 4 * 1024 * 1024;

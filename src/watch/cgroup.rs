@@ -6,12 +6,11 @@
 use super::rejected::Rejected;
 use crate::kernel_ext::cgroup::Cgroup;
 use crate::kernel_ext::errno::{eloop, emediumtype, enametoolong};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::{flags::GFP_KERNEL, KVec},
-    prelude::*,
-    str::CStr,
     task::Task,
 };
+use crate::kernel_ext::prelude::*;
 
 /// Most cgroups watched at once.
 pub(crate) const CGROUPS_MAX: usize = 64;

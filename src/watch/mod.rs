@@ -29,6 +29,18 @@ mod cgroup;
 mod rejected;
 mod request;
 
+use crate::kernel_ext::kcrate::{
+    alloc::flags::GFP_KERNEL,
+    alloc::{allocator::KVmalloc, KVVec, KVec},
+    new_mutex, new_spinlock,
+    str::BStr,
+    sync::{
+        atomic::{Atomic, Full, Relaxed, Release},
+        Mutex, SpinLock,
+    },
+    task::Task,
+};
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::{
     atomic::{read_once, smp_mb_full},
     byte_writer::ByteWriter,
@@ -38,18 +50,6 @@ use crate::kernel_ext::{
 use bitmap::PidBitmap;
 use cgroup::{cgroup_key, Membership, WatchedCgroup, CGROUPS_MAX};
 use core::fmt::Write;
-use kernel::{
-    alloc::flags::GFP_KERNEL,
-    alloc::{allocator::KVmalloc, KVVec, KVec},
-    new_mutex, new_spinlock,
-    prelude::*,
-    str::BStr,
-    sync::{
-        atomic::{Atomic, Full, Relaxed, Release},
-        Mutex, SpinLock,
-    },
-    task::Task,
-};
 use request::{parse_request, plan, Request};
 
 /// Whether a look at a process's cgroup ([`WatchSet::refresh`]) found it in a watched cgroup,

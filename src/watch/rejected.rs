@@ -2,7 +2,7 @@
 
 //! Why an item of a `watch-pids` write is refused.
 
-use kernel::prelude::*;
+use crate::kernel_ext::prelude::*;
 
 /// Why an item of a write was refused: the error the write fails with, and the reason the
 /// kernel log gives.

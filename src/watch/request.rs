@@ -7,11 +7,9 @@ use super::bitmap::PID_LIMIT;
 use super::cgroup::{cgroup_key, resolve_cgroup, WatchedCgroup};
 use super::rejected::Rejected;
 use crate::kernel_ext::cgroup::Cgroup;
+use crate::kernel_ext::kcrate::alloc::{flags::GFP_KERNEL, KVec};
 use crate::kernel_ext::pid::{current_in_initial_pid_ns, ProcessPid};
-use kernel::{
-    alloc::{flags::GFP_KERNEL, KVec},
-    prelude::*,
-};
+use crate::kernel_ext::prelude::*;
 
 /// One parsed request of a `watch-pids` write.
 pub(super) enum Request {

@@ -14,8 +14,9 @@
 #      /lib/modules/7.3.4+deb13-amd64/updates/dkms/; modinfo's vermagic 7.3.4+deb13-amd64
 #      and the Debian version memmon checks at load in it; the CLI, the unit, the conffile.
 #   2. the skip path, for a trixie kernel: apt install linux-headers-amd64 (Debian stable's
-#      kernel, 6.12.x, no Rust): its dkms hook and a reinstall of memmon-dkms exit 0, each printing exactly one
-#      "memmon: 6.12.118+deb13-amd64: not built for it: ... no Rust support" line; memmon is
+#      kernel, 6.12.x, no Rust, its linux-source not installed): its dkms hook and a reinstall of
+#      memmon-dkms exit 0, each printing exactly one "memmon: 6.12.118+deb13-amd64: not built
+#      for it yet: ... install linux-source-6.12=VERSION ..." line; memmon is
 #      still installed for 7.3.4+deb13-amd64 and not for 6.12 (the reinstall rebuilt it with
 #      the kernel's tree kept in /var/lib/memmon/kernels: the warm build's time is shown).
 #   3. a toolchain mismatch: a rustc 1.86.0 first on PATH; a reinstall of memmon-dkms exits
@@ -106,7 +107,11 @@ expect_eq "apt install linux-headers-amd64 (Debian stable's kernel) exit status"
 norust=$(inroot sh -c "ls /lib/modules" 2>/dev/null | grep -vxF "$krel" | grep -- '-amd64$' | head -n 1)
 [ -n "$norust" ] || die "linux-headers-amd64 installed no other kernel than $krel"
 echo "check-deb: Debian stable's kernel: $norust"
-line="memmon: $norust: not built for it: the kernel has no Rust support (CONFIG_RUST is not set in its .config)"
+# Built self-contained once its linux-source is installed (docs/kernels.md): without it, skipped
+# with one line naming the package.
+nrver=$(inroot sh -c "dpkg-query -W -f '\${Version}' linux-headers-$norust" 2>/dev/null)
+nrsrc=linux-source-$(echo "$norust" | cut -d. -f1,2)
+line="memmon: $norust: not built for it yet: the kernel has no Rust support; memmon builds it self-contained from the kernel's source: install $nrsrc=$nrver (apt install $nrsrc=$nrver), then dkms autoinstall"
 # The image's and the headers' hooks each run dkms autoinstall for it: one line per run.
 runs=$(starting "$work/norust-headers.log" "Autoinstall on $norust was skipped for module(s) memmon.")
 expect_eq "dkms autoinstall runs for $norust that skipped memmon, none failed" \

@@ -45,21 +45,20 @@ use crate::kernel_ext::errno::eopnotsupp;
 use crate::kernel_ext::ftrace::{
     within_this_module, FunctionEntry, FunctionHooks, FunctionHooksHandler,
 };
-use crate::kernel_ext::kprobe::ftrace_location;
-use crate::kernel_ext::mm::{fault_flag, vm_fault_reason, Folio, VmFault};
-use crate::kernel_ext::preempt::{in_task, without_preemption};
-use crate::record::event::FaultType;
-use crate::state::State;
-use core::{cell::UnsafeCell, ptr::NonNull};
-use kernel::{
+use crate::kernel_ext::kcrate::{
     alloc::{KVVec, KVec},
-    prelude::*,
-    str::CStr,
     sync::atomic::{Acquire, Atomic, Relaxed, Release},
     sync::Arc,
     task::Task,
     time::{delay::fsleep, Delta},
 };
+use crate::kernel_ext::kprobe::ftrace_location;
+use crate::kernel_ext::mm::{fault_flag, vm_fault_reason, Folio, VmFault};
+use crate::kernel_ext::preempt::{in_task, without_preemption};
+use crate::kernel_ext::prelude::*;
+use crate::record::event::FaultType;
+use crate::state::State;
+use core::{cell::UnsafeCell, ptr::NonNull};
 
 /// Slots of [`PendingFaults`]: watched processes' faults that may be pending at once (many
 /// sleep in I/O) and still be recorded; more are counted as missed in `/proc/memmon/stats`

@@ -7,11 +7,12 @@
 
 use super::Fault;
 use crate::bindings;
+use crate::kernel_ext::kcrate::sync::Arc;
 use crate::kernel_ext::mm::fault_flag;
+use crate::kernel_ext::prelude::*;
 use crate::kernel_ext::tracepoint::TracepointProbe;
 use crate::record::event::FaultType;
 use crate::state::State;
-use kernel::{prelude::*, sync::Arc};
 
 /// Attaches the probe on `mm:mm_fault`; faults of watched processes go to `state`'s ring.
 pub(crate) fn attach(state: Arc<State>) -> Result<TracepointProbe<State>> {
