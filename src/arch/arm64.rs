@@ -12,6 +12,7 @@ use super::UserFrame;
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::record::event::Kind;
+use crate::unwind::format::TableArch;
 use kernel::{prelude::*, str::CStr};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
@@ -89,14 +90,17 @@ pub(crate) unsafe fn ftrace_arg(fregs: *mut bindings::ftrace_regs, n: usize) -> 
     value as usize
 }
 
-/// The user registers a stack walk starts from: PC, SP, and X29, the frame pointer (the
-/// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`).
+/// The user registers a stack walk starts from: PC, SP, X29, the frame pointer (the
+/// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`),
+/// and X30, the link register (the return address of a function that has not saved it).
 #[inline]
 pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
+    let x = gprs(regs);
     UserFrame {
         pc: user_pc(regs),
         sp: user_sp(regs),
-        fp: gprs(regs)[29],
+        fp: x[29],
+        lr: Some(x[30]),
     }
 }
 
@@ -125,10 +129,10 @@ pub(crate) fn user_return_address(word: u64, user_end: u64) -> u64 {
     word & user_end.wrapping_sub(1)
 }
 
-/// Whether the unwind tables userspace loads ([`crate::unwind`], compiled for x86_64's
-/// registers and rules) are followed by the stack walk: not on arm64, whose walk follows
-/// frame records only.
-pub(crate) const UNWIND_TABLES: bool = false;
+/// The architecture of the unwind tables the stack walk follows ([`crate::unwind`]): arm64's
+/// rows (CFA from SP or X29, the return address saved or still in X30, X29 saved below it,
+/// signed or not); a table of another architecture is refused when it is written.
+pub(crate) const UNWIND_ARCH: TableArch = TableArch::Arm64;
 
 /// The current task, read inline as arm64's `get_current()` reads it: the kernel keeps it in
 /// SP_EL0 while it runs.

@@ -6,6 +6,7 @@ use super::UserFrame;
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::record::event::Kind;
+use crate::unwind::format::TableArch;
 use kernel::{prelude::*, str::CStr};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
@@ -87,6 +88,7 @@ pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
         pc: regs.ip as u64,
         sp: regs.sp as u64,
         fp: regs.bp as u64,
+        lr: None,
     }
 }
 
@@ -103,9 +105,10 @@ pub(crate) fn user_return_address(word: u64, _user_end: u64) -> u64 {
     word
 }
 
-/// Whether the unwind tables userspace loads ([`crate::unwind`], x86_64's registers and
-/// rules) are followed by the stack walk.
-pub(crate) const UNWIND_TABLES: bool = true;
+/// The architecture of the unwind tables the stack walk follows ([`crate::unwind`]): x86_64's
+/// rows (CFA from RSP or RBP, the return address at CFA - 8, RBP saved or not); a table of
+/// another architecture is refused when it is written.
+pub(crate) const UNWIND_ARCH: TableArch = TableArch::X86_64;
 
 /// The current task, read inline as x86_64's `get_current()` reads it: one load of the per-CPU
 /// `current_task` through the GS segment, where [`kernel::task::Task::current_raw`] calls an
