@@ -404,7 +404,7 @@ impl<W: UnwindSink> Loader<W> {
             }
             match self
                 .sink
-                .write_command(&encode_add_table(&key, &table.rows))
+                .write_command(&encode_add_table(&key, table.arch, &table.rows))
             {
                 Ok(()) => {
                     self.loaded.insert(key);
@@ -501,7 +501,10 @@ impl<W: UnwindSink> Loader<W> {
                 let Some((table, path)) = tables.get(key) else {
                     continue;
                 };
-                match self.sink.write_command(&encode_add_table(key, &table.rows)) {
+                match self
+                    .sink
+                    .write_command(&encode_add_table(key, table.arch, &table.rows))
+                {
                     Ok(()) => {
                         self.loaded.insert(*key);
                         report.added.push(*key);

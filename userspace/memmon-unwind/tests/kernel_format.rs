@@ -14,12 +14,15 @@ use memmon_unwind::protocol::Reject;
 fn the_module_parser_agrees_with_the_crate_on_every_fuzz_case() {
     let context = FuzzContext::new(100, 200);
     for write in context.setup_writes() {
-        assert!(format::parse(&write).is_ok(), "the setup write is refused");
+        assert!(
+            format::parse(&write, format::TableArch::X86_64).is_ok(),
+            "the setup write is refused"
+        );
     }
     let cases = generate(7, 10_000, &context);
     let mut format_errors = 0;
     for (i, case) in cases.iter().enumerate() {
-        let parsed = format::parse(&case.bytes);
+        let parsed = format::parse(&case.bytes, format::TableArch::X86_64);
         match &case.reject {
             Reject::Invalid(_) => {
                 format_errors += 1;
@@ -61,12 +64,16 @@ fn the_module_prefix_parser_refuses_what_the_crate_finds_in_a_prefix() {
     let mut prefix_errors = 0;
     for (i, (bytes, reject)) in writes.iter().enumerate() {
         let prefix = &bytes[..bytes.len().min(format::PREFIX_BYTES)];
-        let parsed = format::parse_prefix(prefix, bytes.len());
+        let parsed = format::parse_prefix(prefix, bytes.len(), format::TableArch::X86_64);
         match reject {
             Some(Reject::Invalid(invalid)) if invalid.in_prefix() => {
                 prefix_errors += 1;
                 let why = parsed.expect_err("the prefix parser accepts it");
-                assert_eq!(format::parse(bytes).err(), Some(why), "case {i}");
+                assert_eq!(
+                    format::parse(bytes, format::TableArch::X86_64).err(),
+                    Some(why),
+                    "case {i}"
+                );
             }
             _ => assert!(parsed.is_ok(), "case {i}: {:?}", parsed.err()),
         }
@@ -80,7 +87,9 @@ fn the_module_prefix_parser_refuses_what_the_crate_finds_in_a_prefix() {
 fn the_module_reads_the_index_shape_of_a_write() {
     let context = FuzzContext::new(100, 200);
     for write in context.setup_writes() {
-        let Ok(format::Command::AddTable { rows, .. }) = format::parse(&write) else {
+        let Ok(format::Command::AddTable { rows, .. }) =
+            format::parse(&write, format::TableArch::X86_64)
+        else {
             panic!("the setup write is not an ADD_TABLE");
         };
         let all: Vec<format::Row> = rows.iter().collect();
@@ -152,7 +161,10 @@ fn the_module_takes_a_python_description() {
             own_offsets: false,
         };
         let description = describe(&symbols, 0x1000).expect("a layout");
-        match format::parse(&encode_set_python(1234, Some(&description))) {
+        match format::parse(
+            &encode_set_python(1234, Some(&description)),
+            format::TableArch::X86_64,
+        ) {
             Ok(format::Command::SetPython {
                 pid: 1234,
                 python: Some(spec),
@@ -185,14 +197,22 @@ fn the_module_takes_a_python_description() {
         let mut global = description;
         global.thread_state = ThreadState::Global(0x00a5_b740 + 576);
         global.thread_id = 152;
-        assert!(format::parse(&encode_set_python(1234, Some(&global))).is_ok());
+        assert!(format::parse(
+            &encode_set_python(1234, Some(&global)),
+            format::TableArch::X86_64
+        )
+        .is_ok());
         let mut tls = description;
         tls.thread_state = ThreadState::ThreadLocal(-16);
         tls.thread_id = memmon_unwind::protocol::NO_OFFSET;
-        assert!(format::parse(&encode_set_python(1234, Some(&tls))).is_ok());
+        assert!(format::parse(
+            &encode_set_python(1234, Some(&tls)),
+            format::TableArch::X86_64
+        )
+        .is_ok());
     }
     assert!(matches!(
-        format::parse(&encode_set_python(1234, None)),
+        format::parse(&encode_set_python(1234, None), format::TableArch::X86_64),
         Ok(format::Command::SetPython { python: None, .. })
     ));
 }
@@ -205,7 +225,7 @@ fn the_module_parser_agrees_on_the_python_fuzz_cases() {
     let context = FuzzContext::new(100, 200);
     let mut format_errors = 0;
     for (i, case) in generate_python(9, 10_000, &context).iter().enumerate() {
-        let parsed = format::parse(&case.bytes);
+        let parsed = format::parse(&case.bytes, format::TableArch::X86_64);
         match &case.reject {
             Reject::Invalid(_) => {
                 format_errors += 1;
