@@ -208,8 +208,8 @@ pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
     if ret != 0 {
         return Err(eopnotsupp());
     }
-    // CAST: `kprobe_opcode_t` is the instruction word, as an `int`.
-    let first = probe.opcode as u32;
+    // `kprobe_opcode_t` is arm64's instruction word, a u32.
+    let first: u32 = probe.opcode;
     let [second, third] = insns.map(u32::from_le);
     let (offset, mov, call) = if first == INSN_BTI_C {
         (8, second, third)

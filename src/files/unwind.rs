@@ -9,8 +9,8 @@
 //! its first bytes when it can be (a bad header or counts, a table that cannot fit, more
 //! than writes may copy in) before the rest is copied in.
 
-use crate::arch;
 use super::check_writer;
+use crate::arch;
 use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::killable::lock_killable;
 use crate::kernel_ext::procfs::ProcFile;

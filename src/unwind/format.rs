@@ -138,7 +138,9 @@ impl TableArch {
         };
         match row.rule() {
             Rule::Sp if row.cfa < least_sp => return Err("a row's CFA is RSP plus less than 8"),
-            Rule::Fp if row.cfa < 16 => return Err("a row's CFA is the frame pointer plus less than 16"),
+            Rule::Fp if row.cfa < 16 => {
+                return Err("a row's CFA is the frame pointer plus less than 16")
+            }
             _ if !followable && (row.cfa != 0 || row.slot != 0 || row.flags() != 0) => {
                 return Err("a row without a CFA rule has a CFA offset, a saved register or flags")
             }
@@ -149,7 +151,9 @@ impl TableArch {
                 Err("a row saves RBP at or above the return address")
             }
             Self::Arm64 if row.slot > 0 => Err("a row saves the return address above the CFA"),
-            Self::Arm64 if row.flags() & FLAG_FP_BELOW_RA != 0 && !(-127..=-1).contains(&row.slot) => {
+            Self::Arm64
+                if row.flags() & FLAG_FP_BELOW_RA != 0 && !(-127..=-1).contains(&row.slot) =>
+            {
                 Err("a row saves X29 below a return address that is not saved, or below -1024")
             }
             _ => Ok(()),
@@ -491,16 +495,18 @@ pub(crate) fn parse_prefix(prefix: &[u8], len: usize, arch: TableArch) -> Result
             match TableArch::from_u32(u32_at(fields, KEY_BYTES + 4)) {
                 Some(table) if table == arch => {}
                 Some(TableArch::X86_64) => {
-                    return Err("an ADD_TABLE of x86_64 rows (architecture 0): this module walks \
-                                arm64 stacks")
+                    return Err(
+                        "an ADD_TABLE of x86_64 rows (architecture 0): this module walks \
+                                arm64 stacks",
+                    )
                 }
                 Some(TableArch::Arm64) => {
-                    return Err("an ADD_TABLE of arm64 rows (architecture 1): this module walks \
-                                x86_64 stacks")
+                    return Err(
+                        "an ADD_TABLE of arm64 rows (architecture 1): this module walks \
+                                x86_64 stacks",
+                    )
                 }
-                None => {
-                    return Err("an ADD_TABLE of an unknown architecture (0 x86_64, 1 arm64)")
-                }
+                None => return Err("an ADD_TABLE of an unknown architecture (0 x86_64, 1 arm64)"),
             }
             if body - (KEY_BYTES + 8) != rows * ROW_BYTES {
                 return Err("an ADD_TABLE whose size is not that of its rows");
