@@ -342,11 +342,24 @@ fn step(
 ) -> Result<Option<Frame>, StackEnd> {
     let row = ranges.and_then(|ranges| ranges.row(pc, near));
     match row.map(|row| (row, row.rule())) {
-        Some((row, Rule::Sp | Rule::Fp)) => table_step(frame, row, bounds),
+        Some((row, Rule::Sp | Rule::Fp)) if followable(&row, frame) => {
+            table_step(frame, row, bounds)
+        }
         Some((_, Rule::Outermost)) => Ok(None),
-        Some((_, Rule::NotFollowable)) => frame_pointer_step(frame, bounds, StackEnd::Unsupported),
+        Some((_, Rule::Sp | Rule::Fp | Rule::NotFollowable)) => {
+            frame_pointer_step(frame, bounds, StackEnd::Unsupported)
+        }
         _ => frame_pointer_step(frame, bounds, StackEnd::NoTable),
     }
+}
+
+/// Whether a row whose CFA is the stack or the frame pointer plus an offset can be followed
+/// from `frame`: its return address saved, or still in the link register (arm64's X30) and
+/// the frame pointer unchanged in the innermost frame, the one frame whose link register the
+/// walk has (above it, such a row is one the walker cannot follow).
+fn followable(row: &Row, frame: &Frame) -> bool {
+    let saves = arch::UNWIND_ARCH.saves(row);
+    saves.ra != 0 || (saves.fp == 0 && frame.lr.is_some())
 }
 
 /// Reads `N` words of user memory at `addr`, with page faults disabled; `None` where they are
@@ -395,7 +408,7 @@ fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>,
         Ok(read_user::<1>(at).ok_or(StackEnd::Unreadable)?[0])
     };
     let (word, bp) = match (ra, fp) {
-        // Still in the link register: known in the innermost frame only.
+        // Still in the link register: known in the innermost frame only ([`followable`]).
         (0, 0) => (frame.lr.ok_or(StackEnd::Unsupported)?, frame.bp),
         (0, _) => return Err(StackEnd::Unsupported),
         (ra, 0) => (read_slot(ra)?, frame.bp),

@@ -107,7 +107,15 @@ where
     while walk.frames.len() < depth {
         let row = lookup(pc);
         let (ra, step) = match row {
-            Some(row) if matches!(row.rule, Rule::Sp | Rule::Fp) => {
+            // A return address still in the link register is known in the innermost frame
+            // only: above it, such a row takes the frame-pointer step.
+            Some(row)
+                if matches!(row.rule, Rule::Sp | Rule::Fp)
+                    && (arch.saves(&row).ra != 0
+                        || (arch.saves(&row).fp == 0
+                            && lr.is_some()
+                            && walk.frames.len() == 1)) =>
+            {
                 let base = if row.rule == Rule::Sp { rsp } else { rbp };
                 let Saves { fp, ra, signed } = arch.saves(&row);
                 let slot = |cfa: u64, slot: i8| cfa.checked_add_signed(8 * i64::from(slot));
@@ -124,8 +132,7 @@ where
                     return walk;
                 }
                 let word = if ra == 0 {
-                    // Only the innermost frame has the link register.
-                    lr.filter(|_| walk.frames.len() == 1)
+                    lr
                 } else {
                     slot(cfa, ra).and_then(&mut read)
                 };

@@ -184,7 +184,8 @@ fn arm64_rows_and_walk() {
     assert_eq!(walk.steps, [Step::Table; 3]);
     assert_eq!(walk.end, End::Outermost);
     // Without the link register (a walk that has not got it), the leaf's row cannot be
-    // followed.
+    // followed: the frame-pointer step from X29 (framed's frame record, whose saved X29 is 0)
+    // finds framed's caller, lone and framed skipped, as a walk by frame records alone does.
     let walk = walk_arch(
         Arch::Aarch64,
         lookup,
@@ -193,6 +194,7 @@ fn arm64_rows_and_walk() {
         None,
         16,
     );
-    assert_eq!(walk.frames, [leaf]);
-    assert_eq!(walk.end, End::Unreadable);
+    assert_eq!(walk.frames, [leaf, start + 8]);
+    assert_eq!(walk.steps, [Step::FramePointer]);
+    assert_eq!(walk.end, End::FramePointerEnd);
 }
