@@ -65,4 +65,14 @@ memmon record -q --no-unwind-tables -o /tmp/cap-plain -- /progs/chains-nofp 16 >
 folded /tmp/cap-plain > /tmp/chains-plain
 grep -qxE "$start;$r;leaf_touch" /tmp/chains-plain && fail "without tables the recursion's leaf kept its callers?"
 expect_match "without tables the stacks say why they end" "$(cat /tmp/cap-plain)" 'stack_end=no_table'
+# The table's architecture (docs/unwind.md): an x86_64 table is refused, before its rows are
+# read, with a line that says so; the same rows as an arm64 table are taken.
+dmesg -c > /dev/null
+kmsg_mark
+write_table_of_arch 0 && fail "an x86_64 table was taken by the arm64 module"
+expect_match "an x86_64 table refused" "$(kmsg_new)" \
+    'unwind: refused: an ADD_TABLE of x86_64 rows \(architecture 0\): this module walks arm64 stacks'
+write_table_of_arch 1 || fail "the arm64 table of one row was refused"
+grep -q '^table aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa rows=1 ' /proc/memmon/unwind ||
+    fail "the arm64 table is not listed: $(grep '^table ' /proc/memmon/unwind)"
 unload
