@@ -12,7 +12,7 @@ use super::UserFrame;
 use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::record::event::Kind;
-use crate::unwind::format::TableArch;
+use crate::unwind::format::{Row, TableArch};
 use kernel::{prelude::*, str::CStr};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
@@ -133,6 +133,12 @@ pub(crate) fn user_return_address(word: u64, user_end: u64) -> u64 {
 /// rows (CFA from SP or X29, the return address saved or still in X30, X29 saved below it,
 /// signed or not); a table of another architecture is refused when it is written.
 pub(crate) const UNWIND_ARCH: TableArch = TableArch::Arm64;
+
+/// The row of the call a user stack's innermost frame is at the entry of, when the kernel
+/// emulates that call: never on arm64, which has no vsyscall page (x86_64's).
+pub(crate) fn emulated_call_entry(_ip: u64) -> Option<Row> {
+    None
+}
 
 /// The current task, read inline as arm64's `get_current()` reads it: the kernel keeps it in
 /// SP_EL0 while it runs.

@@ -11,7 +11,8 @@
 //! - the user registers a stack walk starts from (pc, stack pointer, frame pointer, link
 //!   register), what a return address read from a user frame is (arm64: signed by pointer
 //!   authentication), and the architecture of the unwind tables it follows (the rows' meaning
-//!   per architecture is the format's: [`crate::unwind::format::TableArch`]);
+//!   per architecture is the format's: [`crate::unwind::format::TableArch`]), and a call the
+//!   kernel emulates at the innermost frame (x86_64's vsyscall page);
 //! - the current task pointer, read inline;
 //! - where a kernel function's ftrace call site is, given its entry.
 

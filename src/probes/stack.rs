@@ -271,17 +271,19 @@ fn walk_user(
         user_end: current_task_size(),
     };
     // A fault in a system call the kernel emulates for a call into the vsyscall page
-    // (`__emulate_vsyscall()`, arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault or
-    // the general protection fault of that call): the task is at the vsyscall's first
+    // (x86_64's: [`arch::emulated_call_entry`]): the task is at the vsyscall's first
     // instruction. The stack starts at its caller, as it would after the vsyscall's emulated
     // `ret`, and its innermost entry is then a return address.
-    let in_vsyscall = in_vsyscall_page(frame.ip);
-    if in_vsyscall {
-        frame = match table_step(&frame, FUNCTION_ENTRY, &bounds) {
-            Ok(Some(caller)) => caller,
-            Ok(None) | Err(_) => return (0, StackEnd::Unreadable),
-        };
-    }
+    let in_vsyscall = match arch::emulated_call_entry(frame.ip) {
+        Some(entry) => {
+            frame = match table_step(&frame, entry, &bounds) {
+                Ok(Some(caller)) => caller,
+                Ok(None) | Err(_) => return (0, StackEnd::Unreadable),
+            };
+            true
+        }
+        None => false,
+    };
     // Code runs only at user addresses, but a saved pc is what the task made of it.
     if frame.ip >= bounds.user_end {
         return (0, StackEnd::Unreadable);
@@ -310,25 +312,6 @@ fn walk_user(
         count += 1;
         frame = caller;
     }
-}
-
-/// The row of an x86_64 function's first instruction: the return address the call pushed
-/// at RSP (CFA = RSP + 8), RBP the caller's.
-const FUNCTION_ENTRY: Row = Row {
-    cfa: 8,
-    ..Row::bare(Rule::Sp)
-};
-
-/// The address of the vsyscall page (`VSYSCALL_ADDR`, arch/x86/include/uapi/asm/vsyscall.h),
-/// fixed by the x86_64 ABI.
-const VSYSCALL_PAGE: u64 = 0xffff_ffff_ff60_0000;
-
-/// Whether `ip` lies in the vsyscall page (`is_vsyscall_vaddr()`). A task's pc is there while
-/// the kernel emulates the call it made there, and in the signal (`SIGSEGV`) the kernel
-/// sends for one it refuses; either way `[RSP]` is what the call pushed.
-fn in_vsyscall_page(ip: u64) -> bool {
-    // CAST: `PAGE_SIZE` fits in 64 bits.
-    ip & !(bindings::PAGE_SIZE as u64 - 1) == VSYSCALL_PAGE
 }
 
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.

@@ -222,16 +222,6 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    /// A row of `rule`, without offset, saved register or flags.
-    pub(crate) const fn bare(rule: Rule) -> Self {
-        Row {
-            pc: 0,
-            cfa: 0,
-            code: rule as u8,
-            slot: 0,
-        }
-    }
-
     /// Its rule ([`Rule::NoInfo`] for a code no valid row has).
     pub(crate) fn rule(&self) -> Rule {
         Rule::from_u8(self.code & RULE_MASK).unwrap_or(Rule::NoInfo)
