@@ -108,7 +108,8 @@ pub enum Warning {
         /// The last error.
         error: String,
     },
-    /// The object could not be compiled (no CFI, not x86-64, addresses beyond 32 bits...).
+    /// The object could not be compiled (no CFI, neither x86-64 nor arm64, addresses beyond
+    /// 32 bits...).
     Compile {
         /// Its path.
         path: String,

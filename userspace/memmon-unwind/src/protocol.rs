@@ -369,10 +369,10 @@ pub enum Invalid {
     /// A row of a rule other than 0 to 4.
     #[error("a row of an unknown rule")]
     RowRule,
-    /// A rule 0 row with a CFA offset below 8.
+    /// A rule 0 row of x86_64 with a CFA offset below 8.
     #[error("a row's CFA is RSP plus less than 8")]
     RspCfa,
-    /// A rule 1 row with a CFA offset below 16.
+    /// A rule 1 row with a CFA offset below 16 (the frame pointer: RBP, X29).
     #[error("a row's CFA is RBP plus less than 16")]
     RbpCfa,
     /// A row of rule 2, 3 or 4 with a CFA offset, a saved register or flags.
