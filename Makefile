@@ -61,7 +61,7 @@ PROGS := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs/%,$(PROGS_SRCS))
 # stacks-pac: stacks with return addresses signed by pointer authentication
 # (-mbranch-protection=standard, as Debian's arm64 userspace is built).
 PROGS_ARM64 := $(patsubst $(TOP)/tests/progs/%.c,$(BUILD)/progs-arm64/%,$(filter-out %/stackattack.c,$(PROGS_SRCS))) \
-	$(BUILD)/progs-arm64/stacks-pac
+	$(BUILD)/progs-arm64/stacks-pac $(BUILD)/progs-arm64/chains-nofp
 
 .PHONY: all deps kernel module userspace userspace-arm64 progs progs-arm64 run check bench clean distclean check-debug install uninstall check-gxx check-depth \
 	deb check-deb \
@@ -175,6 +175,12 @@ progs-arm64: $(PROGS_ARM64)
 $(BUILD)/progs-arm64/stacks-pac: $(TOP)/tests/progs/stacks.c
 	@mkdir -p $(dir $@)
 	aarch64-linux-gnu-gcc -static -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -mbranch-protection=standard -Wall -Werror -o $@ $< -lpthread
+
+# chains-nofp: tests/unwind/chains.c without frame pointers, shared, signing its return
+# addresses, for Debian's arm64 glibc (tests/stock/06-unwind-arm64.sh adds it to the guest).
+$(BUILD)/progs-arm64/chains-nofp: $(TOP)/tests/unwind/chains.c
+	@mkdir -p $(dir $@)
+	aarch64-linux-gnu-gcc -O2 -g -fomit-frame-pointer -mbranch-protection=standard -Wall -Werror -o $@ $< -lpthread
 
 $(BUILD)/progs-arm64/%: $(TOP)/tests/progs/%.c $(wildcard $(TOP)/tests/progs/*.h)
 	@mkdir -p $(dir $@)

@@ -13,6 +13,7 @@ use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::kernel_ext::prelude::*;
 use crate::record::event::Kind;
+use crate::unwind::format::{Row, TableArch};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
 /// (`mmap` is arm64's own `SYSCALL_DEFINE6(mmap)` of arch/arm64/kernel/sys.c, taking the
@@ -89,14 +90,17 @@ pub(crate) unsafe fn ftrace_arg(fregs: *mut bindings::ftrace_regs, n: usize) -> 
     value as usize
 }
 
-/// The user registers a stack walk starts from: PC, SP, and X29, the frame pointer (the
-/// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`).
+/// The user registers a stack walk starts from: PC, SP, X29, the frame pointer (the
+/// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`),
+/// and X30, the link register (the return address of a function that has not saved it).
 #[inline]
 pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
+    let x = gprs(regs);
     UserFrame {
         pc: user_pc(regs),
         sp: user_sp(regs),
-        fp: gprs(regs)[29],
+        fp: x[29],
+        lr: Some(x[30]),
     }
 }
 
@@ -125,10 +129,16 @@ pub(crate) fn user_return_address(word: u64, user_end: u64) -> u64 {
     word & user_end.wrapping_sub(1)
 }
 
-/// Whether the unwind tables userspace loads ([`crate::unwind`], compiled for x86_64's
-/// registers and rules) are followed by the stack walk: not on arm64, whose walk follows
-/// frame records only.
-pub(crate) const UNWIND_TABLES: bool = false;
+/// The architecture of the unwind tables the stack walk follows ([`crate::unwind`]): arm64's
+/// rows (CFA from SP or X29, the return address saved or still in X30, X29 saved below it,
+/// signed or not); a table of another architecture is refused when it is written.
+pub(crate) const UNWIND_ARCH: TableArch = TableArch::Arm64;
+
+/// The row of the call a user stack's innermost frame is at the entry of, when the kernel
+/// emulates that call: never on arm64, which has no vsyscall page (x86_64's).
+pub(crate) fn emulated_call_entry(_ip: u64) -> Option<Row> {
+    None
+}
 
 /// The current task, read inline as arm64's `get_current()` reads it: the kernel keeps it in
 /// SP_EL0 while it runs.
@@ -204,8 +214,8 @@ pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
     if ret != 0 {
         return Err(eopnotsupp());
     }
-    // CAST: `kprobe_opcode_t` is the instruction word, as an `int`.
-    let first = probe.opcode as u32;
+    // `kprobe_opcode_t` is arm64's instruction word, a u32.
+    let first: u32 = probe.opcode;
     let [second, third] = insns.map(u32::from_le);
     let (offset, mov, call) = if first == INSN_BTI_C {
         (8, second, third)

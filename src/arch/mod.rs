@@ -8,8 +8,11 @@
 //!   wrappers pass the user's arguments (a `struct pt_regs *`, in the first argument
 //!   register);
 //! - the registers of a probed kernel function's arguments and return value;
-//! - the user registers a stack walk starts from (pc, stack pointer, frame pointer), and what
-//!   a return address read from a user frame is (arm64: signed by pointer authentication);
+//! - the user registers a stack walk starts from (pc, stack pointer, frame pointer, link
+//!   register), what a return address read from a user frame is (arm64: signed by pointer
+//!   authentication), and the architecture of the unwind tables it follows (the rows' meaning
+//!   per architecture is the format's: [`crate::unwind::format::TableArch`]), and a call the
+//!   kernel emulates at the innermost frame (x86_64's vsyscall page);
 //! - the current task pointer, read inline;
 //! - where a kernel function's ftrace call site is, given its entry.
 
@@ -36,4 +39,7 @@ pub(crate) struct UserFrame {
     /// The frame pointer (RBP, X29): where the frame record of the caller is, if the code
     /// keeps one.
     pub(crate) fp: u64,
+    /// The link register (arm64's X30), where a function that has not saved its return
+    /// address keeps it; `None` on x86_64, whose calls push it.
+    pub(crate) lr: Option<u64>,
 }

@@ -7,6 +7,7 @@ use crate::bindings;
 use crate::kernel_ext::errno::eopnotsupp;
 use crate::kernel_ext::prelude::*;
 use crate::record::event::Kind;
+use crate::unwind::format::{Row, Rule, TableArch};
 
 /// The probed system calls: the entry point the syscall table calls, and the event kind.
 pub(crate) const SYSCALLS: [(&CStr, Kind); 18] = [
@@ -87,6 +88,7 @@ pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
         pc: regs.ip as u64,
         sp: regs.sp as u64,
         fp: regs.bp as u64,
+        lr: None,
     }
 }
 
@@ -103,9 +105,34 @@ pub(crate) fn user_return_address(word: u64, _user_end: u64) -> u64 {
     word
 }
 
-/// Whether the unwind tables userspace loads ([`crate::unwind`], x86_64's registers and
-/// rules) are followed by the stack walk.
-pub(crate) const UNWIND_TABLES: bool = true;
+/// The architecture of the unwind tables the stack walk follows ([`crate::unwind`]): x86_64's
+/// rows (CFA from RSP or RBP, the return address at CFA - 8, RBP saved or not); a table of
+/// another architecture is refused when it is written.
+pub(crate) const UNWIND_ARCH: TableArch = TableArch::X86_64;
+
+/// The row of a function's first instruction: the return address the call pushed at RSP
+/// (CFA = RSP + 8), RBP the caller's.
+const FUNCTION_ENTRY: Row = Row {
+    pc: 0,
+    cfa: 8,
+    code: Rule::Sp as u8,
+    slot: 0,
+};
+
+/// The address of the vsyscall page (`VSYSCALL_ADDR`, arch/x86/include/uapi/asm/vsyscall.h),
+/// fixed by the x86_64 ABI.
+const VSYSCALL_PAGE: u64 = 0xffff_ffff_ff60_0000;
+
+/// The row of the call a user stack's innermost frame is at the entry of, when the kernel
+/// emulates that call: `ip` in the vsyscall page (`is_vsyscall_vaddr()`), where a task's pc
+/// is while the kernel emulates the call it made there (`__emulate_vsyscall()`,
+/// arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault or the general protection
+/// fault of that call), and in the signal (`SIGSEGV`) the kernel sends for one it refuses;
+/// either way `[RSP]` is what the call pushed: a function's entry.
+pub(crate) fn emulated_call_entry(ip: u64) -> Option<Row> {
+    // CAST: `PAGE_SIZE` fits in 64 bits.
+    (ip & !(bindings::PAGE_SIZE as u64 - 1) == VSYSCALL_PAGE).then_some(FUNCTION_ENTRY)
+}
 
 /// The current task, read inline as x86_64's `get_current()` reads it: one load of the per-CPU
 /// `current_task` through the GS segment, where [`kernel::task::Task::current_raw`] calls an

@@ -10,6 +10,7 @@
 //! than writes may copy in) before the rest is copied in.
 
 use super::check_writer;
+use crate::arch;
 use crate::kernel_ext::byte_writer::ByteWriter;
 use crate::kernel_ext::kcrate::{
     alloc::{KVVec, KVec},
@@ -144,7 +145,7 @@ impl ProcFile for UnwindFile {
         let mut prefix = [0u8; PREFIX_BYTES];
         let prefix = prefix.get_mut(..len.min(PREFIX_BYTES)).ok_or(EINVAL)?;
         input.clone_reader().read_slice(prefix)?;
-        let staging = match format::parse_prefix(prefix, len) {
+        let staging = match format::parse_prefix(prefix, len, arch::UNWIND_ARCH) {
             Ok(Prefix::AddTable { key, rows }) => Staging::Table { key, rows },
             Ok(Prefix::SetMaps | Prefix::DropTable | Prefix::SetPython) => Staging::Other,
             Err(why) => {
@@ -157,7 +158,7 @@ impl ProcFile for UnwindFile {
         let mut bytes = KVVec::with_capacity(len, GFP_KERNEL)?;
         crate::kernel_ext::kcrate::read_all_into(input, &mut bytes)?;
         // Parsed whole again: the buffer may have changed since its prefix was read.
-        let command = format::parse(&bytes).map_err(|why| {
+        let command = format::parse(&bytes, arch::UNWIND_ARCH).map_err(|why| {
             pr_info!("unwind: refused: {}\n", why);
             EINVAL
         })?;

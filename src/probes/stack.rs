@@ -22,7 +22,7 @@ use crate::kernel_ext::task::{current_task_size, current_user_regs};
 use crate::probes::python::walk_python;
 use crate::record::event::{Event, PythonEnd, StackEnd, PYTHON_MAX, STACK_MAX};
 use crate::state::State;
-use crate::unwind::format::{Row, Rule};
+use crate::unwind::format::{Row, Rule, Saves};
 use crate::unwind::store::ProcessRanges;
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
@@ -215,6 +215,9 @@ struct Frame {
     sp: u64,
     /// The frame pointer: RBP on x86_64, X29 on arm64.
     bp: u64,
+    /// The link register (arm64's X30), known in the innermost frame only: where the return
+    /// address is while a row says it was not saved (a leaf, a prologue, an epilogue).
+    lr: Option<u64>,
 }
 
 /// What every step of one walk checks against.
@@ -261,25 +264,26 @@ fn walk_user(
         ip: user.pc,
         sp: user.sp,
         bp: user.fp,
+        lr: user.lr,
     };
-    // Tables of another architecture's rules are not followed (arm64: frame records only).
-    let ranges = ranges.filter(|_| arch::UNWIND_TABLES);
     let bounds = Bounds {
         stack_start: frame.sp,
         user_end: current_task_size(),
     };
     // A fault in a system call the kernel emulates for a call into the vsyscall page
-    // (`__emulate_vsyscall()`, arch/x86/entry/vsyscall/vsyscall_64.c, from the page fault or
-    // the general protection fault of that call): the task is at the vsyscall's first
+    // (x86_64's: [`arch::emulated_call_entry`]): the task is at the vsyscall's first
     // instruction. The stack starts at its caller, as it would after the vsyscall's emulated
     // `ret`, and its innermost entry is then a return address.
-    let in_vsyscall = in_vsyscall_page(frame.ip);
-    if in_vsyscall {
-        frame = match table_step(&frame, FUNCTION_ENTRY, &bounds) {
-            Ok(Some(caller)) => caller,
-            Ok(None) | Err(_) => return (0, StackEnd::Unreadable),
-        };
-    }
+    let in_vsyscall = match arch::emulated_call_entry(frame.ip) {
+        Some(entry) => {
+            frame = match table_step(&frame, entry, &bounds) {
+                Ok(Some(caller)) => caller,
+                Ok(None) | Err(_) => return (0, StackEnd::Unreadable),
+            };
+            true
+        }
+        None => false,
+    };
     // Code runs only at user addresses, but a saved pc is what the task made of it.
     if frame.ip >= bounds.user_end {
         return (0, StackEnd::Unreadable);
@@ -310,27 +314,6 @@ fn walk_user(
     }
 }
 
-/// The row of a function's first instruction: the return address the call pushed at RSP
-/// (CFA = RSP + 8), RBP the caller's.
-const FUNCTION_ENTRY: Row = Row {
-    pc: 0,
-    cfa: 8,
-    rule: Rule::Rsp,
-    rbp: 0,
-};
-
-/// The address of the vsyscall page (`VSYSCALL_ADDR`, arch/x86/include/uapi/asm/vsyscall.h),
-/// fixed by the x86_64 ABI.
-const VSYSCALL_PAGE: u64 = 0xffff_ffff_ff60_0000;
-
-/// Whether `ip` lies in the vsyscall page (`is_vsyscall_vaddr()`). A task's pc is there while
-/// the kernel emulates the call it made there, and in the signal (`SIGSEGV`) the kernel
-/// sends for one it refuses; either way `[RSP]` is what the call pushed.
-fn in_vsyscall_page(ip: u64) -> bool {
-    // CAST: `PAGE_SIZE` fits in 64 bits.
-    ip & !(bindings::PAGE_SIZE as u64 - 1) == VSYSCALL_PAGE
-}
-
 /// The caller's frame of `frame`, whose pc is `pc`; `None` at the outermost frame.
 /// `near` is the range to look `pc` up in first ([`ProcessRanges::row`]).
 fn step(
@@ -341,23 +324,25 @@ fn step(
     bounds: &Bounds,
 ) -> Result<Option<Frame>, StackEnd> {
     let row = ranges.and_then(|ranges| ranges.row(pc, near));
-    match row {
-        Some(
-            row @ Row {
-                rule: Rule::Rsp | Rule::Rbp,
-                ..
-            },
-        ) => table_step(frame, row, bounds),
-        Some(Row {
-            rule: Rule::Outermost,
-            ..
-        }) => Ok(None),
-        Some(Row {
-            rule: Rule::NotFollowable,
-            ..
-        }) => frame_pointer_step(frame, bounds, StackEnd::Unsupported),
+    match row.map(|row| (row, row.rule())) {
+        Some((row, Rule::Sp | Rule::Fp)) if followable(&row, frame) => {
+            table_step(frame, row, bounds)
+        }
+        Some((_, Rule::Outermost)) => Ok(None),
+        Some((_, Rule::Sp | Rule::Fp | Rule::NotFollowable)) => {
+            frame_pointer_step(frame, bounds, StackEnd::Unsupported)
+        }
         _ => frame_pointer_step(frame, bounds, StackEnd::NoTable),
     }
+}
+
+/// Whether a row whose CFA is the stack or the frame pointer plus an offset can be followed
+/// from `frame`: its return address saved, or still in the link register (arm64's X30) and
+/// the frame pointer unchanged in the innermost frame, the one frame whose link register the
+/// walk has (above it, such a row is one the walker cannot follow).
+fn followable(row: &Row, frame: &Frame) -> bool {
+    let saves = arch::UNWIND_ARCH.saves(row);
+    saves.ra != 0 || (saves.fp == 0 && frame.lr.is_some())
 }
 
 /// Reads `N` words of user memory at `addr`, with page faults disabled; `None` where they are
@@ -376,42 +361,56 @@ fn read_user<const N: usize>(addr: u64) -> Option<[u64; N]> {
     (ret == 0).then_some(words)
 }
 
-/// A step by a table row whose CFA is RSP or RBP plus an offset: the return address is at
-/// CFA - 8, RBP saved where the row says, and the caller's RSP is the CFA.
+/// A step by a table row whose CFA is the stack or the frame pointer plus an offset: the
+/// return address and the saved frame pointer where the row says ([`arch::UNWIND_ARCH`]'s
+/// [`Saves`]: x86_64's return address at CFA - 8, arm64's saved or still in X30), and the
+/// caller's stack pointer is the CFA. A signed return address (arm64's pointer
+/// authentication) is stripped of its code.
 fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>, StackEnd> {
-    let base = if row.rule == Rule::Rsp {
+    let base = if row.rule() == Rule::Sp {
         frame.sp
     } else {
         frame.bp
     };
-    // The caller's frame lies above this one's: the return address (at CFA - 8) at or above
-    // RSP, and in the task's user address space. Unchecked arithmetic past this point cannot
-    // wrap: 16 <= CFA <= the end of user space.
+    let Saves { fp, ra, signed } = arch::UNWIND_ARCH.saves(&row);
     let cfa = base
         .checked_add(u64::from(row.cfa))
         .ok_or(StackEnd::Unreadable)?;
-    if cfa < frame.sp.saturating_add(8) || cfa < 16 || !bounds.holds(cfa, 0) {
+    // The caller's frame lies above this one's: the CFA, and the return address when it was
+    // saved, at or above the stack pointer, and in the task's user address space. A slot is
+    // at CFA - 1024 at the lowest.
+    let lowest = if ra == 0 { cfa } else { slot_at(cfa, ra)? };
+    if lowest < frame.sp || cfa < frame.sp || !bounds.holds(cfa, 0) {
         return Err(StackEnd::Unreadable);
     }
-    let (ret_addr, bp) = match row.rbp {
-        0 => (
-            read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?[0],
-            frame.bp,
-        ),
-        // Saved just below the return address, as `push rbp` leaves it: one read.
-        -2 => {
-            let [bp, ret_addr] = read_user::<2>(cfa - 16).ok_or(StackEnd::Unreadable)?;
-            (ret_addr, bp)
+    let read_slot = |slot: i8| -> Result<u64, StackEnd> {
+        let at = slot_at(cfa, slot)?;
+        if !bounds.holds(at, 8) {
+            return Err(StackEnd::Unreadable);
         }
-        slot => {
-            let [ret_addr] = read_user::<1>(cfa - 8).ok_or(StackEnd::Unreadable)?;
-            let at = cfa.wrapping_add_signed(i64::from(slot) * 8);
-            if !bounds.holds(at, 8) {
+        Ok(read_user::<1>(at).ok_or(StackEnd::Unreadable)?[0])
+    };
+    let (word, bp) = match (ra, fp) {
+        // Still in the link register: known in the innermost frame only ([`followable`]).
+        (0, 0) => (frame.lr.ok_or(StackEnd::Unsupported)?, frame.bp),
+        (0, _) => return Err(StackEnd::Unsupported),
+        (ra, 0) => (read_slot(ra)?, frame.bp),
+        // The frame pointer saved just below the return address, as x86_64's `push rbp` and
+        // arm64's `stp x29, x30` leave them: one read.
+        (ra, fp) if fp == ra.wrapping_sub(1) => {
+            let at = slot_at(cfa, fp)?;
+            if !bounds.holds(at, 16) {
                 return Err(StackEnd::Unreadable);
             }
-            let [bp] = read_user::<1>(at).ok_or(StackEnd::Unreadable)?;
-            (ret_addr, bp)
+            let [bp, word] = read_user::<2>(at).ok_or(StackEnd::Unreadable)?;
+            (word, bp)
         }
+        (ra, fp) => (read_slot(ra)?, read_slot(fp)?),
+    };
+    let ret_addr = if signed {
+        arch::user_return_address(word, bounds.user_end)
+    } else {
+        word
     };
     if ret_addr == 0 {
         // A zero return address ends a stack whose outermost frame has no table row saying so.
@@ -424,7 +423,15 @@ fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>,
         ip: ret_addr,
         sp: cfa,
         bp,
+        lr: None,
     }))
+}
+
+/// The address of a row's slot (negative, in words) below the CFA: `Unreadable` where it
+/// would wrap below 0.
+fn slot_at(cfa: u64, slot: i8) -> Result<u64, StackEnd> {
+    cfa.checked_add_signed(i64::from(slot) * 8)
+        .ok_or(StackEnd::Unreadable)
 }
 
 /// A step by the frame pointer: RBP points at the saved RBP, the return address above it (on
@@ -463,5 +470,6 @@ fn frame_pointer_step(
         ip: ret_addr,
         sp: fp + 16,
         bp: next,
+        lr: None,
     }))
 }

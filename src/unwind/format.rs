@@ -75,14 +75,120 @@ const PYTHON_INTERP_OFFSET_MAX: u16 = 65528;
 /// A table key: the object's build ID, or its device and inode (userspace chooses).
 pub(crate) type Key = [u8; KEY_BYTES];
 
-/// How a row finds the caller's frame.
+/// The architecture whose registers and rules a table's rows follow: the `ADD_TABLE` field
+/// after the row count (reserved, 0, before arm64's tables: an x86_64 table is written as it
+/// was).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub(crate) enum TableArch {
+    /// x86_64: the stack pointer is RSP, the frame pointer RBP; the return address is at
+    /// CFA - 8; a row's `slot` says where RBP was saved.
+    X86_64 = 0,
+    /// arm64 (AArch64): the stack pointer is SP, the frame pointer X29; a row's `slot` says
+    /// where the return address (X30) was saved, 0 while it is still in X30; its flags say
+    /// whether X29 was saved just below it ([`FLAG_FP_BELOW_RA`]) and whether it is signed by
+    /// pointer authentication ([`FLAG_RA_SIGNED`]).
+    Arm64 = 1,
+}
+
+impl TableArch {
+    fn from_u32(value: u32) -> Option<Self> {
+        Some(match value {
+            0 => Self::X86_64,
+            1 => Self::Arm64,
+            _ => return None,
+        })
+    }
+
+    /// Where a row of this architecture says the caller's registers are.
+    pub(crate) fn saves(self, row: &Row) -> Saves {
+        match self {
+            Self::X86_64 => Saves {
+                fp: row.slot,
+                ra: -1,
+                signed: false,
+            },
+            Self::Arm64 => Saves {
+                fp: if row.flags() & FLAG_FP_BELOW_RA != 0 {
+                    row.slot.saturating_sub(1)
+                } else {
+                    0
+                },
+                ra: row.slot,
+                signed: row.flags() & FLAG_RA_SIGNED != 0,
+            },
+        }
+    }
+
+    /// Checks one row of this architecture on its own.
+    fn check_row(self, row: &Row) -> Result<(), Refusal> {
+        let flags = match self {
+            Self::X86_64 => 0,
+            Self::Arm64 => FLAG_FP_BELOW_RA | FLAG_RA_SIGNED,
+        };
+        if row.flags() & !flags != 0 {
+            return Err("a row with flags its table's architecture does not have");
+        }
+        let followable = matches!(row.rule(), Rule::Sp | Rule::Fp);
+        // The least CFA offset: x86_64's return address is at CFA - 8, above RSP; arm64's may
+        // still be in X30, with nothing pushed.
+        let least_sp = match self {
+            Self::X86_64 => 8,
+            Self::Arm64 => 0,
+        };
+        match row.rule() {
+            Rule::Sp if row.cfa < least_sp => return Err("a row's CFA is RSP plus less than 8"),
+            Rule::Fp if row.cfa < 16 => {
+                return Err("a row's CFA is the frame pointer plus less than 16")
+            }
+            _ if !followable && (row.cfa != 0 || row.slot != 0 || row.flags() != 0) => {
+                return Err("a row without a CFA rule has a CFA offset, a saved register or flags")
+            }
+            _ => {}
+        }
+        match self {
+            Self::X86_64 if row.slot > -2 && row.slot != 0 => {
+                Err("a row saves RBP at or above the return address")
+            }
+            Self::Arm64 if row.slot > 0 => Err("a row saves the return address above the CFA"),
+            Self::Arm64
+                if row.flags() & FLAG_FP_BELOW_RA != 0 && !(-127..=-1).contains(&row.slot) =>
+            {
+                Err("a row saves X29 below a return address that is not saved, or below -1024")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// arm64 rows: X29 was saved at CFA + 8 × (`slot` - 1), just below the return address (as
+/// `stp x29, x30` saves them).
+pub(crate) const FLAG_FP_BELOW_RA: u8 = 0x08;
+/// arm64 rows: the return address is signed by pointer authentication (the row's
+/// `RA_SIGN_STATE` is 1, `DW_CFA_AARCH64_negate_ra_state`): its code is stripped before use.
+pub(crate) const FLAG_RA_SIGNED: u8 = 0x10;
+/// The bits of a row's rule byte that hold the rule; the others are flags.
+const RULE_MASK: u8 = 0x07;
+
+/// Where a row says the caller's frame pointer and the return address are: `fp` 0 when the
+/// frame pointer is unchanged, else saved at CFA + 8 × `fp`; `ra` 0 when the return address
+/// is still in the link register (arm64's X30), else saved at CFA + 8 × `ra`; `signed` when
+/// the return address carries a pointer authentication code.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Saves {
+    pub(crate) fp: i8,
+    pub(crate) ra: i8,
+    pub(crate) signed: bool,
+}
+
+/// How a row finds the caller's frame: the low 3 bits of a row's rule byte.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub(crate) enum Rule {
-    /// CFA = RSP + `cfa`.
-    Rsp = 0,
-    /// CFA = RBP + `cfa`.
-    Rbp = 1,
+    /// CFA = the stack pointer (RSP, SP) + `cfa`.
+    Sp = 0,
+    /// CFA = the frame pointer (RBP, X29) + `cfa`.
+    Fp = 1,
     /// Information the walker cannot follow: take a frame-pointer step.
     NotFollowable = 2,
     /// No unwind information: take a frame-pointer step.
@@ -94,8 +200,8 @@ pub(crate) enum Rule {
 impl Rule {
     fn from_u8(value: u8) -> Option<Self> {
         Some(match value {
-            0 => Self::Rsp,
-            1 => Self::Rbp,
+            0 => Self::Sp,
+            1 => Self::Fp,
             2 => Self::NotFollowable,
             3 => Self::NoInfo,
             4 => Self::Outermost,
@@ -104,14 +210,27 @@ impl Rule {
     }
 }
 
-/// One row of a table: from object address `pc` to the next row's.
+/// One row of a table: from object address `pc` to the next row's. 8 bytes, as written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Row {
     pub(crate) pc: u32,
     pub(crate) cfa: u16,
-    pub(crate) rule: Rule,
-    /// 0: RBP unchanged; else RBP was saved at CFA + 8 × `rbp`.
-    pub(crate) rbp: i8,
+    /// The rule (low 3 bits, a valid [`Rule`]: [`parse`] checked it) and the flags.
+    pub(crate) code: u8,
+    /// The saved register's slot, by the table's architecture ([`TableArch`]).
+    pub(crate) slot: i8,
+}
+
+impl Row {
+    /// Its rule ([`Rule::NoInfo`] for a code no valid row has).
+    pub(crate) fn rule(&self) -> Rule {
+        Rule::from_u8(self.code & RULE_MASK).unwrap_or(Rule::NoInfo)
+    }
+
+    /// Its flags.
+    pub(crate) fn flags(&self) -> u8 {
+        self.code & !RULE_MASK
+    }
 }
 
 /// One executable mapping of a process and the table that describes it.
@@ -279,11 +398,13 @@ fn key_at(bytes: &[u8], at: usize) -> Key {
 
 /// The row coded in `bytes` (8 of them), if its rule is known.
 fn row(bytes: &[u8]) -> Option<Row> {
+    let code = *bytes.get(6)?;
+    Rule::from_u8(code & RULE_MASK)?;
     Some(Row {
         pc: u32_at(bytes, 0),
         cfa: u16_at(bytes, 4),
-        rule: Rule::from_u8(*bytes.get(6)?)?,
-        rbp: i8::from_le_bytes([*bytes.get(7)?]),
+        code,
+        slot: i8::from_le_bytes([*bytes.get(7)?]),
     })
 }
 
@@ -295,23 +416,6 @@ fn range(bytes: &[u8]) -> RangeSpec {
         bias: u64_at(bytes, 16),
         key: key_at(bytes, 24),
     }
-}
-
-/// Checks one row on its own.
-fn check_row(row: &Row) -> Result<(), Refusal> {
-    match row.rule {
-        Rule::Rsp if row.cfa < 8 => return Err("a row's CFA is RSP plus less than 8"),
-        Rule::Rbp if row.cfa < 16 => return Err("a row's CFA is RBP plus less than 16"),
-        Rule::Rsp | Rule::Rbp => {}
-        _ if row.cfa != 0 || row.rbp != 0 => {
-            return Err("a row without a CFA rule has a CFA offset or a saved RBP")
-        }
-        _ => {}
-    }
-    if row.rbp > -2 && row.rbp != 0 {
-        return Err("a row saves RBP at or above the return address");
-    }
-    Ok(())
 }
 
 /// Bytes of a write that [`parse_prefix`] reads: the header and an `ADD_TABLE`'s key and
@@ -337,7 +441,10 @@ pub(crate) enum Prefix {
 /// [`PREFIX_BYTES`] (all of it, if shorter) and `len` its size. Every refusal [`parse`]
 /// makes for a write's header, counts and size is made here, first and in the same order:
 /// what is left to [`parse`] is the rows and ranges themselves.
-pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal> {
+///
+/// `arch` is the architecture whose tables the module walks: a table of another one is
+/// refused here, before its rows are copied in.
+pub(crate) fn parse_prefix(prefix: &[u8], len: usize, arch: TableArch) -> Result<Prefix, Refusal> {
     if len < HEADER_BYTES || prefix.len() < HEADER_BYTES {
         return Err("a write shorter than the 16-byte header");
     }
@@ -375,8 +482,21 @@ pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal>
             if rows == 0 || rows > ROWS_MAX {
                 return Err("an ADD_TABLE of 0 rows or more than 4194304");
             }
-            if u32_at(fields, KEY_BYTES + 4) != 0 {
-                return Err("an ADD_TABLE whose reserved field is not 0");
+            match TableArch::from_u32(u32_at(fields, KEY_BYTES + 4)) {
+                Some(table) if table == arch => {}
+                Some(TableArch::X86_64) => {
+                    return Err(
+                        "an ADD_TABLE of x86_64 rows (architecture 0): this module walks \
+                                arm64 stacks",
+                    )
+                }
+                Some(TableArch::Arm64) => {
+                    return Err(
+                        "an ADD_TABLE of arm64 rows (architecture 1): this module walks \
+                                x86_64 stacks",
+                    )
+                }
+                None => return Err("an ADD_TABLE of an unknown architecture (0 x86_64, 1 arm64)"),
             }
             if body - (KEY_BYTES + 8) != rows * ROW_BYTES {
                 return Err("an ADD_TABLE whose size is not that of its rows");
@@ -428,11 +548,13 @@ pub(crate) fn parse_prefix(prefix: &[u8], len: usize) -> Result<Prefix, Refusal>
 
 /// Validates a whole write and says what it asks for: [`parse_prefix`] of its first bytes,
 /// then its rows or ranges.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Command<'_>, Refusal> {
+pub(crate) fn parse(bytes: &[u8], arch: TableArch) -> Result<Command<'_>, Refusal> {
     let prefix = bytes.get(..PREFIX_BYTES.min(bytes.len())).unwrap_or(&[]);
     let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
-    match parse_prefix(prefix, bytes.len())? {
-        Prefix::AddTable { key, .. } => parse_rows(key, body.get(KEY_BYTES + 8..).unwrap_or(&[])),
+    match parse_prefix(prefix, bytes.len(), arch)? {
+        Prefix::AddTable { key, .. } => {
+            parse_rows(key, body.get(KEY_BYTES + 8..).unwrap_or(&[]), arch)
+        }
         Prefix::SetMaps => parse_ranges(u32_at(body, 0), body.get(8..).unwrap_or(&[])),
         Prefix::DropTable => Ok(Command::DropTable {
             key: key_at(body, 0),
@@ -594,17 +716,17 @@ fn check_python(spec: &PythonSpec) -> Result<(), Refusal> {
 }
 
 /// The rows of an `ADD_TABLE` whose prefix is valid.
-fn parse_rows(key: Key, rows: &[u8]) -> Result<Command<'_>, Refusal> {
+fn parse_rows(key: Key, rows: &[u8], arch: TableArch) -> Result<Command<'_>, Refusal> {
     let mut last: Option<Row> = None;
     for bytes in rows.chunks_exact(ROW_BYTES) {
         let row = row(bytes).ok_or("a row of an unknown rule")?;
-        check_row(&row)?;
+        arch.check_row(&row)?;
         if last.is_some_and(|last| last.pc >= row.pc) {
             return Err("rows not in strictly increasing order of pc");
         }
         last = Some(row);
     }
-    if last.map(|row| row.rule) != Some(Rule::NoInfo) {
+    if last.map(|row| row.rule()) != Some(Rule::NoInfo) {
         return Err("a table whose last row is not the end (rule 3)");
     }
     Ok(Command::AddTable {

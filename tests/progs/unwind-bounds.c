@@ -126,7 +126,8 @@ static void key_hex(const uint8_t *key, char *out)
 		sprintf(out + 2 * i, "%02x", key[i]);
 }
 
-// Row i of a table of `rows` rows: CFA = RSP + 8 every 16 bytes, the last one the end.
+// Row i of a table of `rows` rows: CFA = the stack pointer + 8 every 16 bytes, the last one
+// the end.
 static void row_at(uint8_t *p, size_t i, size_t rows)
 {
 	put32(p, 0x1000 + 16 * i);
@@ -135,13 +136,21 @@ static void row_at(uint8_t *p, size_t i, size_t rows)
 	p[7] = 0;
 }
 
+// The architecture of the tables (docs/unwind.md): the one this program is built for, whose
+// module takes them (its rows, CFA = the stack pointer + 8, mean the same on both).
+#ifdef __aarch64__
+#define TABLE_ARCH 1
+#else
+#define TABLE_ARCH 0
+#endif
+
 // The header, key and counts of an ADD_TABLE of `rows` rows.
 static void add_table_prefix(uint8_t *p, const uint8_t *key, size_t rows)
 {
 	header(p, 1, ADD_TABLE_FIXED + rows * ROW_BYTES);
 	memcpy(p + HEADER_BYTES, key, KEY_BYTES);
 	put32(p + HEADER_BYTES + KEY_BYTES, rows);
-	put32(p + HEADER_BYTES + KEY_BYTES + 4, 0);
+	put32(p + HEADER_BYTES + KEY_BYTES + 4, TABLE_ARCH);
 }
 
 // A whole ADD_TABLE of `rows` rows (malloc'ed); its size in *len.

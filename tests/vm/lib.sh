@@ -44,6 +44,16 @@ kmsg_new() {
     dmesg | tail -n +$((kmsg_mark_lines + 1)) | grep 'memmon:'
 }
 
+# write_table_of_arch ARCH: writes to /proc/memmon/unwind, in one write, an ADD_TABLE of one
+# row (the end marker at 0x1000) under the key 0xaa x 16, for architecture ARCH (0 x86_64, 1
+# arm64); dd's status.
+write_table_of_arch() {
+    k='\252\252\252\252\252\252\252\252\252\252\252\252\252\252\252\252'
+    printf "MMUW\001\000\001\000\060\000\000\000\000\000\000\000$k\001\000\000\000\00$1\000\000\000\000\020\000\000\000\000\003\000" > /tmp/table-of-arch
+    [ "$(wc -c < /tmp/table-of-arch)" -eq 48 ] || fail "the table of architecture $1 is not 48 bytes"
+    dd if=/tmp/table-of-arch of=/proc/memmon/unwind bs=48 count=1 2>/dev/null
+}
+
 # stat_of NAME: one counter of /proc/memmon/stats
 stat_of() {
     awk -v k="$1" '$1 == k { print $2 }' /proc/memmon/stats

@@ -245,7 +245,7 @@ impl HeldChild {
                 }
                 loader_stops += 1;
                 if loader_stops >= LOADER_STOPS_MAX {
-                    set_debug_register(pid, 7, DR7_ENABLE_0);
+                    breakpoints::keep_entry(pid);
                 }
             } else if event == libc::PTRACE_EVENT_STOP {
                 // A group stop (SIGSTOP, SIGTSTP): the child stays stopped until SIGCONT.
@@ -305,45 +305,14 @@ const AT_ENTRY: u64 = 9;
 /// `AT_BASE` of the auxiliary vector: where the dynamic loader is loaded (its load bias).
 const AT_BASE: u64 = 7;
 
-/// DR7's bit that enables breakpoint 0, with its condition bits (16-19) zero: break on
-/// executing the instruction at DR0.
-const DR7_ENABLE_0: u64 = 1;
-/// DR7's bit that enables breakpoint 1, with its condition bits (20-23) zero.
-const DR7_ENABLE_1: u64 = 1 << 2;
-
 /// The execution breakpoints set in a program stopped at its exec.
 #[derive(Clone, Copy, Debug)]
 struct Breakpoints {
-    /// The program's entry point (debug register 0).
+    /// The program's entry point (breakpoint 0).
     entry: u64,
-    /// The dynamic loader's `_dl_debug_state` (debug register 1), if it has one.
+    /// The dynamic loader's `_dl_debug_state` (breakpoint 1), if it has one and the
+    /// architecture resumes past it ([`breakpoints::LOADER`]).
     loader: Option<u64>,
-}
-
-/// The offset of debug register `n` in the tracee's `struct user`.
-#[cfg(target_arch = "x86_64")]
-fn debug_register(n: usize) -> usize {
-    std::mem::offset_of!(libc::user, u_debugreg) + n * 8
-}
-
-/// Writes `value` to the tracee's debug register `n`; whether it took it. x86_64's debug
-/// registers only: elsewhere (arm64, whose breakpoints are the `NT_ARM_HW_BREAK` register
-/// set) none is set, and the child runs on from its exec as when the kernel refuses one.
-#[cfg(not(target_arch = "x86_64"))]
-fn set_debug_register(_pid: Pid, _n: usize, _value: u64) -> bool {
-    false
-}
-
-/// Writes `value` to the tracee's debug register `n`; whether it took it.
-#[cfg(target_arch = "x86_64")]
-fn set_debug_register(pid: Pid, n: usize, value: u64) -> bool {
-    // The kernel checks the offset and the value.
-    ptrace::write_user(
-        pid,
-        debug_register(n) as ptrace::AddressType,
-        value as libc::c_long,
-    )
-    .is_ok()
 }
 
 /// The values of the auxiliary vector of `pid` for `kinds`, in that order (0 if absent).
@@ -373,25 +342,32 @@ fn loader_debug_state(pid: Pid, base: u64) -> Option<u64> {
     base.checked_add(address)
 }
 
-/// Sets execution breakpoints at the entry point of `pid` (stopped at its exec), in debug
-/// register 0, and at its dynamic loader's `_dl_debug_state`, if it has one, in register 1;
-/// returns their addresses, or `None` if the entry's cannot be set.
+/// Sets execution breakpoints at the entry point of `pid` (stopped at its exec), breakpoint
+/// 0, and at its dynamic loader's `_dl_debug_state`, if it has one, breakpoint 1 (where the
+/// architecture allows it: [`breakpoints::LOADER`]); returns their addresses, or `None` if
+/// the entry's cannot be set.
 fn set_breakpoints(pid: Pid) -> Option<Breakpoints> {
     let [entry, base] = auxv_values(pid, [AT_ENTRY, AT_BASE])?;
-    if entry == 0 || !set_debug_register(pid, 0, entry) {
+    if entry == 0 {
         return None;
     }
     let loader = Some(base)
-        .filter(|&base| base != 0)
-        .and_then(|base| loader_debug_state(pid, base))
-        .filter(|&at| set_debug_register(pid, 1, at));
-    let enable = DR7_ENABLE_0 | if loader.is_some() { DR7_ENABLE_1 } else { 0 };
-    if !set_debug_register(pid, 7, enable) {
-        set_debug_register(pid, 0, 0);
-        set_debug_register(pid, 1, 0);
-        return None;
+        .filter(|&base| base != 0 && breakpoints::LOADER)
+        .and_then(|base| loader_debug_state(pid, base));
+    match loader {
+        Some(at) if breakpoints::set(pid, &[entry, at]) => Some(Breakpoints {
+            entry,
+            loader: Some(at),
+        }),
+        _ if breakpoints::set(pid, &[entry]) => Some(Breakpoints {
+            entry,
+            loader: None,
+        }),
+        _ => {
+            breakpoints::clear(pid);
+            None
+        }
     }
-    Some(Breakpoints { entry, loader })
 }
 
 /// Whether a SIGTRAP is pending for `pid` (its thread's or its process's), by
@@ -413,25 +389,183 @@ fn sigtrap_pending(pid: Pid) -> bool {
 
 /// Disables the breakpoints of `pid` (in a ptrace stop).
 fn clear_breakpoints(pid: Pid) {
-    set_debug_register(pid, 7, 0);
-    set_debug_register(pid, 0, 0);
-    set_debug_register(pid, 1, 0);
-}
-
-/// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
-/// before the instruction runs). Never elsewhere than on x86_64, which sets none.
-#[cfg(not(target_arch = "x86_64"))]
-fn at_breakpoint(_pid: Pid, _address: u64) -> bool {
-    false
+    breakpoints::clear(pid);
 }
 
 /// Whether `pid`, stopped by a SIGTRAP, is at `address` (an execution breakpoint stops
 /// before the instruction runs).
-#[cfg(target_arch = "x86_64")]
 fn at_breakpoint(pid: Pid, address: u64) -> bool {
-    let offset =
-        std::mem::offset_of!(libc::user, regs) + std::mem::offset_of!(libc::user_regs_struct, rip);
-    ptrace::read_user(pid, offset as ptrace::AddressType).is_ok_and(|rip| rip as u64 == address)
+    breakpoints::pc(pid) == Some(address)
+}
+
+/// The hardware execution breakpoints of a tracee, x86_64's: debug registers 0 and 1,
+/// enabled in DR7, written with `PTRACE_POKEUSER`. A tracee resumed at one goes past it
+/// (the kernel sets the resume flag).
+#[cfg(target_arch = "x86_64")]
+mod breakpoints {
+    use nix::libc;
+    use nix::sys::ptrace;
+    use nix::unistd::Pid;
+
+    /// Whether the loader's breakpoint, which the tracee is resumed at, is set.
+    pub(super) const LOADER: bool = true;
+
+    /// DR7's bits that enable breakpoints 0 and 1, with their condition bits (16-19,
+    /// 20-23) zero: break on executing the instruction at DR0, DR1.
+    const DR7_ENABLE: [u64; 2] = [1, 1 << 2];
+
+    /// The offset of debug register `n` in the tracee's `struct user`.
+    fn debug_register(n: usize) -> usize {
+        std::mem::offset_of!(libc::user, u_debugreg) + n * 8
+    }
+
+    /// Writes `value` to the tracee's debug register `n`; whether it took it.
+    fn set_debug_register(pid: Pid, n: usize, value: u64) -> bool {
+        // The kernel checks the offset and the value.
+        ptrace::write_user(
+            pid,
+            debug_register(n) as ptrace::AddressType,
+            value as libc::c_long,
+        )
+        .is_ok()
+    }
+
+    /// Sets breakpoints 0, 1... at `addresses` (at most 2) and enables those alone; whether
+    /// the kernel took them.
+    pub(super) fn set(pid: Pid, addresses: &[u64]) -> bool {
+        let mut enable = 0;
+        for (n, &address) in addresses.iter().enumerate().take(2) {
+            if !set_debug_register(pid, n, address) {
+                return false;
+            }
+            enable |= DR7_ENABLE[n];
+        }
+        set_debug_register(pid, 7, enable)
+    }
+
+    /// Disables and clears breakpoints 0 and 1.
+    pub(super) fn clear(pid: Pid) {
+        set_debug_register(pid, 7, 0);
+        set_debug_register(pid, 0, 0);
+        set_debug_register(pid, 1, 0);
+    }
+
+    /// Keeps breakpoint 0 (the entry's) alone enabled.
+    pub(super) fn keep_entry(pid: Pid) {
+        set_debug_register(pid, 7, DR7_ENABLE[0]);
+    }
+
+    /// The tracee's instruction pointer.
+    pub(super) fn pc(pid: Pid) -> Option<u64> {
+        let offset = std::mem::offset_of!(libc::user, regs)
+            + std::mem::offset_of!(libc::user_regs_struct, rip);
+        ptrace::read_user(pid, offset as ptrace::AddressType)
+            .ok()
+            .map(|rip| rip as u64)
+    }
+}
+
+/// The hardware execution breakpoints of a tracee, arm64's: the breakpoint registers of
+/// `NT_ARM_HW_BREAK` (`struct user_hwdebug_state`), written with `PTRACE_SETREGSET`. arm64's
+/// kernel does not step a tracee over a ptrace breakpoint it is resumed at (it would stop
+/// there again): only the entry's is set, where memmon clears it and detaches, not the
+/// loader's (the libraries' constructors run before their ranges are given; their tables
+/// are loaded at the exec all the same).
+#[cfg(target_arch = "aarch64")]
+mod breakpoints {
+    use nix::libc;
+    use nix::unistd::Pid;
+
+    /// Whether the loader's breakpoint, which the tracee is resumed at, is set.
+    pub(super) const LOADER: bool = false;
+
+    /// `NT_ARM_HW_BREAK`, the register set of the hardware breakpoints.
+    const NT_ARM_HW_BREAK: libc::c_int = 0x402;
+    /// A breakpoint's control word: enabled (bit 0), at EL0 (privilege 2, bits 1-2), on
+    /// execution (type 0, bits 3-4) of a 4-byte instruction (length 0xf, bits 5-12).
+    const CTRL_EXEC_EL0: u32 = (0xf << 5) | (2 << 1) | 1;
+
+    /// One breakpoint register pair of `struct user_hwdebug_state`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct DebugReg {
+        addr: u64,
+        ctrl: u32,
+        pad: u32,
+    }
+
+    /// `struct user_hwdebug_state` with room for two breakpoints.
+    #[repr(C)]
+    #[derive(Default)]
+    struct HwDebugState {
+        dbg_info: u32,
+        pad: u32,
+        regs: [DebugReg; 2],
+    }
+
+    /// Writes the tracee's breakpoints 0 and 1 (each `(address, enabled)`); whether the
+    /// kernel took them.
+    fn write(pid: Pid, regs: [(u64, bool); 2]) -> bool {
+        let mut state = HwDebugState::default();
+        for (slot, (addr, enabled)) in state.regs.iter_mut().zip(regs) {
+            *slot = DebugReg {
+                addr,
+                ctrl: if enabled { CTRL_EXEC_EL0 } else { 0 },
+                pad: 0,
+            };
+        }
+        let mut iov = libc::iovec {
+            iov_base: (&mut state as *mut HwDebugState).cast(),
+            iov_len: std::mem::size_of::<HwDebugState>(),
+        };
+        // SAFETY: `iov` describes `state`, valid for its size, which the kernel reads (as
+        // many registers as it holds, fewer if the CPU has fewer); the request takes no
+        // other pointer.
+        let ret = unsafe {
+            libc::ptrace(
+                libc::PTRACE_SETREGSET,
+                pid.as_raw(),
+                NT_ARM_HW_BREAK as usize as *mut libc::c_void,
+                (&mut iov as *mut libc::iovec).cast::<libc::c_void>(),
+            )
+        };
+        ret == 0
+    }
+
+    /// Sets breakpoints 0, 1... at `addresses` (at most 2) and enables those alone; whether
+    /// the kernel took them.
+    pub(super) fn set(pid: Pid, addresses: &[u64]) -> bool {
+        let at = |n: usize| addresses.get(n).map_or((0, false), |&a| (a, true));
+        write(pid, [at(0), at(1)])
+    }
+
+    /// Disables and clears breakpoints 0 and 1.
+    pub(super) fn clear(pid: Pid) {
+        write(pid, [(0, false), (0, false)]);
+    }
+
+    /// Keeps breakpoint 0 (the entry's) alone enabled: not reached (no loader breakpoint).
+    pub(super) fn keep_entry(_pid: Pid) {}
+
+    /// The tracee's program counter (`NT_PRSTATUS`: X0 to X30, SP, PC, PSTATE).
+    pub(super) fn pc(pid: Pid) -> Option<u64> {
+        let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: regs.as_mut_ptr().cast(),
+            iov_len: std::mem::size_of::<libc::user_regs_struct>(),
+        };
+        // SAFETY: `iov` describes `regs`, valid for its size, which the kernel fills.
+        let ret = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETREGSET,
+                pid.as_raw(),
+                libc::NT_PRSTATUS as usize as *mut libc::c_void,
+                (&mut iov as *mut libc::iovec).cast::<libc::c_void>(),
+            )
+        };
+        // SAFETY: zeroed, then filled by the kernel: a plain struct of integers.
+        (ret == 0).then(|| unsafe { regs.assume_init() }.pc)
+    }
 }
 
 /// What [`look`] saw of the traced child.

@@ -2,15 +2,14 @@
 //! `.eh_frame_hdr` when present, and `.debug_frame`) into the rows of docs/unwind.md.
 //!
 //! Each FDE's table, as gimli's [`UnwindTable`] evaluates it, is turned row by row into a
-//! [`Row`]:
+//! [`Row`] by the object's architecture ([`crate::arch`]: x86_64 or arm64):
 //! - a signal frame (CIE augmentation `S`) is rule 2 (not followable);
 //! - a return address whose rule is `Undefined` (`_start`, a thread's first frame) is
-//!   rule 4 (outermost); one not saved at CFA − 8 is rule 2;
-//! - CFA = RSP + n is rule 0, CFA = RBP + n rule 1, when n fits the row (8 to 65535 for
-//!   RSP, 16 to 65535 for RBP); any other CFA (another register, an expression as PLT stubs
-//!   have) is rule 2;
-//! - RBP `Undefined`, `SameValue` or without a rule is "unchanged" (0); saved at CFA + n
-//!   with n a multiple of 8 from −1024 to −16 is n / 8; any other RBP rule is rule 2.
+//!   rule 4 (outermost);
+//! - CFA = the stack pointer + n is rule 0, CFA = the frame pointer + n rule 1, when n fits
+//!   the row; any other CFA (another register, an expression as PLT stubs have) is rule 2;
+//! - where the return address and the frame pointer were saved, by the architecture's rules
+//!   ([`crate::arch::x86_64`], [`crate::arch::aarch64`]); any other rule is rule 2.
 //!
 //! `.eh_frame` wins where both sections describe an address, and the first FDE wins where
 //! FDEs of one section overlap. Addresses that no FDE covers between two FDEs get a rule 3
@@ -21,15 +20,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, CommonInformationEntry, DebugFrame, EhFrame, EhFrameHdr,
-    EndianSlice, FrameDescriptionEntry, LittleEndian, RegisterRule, UnwindContext, UnwindSection,
-    UnwindTable, UnwindTableRow, X86_64,
+    BaseAddresses, CieOrFde, CommonInformationEntry, DebugFrame, EhFrame, EhFrameHdr,
+    FrameDescriptionEntry, LittleEndian, UnwindContext, UnwindSection, UnwindTable,
 };
 use object::{Architecture, Object, ObjectSection};
 
+use crate::arch::{Arch, Slice};
 use crate::protocol::{lookup_row, Row, Rule, ROWS_MAX, ROW_BYTES};
-
-type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
 /// Why an object cannot be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +34,8 @@ pub enum CompileError {
     /// The bytes are no ELF object object can read.
     #[error("not an ELF object: {0}")]
     Object(#[from] object::Error),
-    /// The object is not x86-64.
-    #[error("not an x86-64 object ({0:?})")]
+    /// The object is neither x86-64 nor arm64.
+    #[error("not an x86-64 or arm64 object ({0:?})")]
     Architecture(Architecture),
     /// The object has no call frame information (no `.eh_frame` or `.debug_frame` FDE).
     #[error("no call frame information")]
@@ -75,6 +72,8 @@ pub struct CompileStats {
 /// The compiled table of one object: its rows, sorted by `pc`, the last of rule 3.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
+    /// The architecture whose registers and rules the rows follow: the object's.
+    pub arch: Arch,
     /// The rows.
     pub rows: Vec<Row>,
     /// What the compilation met.
@@ -114,64 +113,26 @@ impl Table {
 
 /// What one row of a table says, without its address.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Cell {
-    cfa: u16,
-    rule: Rule,
-    rbp: i8,
+pub(crate) struct Cell {
+    pub(crate) cfa: u16,
+    pub(crate) rule: Rule,
+    pub(crate) flags: u8,
+    pub(crate) slot: i8,
 }
 
 impl Cell {
-    const NOT_FOLLOWABLE: Cell = Cell {
-        cfa: 0,
-        rule: Rule::NotFollowable,
-        rbp: 0,
-    };
-    const OUTERMOST: Cell = Cell {
-        cfa: 0,
-        rule: Rule::Outermost,
-        rbp: 0,
-    };
-    const NO_INFO: Cell = Cell {
-        cfa: 0,
-        rule: Rule::NoInfo,
-        rbp: 0,
-    };
-}
+    pub(crate) const NOT_FOLLOWABLE: Cell = Cell::bare(Rule::NotFollowable);
+    pub(crate) const OUTERMOST: Cell = Cell::bare(Rule::Outermost);
+    const NO_INFO: Cell = Cell::bare(Rule::NoInfo);
 
-/// The cell of one gimli row, by the rules of the module docs.
-fn cell(row: &UnwindTableRow<usize>, cie: &CommonInformationEntry<Slice<'_>>) -> Cell {
-    if cie.is_signal_trampoline() {
-        return Cell::NOT_FOLLOWABLE;
+    const fn bare(rule: Rule) -> Cell {
+        Cell {
+            cfa: 0,
+            rule,
+            flags: 0,
+            slot: 0,
+        }
     }
-    match row.register(cie.return_address_register()) {
-        Some(RegisterRule::Undefined) => return Cell::OUTERMOST,
-        Some(RegisterRule::Offset(-8)) => {}
-        _ => return Cell::NOT_FOLLOWABLE,
-    }
-    let (rule, offset) = match *row.cfa() {
-        CfaRule::RegisterAndOffset { register, offset } if register == X86_64::RSP => {
-            (Rule::Rsp, offset)
-        }
-        CfaRule::RegisterAndOffset { register, offset } if register == X86_64::RBP => {
-            (Rule::Rbp, offset)
-        }
-        _ => return Cell::NOT_FOLLOWABLE,
-    };
-    let least = if rule == Rule::Rsp { 8 } else { 16 };
-    let Some(cfa) = u16::try_from(offset).ok().filter(|&cfa| cfa >= least) else {
-        return Cell::NOT_FOLLOWABLE;
-    };
-    let rbp = match row.register(X86_64::RBP) {
-        None | Some(RegisterRule::Undefined) | Some(RegisterRule::SameValue) => 0,
-        Some(RegisterRule::Offset(n)) if n % 8 == 0 && (-1024..=-16).contains(&n) => {
-            match i8::try_from(n / 8) {
-                Ok(slot) => slot,
-                Err(_) => return Cell::NOT_FOLLOWABLE,
-            }
-        }
-        _ => return Cell::NOT_FOLLOWABLE,
-    };
-    Cell { cfa, rule, rbp }
 }
 
 /// The addresses already described, by an earlier FDE or the section that wins.
@@ -213,6 +174,7 @@ impl Coverage {
 
 /// Rows in the making: pieces of address space, each with its cell.
 struct Builder {
+    arch: Arch,
     coverage: Coverage,
     pieces: Vec<(u64, u64, Cell)>,
     stats: CompileStats,
@@ -220,8 +182,9 @@ struct Builder {
 }
 
 impl Builder {
-    fn new() -> Builder {
+    fn new(arch: Arch) -> Builder {
         Builder {
+            arch,
             coverage: Coverage::default(),
             pieces: Vec::new(),
             stats: CompileStats::default(),
@@ -242,12 +205,13 @@ impl Builder {
             return Ok(true);
         }
         let mut cells = Vec::new();
+        let arch = self.arch;
         let evaluated = (|| -> gimli::Result<()> {
             let mut table = UnwindTable::new(section, bases, &mut self.ctx, fde)?;
             while let Some(row) = table.next_row()? {
                 let (s, e) = (row.start_address().max(start), row.end_address().min(end));
                 if s < e {
-                    cells.push((s, e, cell(row, fde.cie())));
+                    cells.push((s, e, arch.cell(row, fde.cie())));
                 }
             }
             Ok(())
@@ -288,7 +252,8 @@ impl Builder {
                 pc,
                 cfa: c.cfa,
                 rule: c.rule,
-                rbp: c.rbp,
+                flags: c.flags,
+                slot: c.slot,
             });
             last = Some(c);
             Ok(())
@@ -309,6 +274,7 @@ impl Builder {
             return Err(CompileError::TooManyRows(rows.len()));
         }
         Ok(Table {
+            arch: self.arch,
             rows,
             stats: self.stats,
         })
@@ -346,12 +312,12 @@ where
     }
 }
 
-/// Compiles the call frame information of the x86-64 ELF object in `data`.
+/// Compiles the call frame information of the x86-64 or arm64 ELF object in `data`, by its
+/// architecture's rules.
 pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
     let file = object::File::parse(data)?;
-    if file.architecture() != Architecture::X86_64 {
-        return Err(CompileError::Architecture(file.architecture()));
-    }
+    let arch = Arch::of_object(file.architecture())
+        .ok_or(CompileError::Architecture(file.architecture()))?;
     let section = |name: &str| -> Option<(u64, Cow<'_, [u8]>)> {
         let section = file.section_by_name(name)?;
         let bytes = section.uncompressed_data().ok()?;
@@ -368,7 +334,7 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
     let eh_frame_hdr = section(".eh_frame_hdr");
     let debug_frame = section(".debug_frame");
 
-    let mut builder = Builder::new();
+    let mut builder = Builder::new(arch);
     if let Some((address, bytes)) = &eh_frame {
         let mut bases = bases.clone().set_eh_frame(*address);
         if let Some((hdr_address, _)) = &eh_frame_hdr {
@@ -376,6 +342,7 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
         }
         let mut section = EhFrame::new(bytes, LittleEndian);
         section.set_address_size(8);
+        section.set_vendor(arch.vendor());
         let through_hdr = match &eh_frame_hdr {
             Some((_, hdr)) => eh_frame_through_hdr(&mut builder, &section, &bases, hdr)?,
             None => false,
@@ -387,6 +354,7 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
     if let Some((_, bytes)) = &debug_frame {
         let mut section = DebugFrame::new(bytes, LittleEndian);
         section.set_address_size(8);
+        section.set_vendor(arch.vendor());
         all_fdes(&mut builder, &section, &bases, ".debug_frame", true)?;
     }
     // `.init` and `.fini` are put together from crti's and crtn's pieces, which carry no
@@ -396,52 +364,14 @@ pub fn compile(data: &[u8]) -> Result<Table, CompileError> {
             break;
         }
         if let Some((address, bytes)) = section(name) {
-            if let Some(cells) = init_section_cells(address, &bytes) {
-                builder.claim(cells[0].0, cells[2].1, &cells);
+            if let Some(cells) = arch.init_section_cells(address, &bytes) {
+                if let (Some(first), Some(last)) = (cells.first(), cells.last()) {
+                    builder.claim(first.0, last.1, &cells);
+                }
             }
         }
     }
     builder.finish()
-}
-
-/// `sub $8, %rsp` and `add $8, %rsp; ret`: glibc's crti and crtn.
-const SUB_8_RSP: &[u8] = &[0x48, 0x83, 0xec, 0x08];
-const ADD_8_RSP_RET: &[u8] = &[0x48, 0x83, 0xc4, 0x08, 0xc3];
-/// `push %rax` and `pop %rax; ret`: musl's.
-const PUSH_RAX: &[u8] = &[0x50];
-const POP_RAX_RET: &[u8] = &[0x58, 0xc3];
-/// `endbr64`, which may come first.
-const ENDBR64: &[u8] = &[0xf3, 0x0f, 0x1e, 0xfa];
-
-/// The rows of an `.init` or `.fini` section at `address` whose code is `code`, if it has
-/// the shape crti and crtn give it: (`endbr64`,) 8 bytes taken from RSP, calls, the 8 bytes
-/// given back and `ret`. CFA = RSP + 8 until the stack is lowered, RSP + 16 until it is
-/// raised again, then RSP + 8 for the `ret`. `None` also for a section past the addresses a
-/// table can hold.
-fn init_section_cells(address: u64, code: &[u8]) -> Option<[(u64, u64, Cell); 3]> {
-    let body = code.strip_prefix(ENDBR64).unwrap_or(code);
-    let (lower, raise) = [(SUB_8_RSP, ADD_8_RSP_RET), (PUSH_RAX, POP_RAX_RET)]
-        .into_iter()
-        .find(|(lower, raise)| body.starts_with(lower) && body.ends_with(raise))?;
-    let end = address
-        .checked_add(u64::try_from(code.len()).ok()?)
-        .filter(|&end| end <= u64::from(u32::MAX))?;
-    let lowered = end - u64::try_from(body.len() - lower.len()).ok()?;
-    let raised = end - 1;
-    let inner = end - u64::try_from(raise.len()).ok()?;
-    if lowered > inner {
-        return None;
-    }
-    let at = |cfa| Cell {
-        cfa,
-        rule: Rule::Rsp,
-        rbp: 0,
-    };
-    Some([
-        (address, lowered, at(8)),
-        (lowered, raised, at(16)),
-        (raised, end, at(8)),
-    ])
 }
 
 /// Adds the FDEs that the `.eh_frame_hdr` search table lists. Returns false (having added
@@ -535,6 +465,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::x86_64::{init_section_cells, ENDBR64};
 
     #[test]
     fn coverage_claims_free_parts() {
@@ -563,8 +494,9 @@ mod tests {
         ];
         let cell = |cfa| Cell {
             cfa,
-            rule: Rule::Rsp,
-            rbp: 0,
+            rule: Rule::Sp,
+            flags: 0,
+            slot: 0,
         };
         assert_eq!(
             init_section_cells(0x26000, &glibc),
@@ -612,9 +544,9 @@ mod tests {
         let init = file.section_by_name(".init").expect(".init").address();
         let table = compile(&data).expect("compiles");
         let row = table.lookup(init).expect("a row at _init");
-        assert_eq!((row.rule, row.cfa), (Rule::Rsp, 8));
+        assert_eq!((row.rule, row.cfa), (Rule::Sp, 8));
         let row = table.lookup(init + 4).expect("a row after sub $8, %rsp");
-        assert_eq!((row.rule, row.cfa), (Rule::Rsp, 16));
+        assert_eq!((row.rule, row.cfa), (Rule::Sp, 16));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! pid out of range or not watched, an unknown key — and each is checked against
 //! [`KernelModel`]: a mutation the model takes is discarded, so every case is refused.
 
+use crate::arch::Arch;
 use crate::key::Key;
 use crate::protocol::{
     encode_add_table, encode_drop_table, encode_set_maps, encode_set_python, KernelModel, Range,
@@ -46,6 +47,7 @@ impl FuzzContext {
     pub fn setup_writes(&self) -> Vec<Vec<u8>> {
         vec![encode_add_table(
             &self.loaded_key,
+            Arch::X86_64,
             &base_rows(&mut Rng(1), 16),
         )]
     }
@@ -53,6 +55,7 @@ impl FuzzContext {
     /// The model of that state.
     pub fn model(&self) -> KernelModel {
         let mut model = KernelModel::new();
+        model.arch = Arch::X86_64;
         model.watched.insert(self.watched_pid);
         for write in self.setup_writes() {
             // The setup writes are valid by construction (see the tests).
@@ -112,20 +115,23 @@ fn base_rows(rng: &mut Rng, count: usize) -> Vec<Row> {
             0 => Row {
                 pc,
                 cfa: 8,
-                rule: Rule::Rsp,
-                rbp: 0,
+                rule: Rule::Sp,
+                flags: 0,
+                slot: 0,
             },
             1 => Row {
                 pc,
                 cfa: 16 + 8 * rng.below(40) as u16,
-                rule: Rule::Rsp,
-                rbp: rng.pick(&[0, -2, -3, -7]),
+                rule: Rule::Sp,
+                flags: 0,
+                slot: rng.pick(&[0, -2, -3, -7]),
             },
             2 => Row {
                 pc,
                 cfa: 16,
-                rule: Rule::Rbp,
-                rbp: -2,
+                rule: Rule::Fp,
+                flags: 0,
+                slot: -2,
             },
             3 => Row::bare(pc, Rule::NotFollowable),
             4 => Row::bare(pc, Rule::Outermost),
@@ -181,11 +187,11 @@ fn fix_length(bytes: &mut [u8]) {
     put_u32(bytes, 8, len);
 }
 
-/// Offsets in an `ADD_TABLE`: of the row count, the reserved field, and row `i`.
+/// Offsets in an `ADD_TABLE`: of the row count, the architecture, and row `i`.
 const ADD_COUNT: usize = HEADER_BYTES + 16;
-const ADD_RESERVED: usize = ADD_COUNT + 4;
+const ADD_ARCH: usize = ADD_COUNT + 4;
 const fn add_row(i: usize) -> usize {
-    ADD_RESERVED + 4 + i * ROW_BYTES
+    ADD_ARCH + 4 + i * ROW_BYTES
 }
 /// Offsets in a `SET_MAPS`: of the pid, the range count, and range `i`.
 const SET_PID: usize = HEADER_BYTES;
@@ -210,7 +216,7 @@ fn mutate(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
             };
             let count = 1 + rng.below(24);
             let rows = base_rows(rng, count);
-            let mut b = encode_add_table(&key, &rows);
+            let mut b = encode_add_table(&key, Arch::X86_64, &rows);
             let n = rows.len();
             let i = rng.below(n);
             let what = match rng.below(20) {
@@ -246,8 +252,10 @@ fn mutate(rng: &mut Rng, ctx: &FuzzContext) -> (Vec<u8>, String) {
                     format!("ADD_TABLE row count {count} for {n} rows")
                 }
                 5 => {
-                    put_u32(&mut b, ADD_RESERVED, 1 + rng.below(1000) as u32);
-                    "ADD_TABLE reserved field set".into()
+                    // Tables of x86_64 (0), for a module of x86_64: another architecture
+                    // (1, arm64) or an unknown one.
+                    put_u32(&mut b, ADD_ARCH, 1 + rng.below(1000) as u32);
+                    "ADD_TABLE of another architecture".into()
                 }
                 6 if n >= 2 => {
                     let j = rng.below(n - 1);
@@ -690,7 +698,7 @@ mod tests {
             Reject::Invalid(Invalid::Command),
             Reject::Invalid(Invalid::AddTableShort),
             Reject::Invalid(Invalid::RowCount),
-            Reject::Invalid(Invalid::AddTableReserved),
+            Reject::Invalid(Invalid::AddTableArch),
             Reject::Invalid(Invalid::RowsSize),
             Reject::Invalid(Invalid::RowRule),
             Reject::Invalid(Invalid::RspCfa),

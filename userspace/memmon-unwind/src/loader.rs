@@ -108,7 +108,8 @@ pub enum Warning {
         /// The last error.
         error: String,
     },
-    /// The object could not be compiled (no CFI, not x86-64, addresses beyond 32 bits...).
+    /// The object could not be compiled (no CFI, neither x86-64 nor arm64, addresses beyond
+    /// 32 bits...).
     Compile {
         /// Its path.
         path: String,
@@ -404,7 +405,7 @@ impl<W: UnwindSink> Loader<W> {
             }
             match self
                 .sink
-                .write_command(&encode_add_table(&key, &table.rows))
+                .write_command(&encode_add_table(&key, table.arch, &table.rows))
             {
                 Ok(()) => {
                     self.loaded.insert(key);
@@ -501,7 +502,10 @@ impl<W: UnwindSink> Loader<W> {
                 let Some((table, path)) = tables.get(key) else {
                     continue;
                 };
-                match self.sink.write_command(&encode_add_table(key, &table.rows)) {
+                match self
+                    .sink
+                    .write_command(&encode_add_table(key, table.arch, &table.rows))
+                {
                     Ok(()) => {
                         self.loaded.insert(*key);
                         report.added.push(*key);

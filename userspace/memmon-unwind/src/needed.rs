@@ -10,15 +10,7 @@ use object::Endianness;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// Where ld.so looks after the run paths, on Debian and most x86-64 systems.
-const SYSTEM_DIRS: [&str; 6] = [
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib64",
-    "/usr/lib64",
-    "/lib",
-    "/usr/lib",
-];
+use crate::arch::Arch;
 
 /// Most libraries followed.
 const LIBRARIES_MAX: usize = 256;
@@ -65,8 +57,19 @@ fn dynamic_entries(data: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
 }
 
 /// The libraries `program` (whose bytes are `data`) needs, directly or through others, as
-/// paths that exist; in the order found.
+/// paths that exist; in the order found. They are looked for in the system library
+/// directories of the program's architecture ([`Arch::system_library_dirs`]), and must be
+/// objects of that architecture.
 pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
+    let machine = ElfFile64::<Endianness>::parse(data)
+        .map(|file| file.elf_header().e_machine(file.endian()))
+        .unwrap_or(elf::EM_NONE);
+    let Some(arch) = [Arch::X86_64, Arch::Aarch64]
+        .into_iter()
+        .find(|arch| arch.elf_machine() == machine)
+    else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut queue: Vec<(PathBuf, Vec<u8>)> = vec![(program.to_path_buf(), data.to_vec())];
@@ -78,7 +81,7 @@ pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
         let dirs: Vec<PathBuf> = run_dirs
             .iter()
             .map(|d| PathBuf::from(d.replace("$ORIGIN", &origin.to_string_lossy())))
-            .chain(SYSTEM_DIRS.iter().map(PathBuf::from))
+            .chain(arch.system_library_dirs().iter().map(PathBuf::from))
             .collect();
         for name in needed {
             if found.len() >= LIBRARIES_MAX || !seen.insert(name.clone()) {
@@ -89,12 +92,12 @@ pub fn needed_libraries(program: &Path, data: &[u8]) -> Vec<PathBuf> {
             } else {
                 dirs.iter().map(|d| d.join(&name)).collect()
             };
-            // The first that is a 64-bit x86-64 ELF object, as ld.so skips the others.
+            // The first that is a 64-bit ELF object of the program's architecture, as ld.so
+            // skips the others.
             let library = candidates.into_iter().find_map(|path| {
                 let bytes = std::fs::read(&path).ok()?;
                 let file = ElfFile64::<Endianness>::parse(&*bytes).ok()?;
-                (file.elf_header().e_machine(file.endian()) == elf::EM_X86_64)
-                    .then_some((path, bytes))
+                (file.elf_header().e_machine(file.endian()) == machine).then_some((path, bytes))
             });
             if let Some((library, bytes)) = library {
                 found.push(library.clone());

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use crate::arch::Arch;
 use crate::key::{Key, KEY_BYTES};
 
 /// `MMUW`, the first four bytes of every write.
@@ -22,7 +23,7 @@ pub const RANGE_BYTES: usize = 40;
 pub const ROWS_MAX: usize = 4 << 20;
 /// Most ranges of one process.
 pub const RANGES_MAX: usize = 4096;
-/// Bytes of an `ADD_TABLE` before its rows: header, key, row count, reserved.
+/// Bytes of an `ADD_TABLE` before its rows: header, key, row count, architecture.
 pub const ADD_TABLE_FIXED: usize = HEADER_BYTES + KEY_BYTES + 8;
 /// Bytes of a `SET_MAPS` before its ranges: header, pid, range count.
 pub const SET_MAPS_FIXED: usize = HEADER_BYTES + 8;
@@ -116,14 +117,14 @@ pub struct PythonDescription {
     pub frame_bytes: u16,
 }
 
-/// How a row finds the caller's frame.
+/// How a row finds the caller's frame: the low 3 bits of a row's rule byte.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Rule {
-    /// CFA = RSP + `cfa`.
-    Rsp = 0,
-    /// CFA = RBP + `cfa`.
-    Rbp = 1,
+    /// CFA = the stack pointer (RSP, SP) + `cfa`.
+    Sp = 0,
+    /// CFA = the frame pointer (RBP, X29) + `cfa`.
+    Fp = 1,
     /// Information the walker cannot follow: it takes a frame-pointer step.
     NotFollowable = 2,
     /// No unwind information (a gap, or the end of the table): a frame-pointer step.
@@ -135,8 +136,8 @@ pub enum Rule {
 impl Rule {
     /// All rules, by number.
     pub const ALL: [Rule; 5] = [
-        Rule::Rsp,
-        Rule::Rbp,
+        Rule::Sp,
+        Rule::Fp,
         Rule::NotFollowable,
         Rule::NoInfo,
         Rule::Outermost,
@@ -148,6 +149,10 @@ impl Rule {
     }
 }
 
+/// The bits of a row's rule byte that hold the rule; the others are flags
+/// ([`crate::arch::aarch64::FLAG_FP_BELOW_RA`], [`crate::arch::aarch64::FLAG_RA_SIGNED`]).
+pub const RULE_MASK: u8 = 0x07;
+
 /// One row of a table: it applies from object address `pc` to the next row's.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Row {
@@ -157,18 +162,23 @@ pub struct Row {
     pub cfa: u16,
     /// How the CFA is found.
     pub rule: Rule,
-    /// 0: RBP unchanged; else RBP was saved at CFA + 8 × `rbp` (−128 to −2).
-    pub rbp: i8,
+    /// The flags of the rule byte (arm64's; 0 on x86_64).
+    pub flags: u8,
+    /// The saved register's slot, by the table's architecture ([`Arch::saves`]): x86_64's
+    /// RBP saved at CFA + 8 × `slot` (0: unchanged, else −128 to −2); arm64's return address
+    /// saved at CFA + 8 × `slot` (0: still in X30, else −128 to −1).
+    pub slot: i8,
 }
 
 impl Row {
-    /// A row of rule 2, 3 or 4 (no CFA offset, no saved RBP) at `pc`.
+    /// A row of rule 2, 3 or 4 (no CFA offset, no saved register, no flags) at `pc`.
     pub fn bare(pc: u32, rule: Rule) -> Row {
         Row {
             pc,
             cfa: 0,
             rule,
-            rbp: 0,
+            flags: 0,
+            slot: 0,
         }
     }
 
@@ -177,14 +187,15 @@ impl Row {
         let mut out = [0u8; ROW_BYTES];
         out[0..4].copy_from_slice(&self.pc.to_le_bytes());
         out[4..6].copy_from_slice(&self.cfa.to_le_bytes());
-        out[6] = self.rule as u8;
-        out[7] = self.rbp.to_le_bytes()[0];
+        out[6] = self.rule as u8 | self.flags;
+        out[7] = self.slot.to_le_bytes()[0];
         out
     }
 
-    /// Whether the row, on its own, obeys the format's rules (cfa and rbp against the rule).
-    pub fn check(&self) -> Result<(), Invalid> {
-        check_row(self)
+    /// Whether the row, on its own, obeys the format's rules for a table of `arch` (cfa,
+    /// slot and flags against the rule).
+    pub fn check(&self, arch: Arch) -> Result<(), Invalid> {
+        arch.check_row(self)
     }
 }
 
@@ -225,9 +236,9 @@ fn header(command: CommandCode, length: usize) -> Vec<u8> {
     out
 }
 
-/// The `ADD_TABLE` write that loads `rows` as the table `key`. The rows are written as
-/// given: [`decode`] says whether the module will take them.
-pub fn encode_add_table(key: &Key, rows: &[Row]) -> Vec<u8> {
+/// The `ADD_TABLE` write that loads `rows`, of a table of `arch`, as the table `key`. The
+/// rows are written as given: [`decode`] says whether the module will take them.
+pub fn encode_add_table(key: &Key, arch: Arch, rows: &[Row]) -> Vec<u8> {
     let mut out = header(
         CommandCode::AddTable,
         ADD_TABLE_FIXED + rows.len() * ROW_BYTES,
@@ -235,7 +246,7 @@ pub fn encode_add_table(key: &Key, rows: &[Row]) -> Vec<u8> {
     out.extend_from_slice(&key.0);
     // CAST: see `header`.
     out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(arch as u32).to_le_bytes());
     for row in rows {
         out.extend_from_slice(&row.to_bytes());
     }
@@ -349,27 +360,36 @@ pub enum Invalid {
     /// An `ADD_TABLE` of 0 rows or more than 4194304.
     #[error("an ADD_TABLE of 0 rows or more than 4194304")]
     RowCount,
-    /// An `ADD_TABLE` whose reserved field is not 0.
-    #[error("an ADD_TABLE whose reserved field is not 0")]
-    AddTableReserved,
+    /// An `ADD_TABLE` of another architecture than the module's, or of an unknown one.
+    #[error("an ADD_TABLE of another architecture than the module's (0 x86_64, 1 arm64)")]
+    AddTableArch,
     /// An `ADD_TABLE` whose size is not that of its rows.
     #[error("an ADD_TABLE whose size is not that of its rows")]
     RowsSize,
     /// A row of a rule other than 0 to 4.
     #[error("a row of an unknown rule")]
     RowRule,
-    /// A rule 0 row with a CFA offset below 8.
+    /// A rule 0 row of x86_64 with a CFA offset below 8.
     #[error("a row's CFA is RSP plus less than 8")]
     RspCfa,
-    /// A rule 1 row with a CFA offset below 16.
+    /// A rule 1 row with a CFA offset below 16 (the frame pointer: RBP, X29).
     #[error("a row's CFA is RBP plus less than 16")]
     RbpCfa,
-    /// A row of rule 2, 3 or 4 with a CFA offset or a saved RBP.
-    #[error("a row without a CFA rule has a CFA offset or a saved RBP")]
+    /// A row of rule 2, 3 or 4 with a CFA offset, a saved register or flags.
+    #[error("a row without a CFA rule has a CFA offset, a saved register or flags")]
     BareRow,
-    /// A row whose `rbp` is −1 or positive.
+    /// An x86_64 row whose slot is −1 or positive.
     #[error("a row saves RBP at or above the return address")]
     RbpSlot,
+    /// A row with flags its table's architecture does not have.
+    #[error("a row with flags its table's architecture does not have")]
+    RowFlags,
+    /// An arm64 row whose return address slot is positive.
+    #[error("a row saves the return address above the CFA")]
+    RaSlot,
+    /// An arm64 row that saves X29 below a return address that is not saved (or below −1024).
+    #[error("a row saves X29 below a return address that is not saved, or below -1024")]
+    FpBelowRa,
     /// Rows whose `pc` does not strictly increase.
     #[error("rows not in strictly increasing order of pc")]
     RowsOrder,
@@ -472,6 +492,9 @@ impl Invalid {
                 | Invalid::RbpCfa
                 | Invalid::BareRow
                 | Invalid::RbpSlot
+                | Invalid::RowFlags
+                | Invalid::RaSlot
+                | Invalid::FpBelowRa
                 | Invalid::RowsOrder
                 | Invalid::LastRow
                 | Invalid::EmptyRange
@@ -626,24 +649,10 @@ fn key_at(bytes: &[u8], at: usize) -> Key {
     Key(key)
 }
 
-fn check_row(row: &Row) -> Result<(), Invalid> {
-    match row.rule {
-        Rule::Rsp if row.cfa < 8 => return Err(Invalid::RspCfa),
-        Rule::Rbp if row.cfa < 16 => return Err(Invalid::RbpCfa),
-        Rule::Rsp | Rule::Rbp => {}
-        _ if row.cfa != 0 || row.rbp != 0 => return Err(Invalid::BareRow),
-        _ => {}
-    }
-    if row.rbp > -2 && row.rbp != 0 {
-        return Err(Invalid::RbpSlot);
-    }
-    Ok(())
-}
-
-/// Validates a whole write by the format's rules, in the module's order, and says what it
-/// asks for. What depends on the module's state (keys loaded, pids watched, memory) is
-/// [`KernelModel::apply`]'s.
-pub fn decode(bytes: &[u8]) -> Result<Command, Invalid> {
+/// Validates a whole write by the format's rules, in the module's order, for a module that
+/// walks `arch`'s stacks, and says what it asks for. What depends on the module's state
+/// (keys loaded, pids watched, memory) is [`KernelModel::apply`]'s.
+pub fn decode(bytes: &[u8], arch: Arch) -> Result<Command, Invalid> {
     if bytes.len() < HEADER_BYTES {
         return Err(Invalid::ShortHeader);
     }
@@ -661,7 +670,7 @@ pub fn decode(bytes: &[u8]) -> Result<Command, Invalid> {
     }
     let body = bytes.get(HEADER_BYTES..).unwrap_or(&[]);
     match u16_at(bytes, 6) {
-        1 => decode_add_table(body),
+        1 => decode_add_table(body, arch),
         2 => decode_set_maps(body),
         3 => {
             if body.len() != KEY_BYTES {
@@ -807,7 +816,7 @@ pub fn check_python(p: &PythonDescription) -> Result<(), Invalid> {
     Ok(())
 }
 
-fn decode_add_table(body: &[u8]) -> Result<Command, Invalid> {
+fn decode_add_table(body: &[u8], arch: Arch) -> Result<Command, Invalid> {
     let fixed = KEY_BYTES + 8;
     if body.len() < fixed {
         return Err(Invalid::AddTableShort);
@@ -816,8 +825,8 @@ fn decode_add_table(body: &[u8]) -> Result<Command, Invalid> {
     if count == 0 || count > ROWS_MAX {
         return Err(Invalid::RowCount);
     }
-    if u32_at(body, KEY_BYTES + 4) != 0 {
-        return Err(Invalid::AddTableReserved);
+    if Arch::from_u32(u32_at(body, KEY_BYTES + 4)) != Some(arch) {
+        return Err(Invalid::AddTableArch);
     }
     let raw = body.get(fixed..).unwrap_or(&[]);
     if raw.len() != count * ROW_BYTES {
@@ -825,14 +834,15 @@ fn decode_add_table(body: &[u8]) -> Result<Command, Invalid> {
     }
     let mut rows: Vec<Row> = Vec::with_capacity(count);
     for bytes in raw.chunks_exact(ROW_BYTES) {
-        let rule = Rule::from_u8(bytes[6]).ok_or(Invalid::RowRule)?;
+        let rule = Rule::from_u8(bytes[6] & RULE_MASK).ok_or(Invalid::RowRule)?;
         let row = Row {
             pc: u32_at(bytes, 0),
             cfa: u16_at(bytes, 4),
             rule,
-            rbp: i8::from_le_bytes([bytes[7]]),
+            flags: bytes[6] & !RULE_MASK,
+            slot: i8::from_le_bytes([bytes[7]]),
         };
-        check_row(&row)?;
+        row.check(arch)?;
         if rows.last().is_some_and(|last| last.pc >= row.pc) {
             return Err(Invalid::RowsOrder);
         }
@@ -921,6 +931,8 @@ pub const RANGE_COST: usize = 32;
 /// module does, changing nothing when it refuses it.
 #[derive(Clone, Debug)]
 pub struct KernelModel {
+    /// The architecture whose tables the module walks (its own).
+    pub arch: Arch,
     /// Tables loaded, by key.
     pub tables: BTreeMap<Key, Vec<Row>>,
     /// Processes watched (thread-group ids).
@@ -939,6 +951,7 @@ pub struct KernelModel {
 impl Default for KernelModel {
     fn default() -> Self {
         KernelModel {
+            arch: Arch::native(),
             tables: BTreeMap::new(),
             watched: BTreeSet::new(),
             processes: BTreeMap::new(),
@@ -979,7 +992,7 @@ impl KernelModel {
     /// before its rows are read; then the rest, in full; then applies it, or refuses it and
     /// changes nothing.
     pub fn apply(&mut self, bytes: &[u8]) -> Result<Command, Reject> {
-        let decoded = decode(bytes);
+        let decoded = decode(bytes, self.arch);
         if let Err(invalid) = decoded {
             if invalid.in_prefix() {
                 return Err(invalid.into());
@@ -1097,20 +1110,23 @@ mod tests {
             Row {
                 pc: 0x1000,
                 cfa: 8,
-                rule: Rule::Rsp,
-                rbp: 0,
+                rule: Rule::Sp,
+                flags: 0,
+                slot: 0,
             },
             Row {
                 pc: 0x1001,
                 cfa: 16,
-                rule: Rule::Rsp,
-                rbp: -2,
+                rule: Rule::Sp,
+                flags: 0,
+                slot: -2,
             },
             Row {
                 pc: 0x1004,
                 cfa: 16,
-                rule: Rule::Rbp,
-                rbp: -2,
+                rule: Rule::Fp,
+                flags: 0,
+                slot: -2,
             },
             Row::bare(0x1100, Rule::NotFollowable),
             Row::bare(0x1200, Rule::Outermost),
@@ -1121,10 +1137,20 @@ mod tests {
     #[test]
     fn round_trip() {
         let key = Key([7; 16]);
-        let bytes = encode_add_table(&key, &rows());
+        let bytes = encode_add_table(&key, Arch::X86_64, &rows());
         assert_eq!(bytes.len(), 16 + 24 + 6 * 8);
         assert_eq!(&bytes[..4], b"MMUW");
-        assert_eq!(decode(&bytes), Ok(Command::AddTable { key, rows: rows() }));
+        // An x86_64 table is written as before arm64's: its architecture field is 0.
+        assert_eq!(&bytes[36..40], &[0, 0, 0, 0]);
+        assert_eq!(
+            decode(&bytes, Arch::X86_64),
+            Ok(Command::AddTable { key, rows: rows() })
+        );
+        // A module of the other architecture refuses it, and an arm64 table of the same rows.
+        assert_eq!(decode(&bytes, Arch::Aarch64), Err(Invalid::AddTableArch));
+        let arm = encode_add_table(&key, Arch::Aarch64, &rows());
+        assert_eq!(&arm[36..40], &[1, 0, 0, 0]);
+        assert_eq!(decode(&arm, Arch::X86_64), Err(Invalid::AddTableArch));
         let ranges = vec![
             Range {
                 start: 0x5555_0000_0000,
@@ -1141,13 +1167,16 @@ mod tests {
         ];
         let bytes = encode_set_maps(42, &ranges);
         assert_eq!(bytes.len(), 16 + 8 + 80);
-        assert_eq!(decode(&bytes), Ok(Command::SetMaps { pid: 42, ranges }));
+        assert_eq!(
+            decode(&bytes, Arch::X86_64),
+            Ok(Command::SetMaps { pid: 42, ranges })
+        );
         let bytes = encode_drop_table(&key);
         assert_eq!(bytes.len(), 32);
-        assert_eq!(decode(&bytes), Ok(Command::DropTable { key }));
+        assert_eq!(decode(&bytes, Arch::X86_64), Ok(Command::DropTable { key }));
         let bytes = encode_set_maps(42, &[]);
         assert_eq!(
-            decode(&bytes),
+            decode(&bytes, Arch::X86_64),
             Ok(Command::SetMaps {
                 pid: 42,
                 ranges: vec![]
@@ -1160,17 +1189,37 @@ mod tests {
         let row = Row {
             pc: 0x0102_0304,
             cfa: 0x0506,
-            rule: Rule::Rbp,
-            rbp: -3,
+            rule: Rule::Fp,
+            flags: 0,
+            slot: -3,
         };
         assert_eq!(row.to_bytes(), [4, 3, 2, 1, 6, 5, 1, 0xfd]);
+        // arm64: CFA = SP + 32, the return address at CFA - 24, X29 below it, signed.
+        let row = Row {
+            pc: 0x10,
+            cfa: 32,
+            rule: Rule::Sp,
+            flags: crate::arch::aarch64::FLAG_FP_BELOW_RA | crate::arch::aarch64::FLAG_RA_SIGNED,
+            slot: -3,
+        };
+        assert_eq!(row.to_bytes(), [0x10, 0, 0, 0, 32, 0, 0x18, 0xfd]);
+        assert_eq!(row.check(Arch::Aarch64), Ok(()));
+        assert_eq!(row.check(Arch::X86_64), Err(Invalid::RowFlags));
+        assert_eq!(
+            Arch::Aarch64.saves(&row),
+            crate::arch::Saves {
+                fp: -4,
+                ra: -3,
+                signed: true
+            }
+        );
     }
 
     #[test]
     fn model_semantics() {
         let mut model = KernelModel::new();
         let key = Key([1; 16]);
-        let table = encode_add_table(&key, &rows());
+        let table = encode_add_table(&key, Arch::X86_64, &rows());
         let range = Range {
             start: 0x1000,
             end: 0x2000,
@@ -1212,7 +1261,7 @@ mod tests {
         let key = Key([2; 16]);
         let mut bad = rows();
         bad[0].cfa = 0;
-        let bad_table = encode_add_table(&key, &bad);
+        let bad_table = encode_add_table(&key, Arch::X86_64, &bad);
         assert_eq!(
             model.apply(&bad_table),
             Err(Reject::Invalid(Invalid::RspCfa))
@@ -1230,7 +1279,7 @@ mod tests {
             .map(|i| Row::bare(0x1000 + 16 * i as u32, Rule::NoInfo))
             .collect();
         assert_eq!(
-            model.apply(&encode_add_table(&key, &big)),
+            model.apply(&encode_add_table(&key, Arch::X86_64, &big)),
             Err(Reject::NoSpace)
         );
     }

@@ -2,17 +2,22 @@
 //! and what the tests unwind real stacks with.
 //!
 //! At each frame the row for the pc (the instruction pointer in the innermost frame, the
-//! return address minus 1 above it) is looked up. Rule 0 or 1: CFA = RSP or RBP plus the
-//! row's offset; the return address is read at CFA − 8, RBP at CFA + 8 × `rbp` when saved,
-//! and RSP becomes the CFA. Rule 4: the stack is complete. Anything else (no row, rule 2 or
+//! return address minus 1 above it) is looked up. Rule 0 or 1: CFA = the stack or the frame
+//! pointer plus the row's offset; the return address and the frame pointer are where the
+//! row says by the table's architecture ([`Arch::saves`]: x86_64's return address at
+//! CFA − 8, RBP at CFA + 8 × slot when saved; arm64's return address at CFA + 8 × slot, or
+//! still in X30 in the innermost frame, X29 below it when saved, stripped of its pointer
+//! authentication code when signed), and the stack pointer becomes the CFA. Rule 4: the
+//! stack is complete. Anything else (no row, rule 2 or
 //! 3): the frame-pointer step of the module's walk without tables — the next RBP at [RBP],
 //! the return address at [RBP + 8], RSP = RBP + 16 — with its checks: RBP non-zero and
 //! 8-aligned, a return address that is non-zero and not in the stack walked (from the
 //! first RSP to RBP + 4096), and a next RBP above this one.
 
+use crate::arch::{Arch, Saves};
 use crate::protocol::{Row, Rule};
 
-/// The registers a walk starts from.
+/// The registers a walk starts from (named as x86_64's; arm64's PC, SP, X29).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regs {
     /// Instruction pointer.
@@ -61,17 +66,33 @@ pub struct Walk {
     pub end: End,
 }
 
-/// Highest user address plus one on x86-64 (4-level paging).
-const USER_LIMIT: u64 = 0x0000_7fff_ffff_f000;
-
-/// Walks the stack of `regs`: at most `depth` frames (counting the instruction pointer),
-/// with `lookup` giving the row for a run-time pc (`None` where no range covers it) and
-/// `read` the 8-byte word at an address (`None` where it cannot be read).
-pub fn walk<L, M>(lookup: L, mut read: M, regs: Regs, depth: usize) -> Walk
+/// Walks the x86_64 stack of `regs`: at most `depth` frames (counting the instruction
+/// pointer), with `lookup` giving the row for a run-time pc (`None` where no range covers
+/// it) and `read` the 8-byte word at an address (`None` where it cannot be read).
+pub fn walk<L, M>(lookup: L, read: M, regs: Regs, depth: usize) -> Walk
 where
     L: Fn(u64) -> Option<Row>,
     M: FnMut(u64) -> Option<u64>,
 {
+    walk_arch(Arch::X86_64, lookup, read, regs, None, depth)
+}
+
+/// Walks the stack of `regs` by the rows of a table of `arch`, as [`walk`]; `lr` is the
+/// link register (arm64's X30), where the innermost frame's return address is while a row
+/// says it is not saved.
+pub fn walk_arch<L, M>(
+    arch: Arch,
+    lookup: L,
+    mut read: M,
+    regs: Regs,
+    lr: Option<u64>,
+    depth: usize,
+) -> Walk
+where
+    L: Fn(u64) -> Option<Row>,
+    M: FnMut(u64) -> Option<u64>,
+{
+    let user_limit = arch.user_limit();
     let mut walk = Walk {
         frames: Vec::new(),
         steps: Vec::new(),
@@ -86,25 +107,52 @@ where
     while walk.frames.len() < depth {
         let row = lookup(pc);
         let (ra, step) = match row {
-            Some(row) if matches!(row.rule, Rule::Rsp | Rule::Rbp) => {
-                let base = if row.rule == Rule::Rsp { rsp } else { rbp };
-                let Some(cfa) = base.checked_add(u64::from(row.cfa)).filter(|&c| c > rsp) else {
+            // A return address still in the link register is known in the innermost frame
+            // only: above it, such a row takes the frame-pointer step.
+            Some(row)
+                if matches!(row.rule, Rule::Sp | Rule::Fp)
+                    && (arch.saves(&row).ra != 0
+                        || (arch.saves(&row).fp == 0
+                            && lr.is_some()
+                            && walk.frames.len() == 1)) =>
+            {
+                let base = if row.rule == Rule::Sp { rsp } else { rbp };
+                let Saves { fp, ra, signed } = arch.saves(&row);
+                let slot = |cfa: u64, slot: i8| cfa.checked_add_signed(8 * i64::from(slot));
+                let lowest = base.checked_add(u64::from(row.cfa)).and_then(|cfa| {
+                    if ra == 0 {
+                        Some(cfa)
+                    } else {
+                        slot(cfa, ra)
+                    }
+                });
+                let cfa = base.wrapping_add(u64::from(row.cfa));
+                if lowest.is_none_or(|lowest| lowest < rsp) || cfa < rsp {
                     walk.end = End::BadCfa;
                     return walk;
+                }
+                let word = if ra == 0 {
+                    lr
+                } else {
+                    slot(cfa, ra).and_then(&mut read)
                 };
-                let Some(ra) = cfa.checked_sub(8).and_then(&mut read) else {
+                let Some(word) = word else {
                     walk.end = End::Unreadable;
                     return walk;
                 };
-                if row.rbp != 0 {
-                    let slot = cfa.wrapping_add_signed(8 * i64::from(row.rbp));
-                    let Some(saved) = read(slot) else {
+                if fp != 0 {
+                    let Some(saved) = slot(cfa, fp).and_then(&mut read) else {
                         walk.end = End::Unreadable;
                         return walk;
                     };
                     rbp = saved;
                 }
                 rsp = cfa;
+                let ra = if signed {
+                    word & (user_limit - 1)
+                } else {
+                    word
+                };
                 (ra, Step::Table)
             }
             Some(row) if row.rule == Rule::Outermost => {
@@ -113,7 +161,7 @@ where
             }
             _ => {
                 let frame = rbp;
-                if frame == 0 || frame % 8 != 0 || frame >= USER_LIMIT - 16 {
+                if frame == 0 || frame % 8 != 0 || frame >= user_limit - 16 {
                     walk.end = End::FramePointerEnd;
                     return walk;
                 }
@@ -121,8 +169,12 @@ where
                     walk.end = End::Unreadable;
                     return walk;
                 };
+                let ra = match arch {
+                    Arch::Aarch64 => ra & (user_limit - 1),
+                    Arch::X86_64 => ra,
+                };
                 let in_stack = (regs.rsp..=frame.saturating_add(4096)).contains(&ra);
-                if ra >= USER_LIMIT || in_stack {
+                if ra >= user_limit || in_stack {
                     walk.end = End::FramePointerEnd;
                     return walk;
                 }
@@ -161,8 +213,14 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn row(pc: u32, rule: Rule, cfa: u16, rbp: i8) -> Row {
-        Row { pc, cfa, rule, rbp }
+    fn row(pc: u32, rule: Rule, cfa: u16, slot: i8) -> Row {
+        Row {
+            pc,
+            cfa,
+            rule,
+            flags: 0,
+            slot,
+        }
     }
 
     #[test]
@@ -170,8 +228,8 @@ mod tests {
         // leaf (frameless, CFA = RSP + 8) -> mid (RBP frame by table) -> fp (no table, frame
         // pointer) -> start (outermost).
         let rows = [
-            row(0x1000, Rule::Rsp, 8, 0),   // leaf
-            row(0x2000, Rule::Rbp, 16, -2), // mid
+            row(0x1000, Rule::Sp, 8, 0),   // leaf
+            row(0x2000, Rule::Fp, 16, -2), // mid
             row(0x3000, Rule::NoInfo, 0, 0),
             row(0x4000, Rule::Outermost, 0, 0),
             row(0x5000, Rule::NoInfo, 0, 0),

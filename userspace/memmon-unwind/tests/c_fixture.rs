@@ -76,8 +76,8 @@ fn check_leaf(table: &Table, data: &[u8]) {
     assert!(leaf.1 > 0);
     for (i, row) in rows_over(table, leaf).iter().enumerate() {
         assert_eq!(
-            (row.rule, row.cfa, row.rbp),
-            (Rule::Rsp, 8, 0),
+            (row.rule, row.cfa, row.slot),
+            (Rule::Sp, 8, 0),
             "touch_pages+{i:#x}"
         );
     }
@@ -96,10 +96,10 @@ fn frameless_leaf_and_alloca() {
     let rows = rows_over(&table, symbol(&data, "variable_frame"));
     assert!(
         rows.iter()
-            .any(|r| (r.rule, r.cfa, r.rbp) == (Rule::Rbp, 16, -2)),
+            .any(|r| (r.rule, r.cfa, r.slot) == (Rule::Fp, 16, -2)),
         "variable_frame has CFA = RBP + 16, RBP at CFA - 16: {rows:?}"
     );
-    assert!(rows.iter().all(|r| matches!(r.rule, Rule::Rsp | Rule::Rbp)));
+    assert!(rows.iter().all(|r| matches!(r.rule, Rule::Sp | Rule::Fp)));
 
     let start = symbol(&data, "_start");
     let rows = rows_over(&table, start);

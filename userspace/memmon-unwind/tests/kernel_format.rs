@@ -14,12 +14,15 @@ use memmon_unwind::protocol::Reject;
 fn the_module_parser_agrees_with_the_crate_on_every_fuzz_case() {
     let context = FuzzContext::new(100, 200);
     for write in context.setup_writes() {
-        assert!(format::parse(&write).is_ok(), "the setup write is refused");
+        assert!(
+            format::parse(&write, format::TableArch::X86_64).is_ok(),
+            "the setup write is refused"
+        );
     }
     let cases = generate(7, 10_000, &context);
     let mut format_errors = 0;
     for (i, case) in cases.iter().enumerate() {
-        let parsed = format::parse(&case.bytes);
+        let parsed = format::parse(&case.bytes, format::TableArch::X86_64);
         match &case.reject {
             Reject::Invalid(_) => {
                 format_errors += 1;
@@ -61,12 +64,16 @@ fn the_module_prefix_parser_refuses_what_the_crate_finds_in_a_prefix() {
     let mut prefix_errors = 0;
     for (i, (bytes, reject)) in writes.iter().enumerate() {
         let prefix = &bytes[..bytes.len().min(format::PREFIX_BYTES)];
-        let parsed = format::parse_prefix(prefix, bytes.len());
+        let parsed = format::parse_prefix(prefix, bytes.len(), format::TableArch::X86_64);
         match reject {
             Some(Reject::Invalid(invalid)) if invalid.in_prefix() => {
                 prefix_errors += 1;
                 let why = parsed.expect_err("the prefix parser accepts it");
-                assert_eq!(format::parse(bytes).err(), Some(why), "case {i}");
+                assert_eq!(
+                    format::parse(bytes, format::TableArch::X86_64).err(),
+                    Some(why),
+                    "case {i}"
+                );
             }
             _ => assert!(parsed.is_ok(), "case {i}: {:?}", parsed.err()),
         }
@@ -80,7 +87,9 @@ fn the_module_prefix_parser_refuses_what_the_crate_finds_in_a_prefix() {
 fn the_module_reads_the_index_shape_of_a_write() {
     let context = FuzzContext::new(100, 200);
     for write in context.setup_writes() {
-        let Ok(format::Command::AddTable { rows, .. }) = format::parse(&write) else {
+        let Ok(format::Command::AddTable { rows, .. }) =
+            format::parse(&write, format::TableArch::X86_64)
+        else {
             panic!("the setup write is not an ADD_TABLE");
         };
         let all: Vec<format::Row> = rows.iter().collect();
@@ -152,7 +161,10 @@ fn the_module_takes_a_python_description() {
             own_offsets: false,
         };
         let description = describe(&symbols, 0x1000).expect("a layout");
-        match format::parse(&encode_set_python(1234, Some(&description))) {
+        match format::parse(
+            &encode_set_python(1234, Some(&description)),
+            format::TableArch::X86_64,
+        ) {
             Ok(format::Command::SetPython {
                 pid: 1234,
                 python: Some(spec),
@@ -185,14 +197,22 @@ fn the_module_takes_a_python_description() {
         let mut global = description;
         global.thread_state = ThreadState::Global(0x00a5_b740 + 576);
         global.thread_id = 152;
-        assert!(format::parse(&encode_set_python(1234, Some(&global))).is_ok());
+        assert!(format::parse(
+            &encode_set_python(1234, Some(&global)),
+            format::TableArch::X86_64
+        )
+        .is_ok());
         let mut tls = description;
         tls.thread_state = ThreadState::ThreadLocal(-16);
         tls.thread_id = memmon_unwind::protocol::NO_OFFSET;
-        assert!(format::parse(&encode_set_python(1234, Some(&tls))).is_ok());
+        assert!(format::parse(
+            &encode_set_python(1234, Some(&tls)),
+            format::TableArch::X86_64
+        )
+        .is_ok());
     }
     assert!(matches!(
-        format::parse(&encode_set_python(1234, None)),
+        format::parse(&encode_set_python(1234, None), format::TableArch::X86_64),
         Ok(format::Command::SetPython { python: None, .. })
     ));
 }
@@ -205,7 +225,7 @@ fn the_module_parser_agrees_on_the_python_fuzz_cases() {
     let context = FuzzContext::new(100, 200);
     let mut format_errors = 0;
     for (i, case) in generate_python(9, 10_000, &context).iter().enumerate() {
-        let parsed = format::parse(&case.bytes);
+        let parsed = format::parse(&case.bytes, format::TableArch::X86_64);
         match &case.reject {
             Reject::Invalid(_) => {
                 format_errors += 1;
@@ -224,4 +244,61 @@ fn the_module_parser_agrees_on_the_python_fuzz_cases() {
         }
     }
     assert!(format_errors > 8_000, "only {format_errors} format cases");
+}
+
+/// The module and the crate check every row the same way for both architectures: every rule
+/// byte (rule and flags), every slot and the CFA offsets at the bounds, in a table of that
+/// row and the end marker, written for x86_64 and for arm64, each to a module of each.
+#[test]
+fn the_module_checks_rows_of_both_architectures_as_the_crate() {
+    use memmon_unwind::protocol::{decode, encode_add_table, Row, Rule};
+    use memmon_unwind::Arch;
+    let key = memmon_unwind::Key([9; 16]);
+    let archs = [
+        (Arch::X86_64, format::TableArch::X86_64),
+        (Arch::Aarch64, format::TableArch::Arm64),
+    ];
+    let (mut taken, mut refused) = (0usize, 0usize);
+    for code in 0..=255u8 {
+        for slot in i8::MIN..=i8::MAX {
+            for cfa in [0u16, 7, 8, 15, 16, 17, 1024, u16::MAX] {
+                // A row whose rule byte is `code`, written as the crate writes rows (rule and
+                // flags or'ed), then patched to the raw byte.
+                let row = Row {
+                    pc: 0x1000,
+                    cfa,
+                    rule: Rule::Sp,
+                    flags: 0,
+                    slot,
+                };
+                for (table, _) in archs {
+                    let mut bytes =
+                        encode_add_table(&key, table, &[row, Row::bare(0x2000, Rule::NoInfo)]);
+                    bytes[40 + 6] = code;
+                    for (module, module_format) in archs {
+                        let crate_says = decode(&bytes, module).is_ok();
+                        let module_says = format::parse(&bytes, module_format).is_ok();
+                        assert_eq!(
+                            crate_says, module_says,
+                            "rule byte {code:#x}, slot {slot}, cfa {cfa}, a {table:?} table for a {module:?} module"
+                        );
+                        if module_says {
+                            taken += 1;
+                        } else {
+                            refused += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // x86_64: rule 0 (cfa >= 8) or 1 (cfa >= 16), slot 0 or -128..=-2, no flags; rules 2-4
+    // bare. arm64: rule 0 (any cfa) or 1 (cfa >= 16), slot -128..=0, with the flag 0x10 or
+    // not, with 0x08 only for slot -127..=-1; rules 2-4 bare.
+    // Of the 8 CFA offsets, x86_64's rule 0 takes 6, rule 1 4, each with 128 slots; arm64's
+    // rule 0 all 8, rule 1 4, each with 129 slots under 2 flag sets (none, signed) and 127
+    // under the 2 with X29 below the return address.
+    let x86 = (6 + 4) * 128 + 3;
+    let arm = (8 + 4) * (2 * 129 + 2 * 127) + 3;
+    assert_eq!(taken, x86 + arm, "{refused} refused");
 }

@@ -34,7 +34,10 @@ fn sync_writes_tables_once_then_ranges() {
     let mut loader = Loader::new(recorder(pid));
     let first = loader.sync_process(pid).expect("sync");
     let writes = std::mem::take(&mut loader.sink_mut().writes);
-    let commands: Vec<Command> = writes.iter().map(|w| decode(w).expect("valid")).collect();
+    let commands: Vec<Command> = writes
+        .iter()
+        .map(|w| decode(w, memmon_unwind::Arch::native()).expect("valid"))
+        .collect();
     let adds = commands
         .iter()
         .filter(|c| matches!(c, Command::AddTable { .. }))
