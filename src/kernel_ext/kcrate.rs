@@ -217,8 +217,9 @@ mod compat {
         /// The caller holds `mutex`'s lock and hands it to the guard, which releases it.
         pub(crate) unsafe fn guard_of_locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
             // A mutex's guard is its lock's reference and two zero-sized fields (its state,
-            // `()`, and a marker): the reference's bits.
-            assert!(size_of::<MutexGuard<'_, T>>() == size_of::<&Mutex<T>>());
+            // `()`, and a marker): the reference's bits. Both sizes are constants, so this is
+            // checked at build time (a link error if it did not hold), never a panic.
+            kernel::build_assert!(size_of::<MutexGuard<'_, T>>() == size_of::<&Mutex<T>>());
             // SAFETY: The sizes match and the guard's only data is the reference; the lock is
             // held (the caller's contract), as a guard's is.
             unsafe { core::mem::transmute_copy::<&Mutex<T>, MutexGuard<'_, T>>(&mutex) }
