@@ -237,15 +237,17 @@ mod compat {
 
         /// 7.x's `kernel::sync::rcu`.
         pub(crate) mod rcu {
-            /// An RCU read-side critical section, until dropped.
-            pub(crate) struct Guard(());
+            /// An RCU read-side critical section, until dropped. Neither `Send` nor `Sync`
+            /// (the raw pointer's marker, as 7.3's `NotThreadSafe`): the section is the
+            /// entering CPU's and task's, so the guard must be dropped where it was made.
+            pub(crate) struct Guard(core::marker::PhantomData<*mut ()>);
 
             /// Enters an RCU read-side critical section (`rcu_read_lock()`).
             #[inline]
             pub(crate) fn read_lock() -> Guard {
                 // SAFETY: No preconditions; `Guard::drop` leaves it.
                 unsafe { crate::bindings::memmon_rcu_read_lock() };
-                Guard(())
+                Guard(core::marker::PhantomData)
             }
 
             impl Drop for Guard {
