@@ -350,12 +350,21 @@ mod compat {
             #[inline(always)]
             fn bits<T: AtomicType>(v: T) -> u64 {
                 match size_of::<T>() {
-                    // SAFETY: `T` is 1 byte (`bool`).
-                    1 => u64::from(unsafe { core::mem::transmute_copy::<T, u8>(&v) }),
-                    // SAFETY: `T` is 4 bytes.
-                    4 => u64::from(unsafe { core::mem::transmute_copy::<T, u32>(&v) }),
-                    // SAFETY: `T` is 8 bytes.
-                    _ => unsafe { core::mem::transmute_copy::<T, u64>(&v) },
+                    1 => {
+                        // SAFETY: `T` is 1 byte (`bool`): its bits are a `u8`.
+                        let b = unsafe { core::mem::transmute_copy::<T, u8>(&v) };
+                        u64::from(b)
+                    }
+                    4 => {
+                        // SAFETY: `T` is 4 bytes: its bits are a `u32`.
+                        let b = unsafe { core::mem::transmute_copy::<T, u32>(&v) };
+                        u64::from(b)
+                    }
+                    _ => {
+                        // SAFETY: `T` is 8 bytes (every other `AtomicType`): its bits are a
+                        // `u64`.
+                        unsafe { core::mem::transmute_copy::<T, u64>(&v) }
+                    }
                 }
             }
 
@@ -363,13 +372,22 @@ mod compat {
             #[inline(always)]
             fn value<T: AtomicType>(bits: u64) -> T {
                 match size_of::<T>() {
-                    // CAST: the low byte, as stored. SAFETY: `T` is 1 byte; the byte is one
-                    // a `T` was stored as.
-                    1 => unsafe { core::mem::transmute_copy::<u8, T>(&(bits as u8)) },
-                    // CAST: the low 4 bytes, as stored. SAFETY: `T` is 4 bytes.
-                    4 => unsafe { core::mem::transmute_copy::<u32, T>(&(bits as u32)) },
-                    // SAFETY: `T` is 8 bytes.
-                    _ => unsafe { core::mem::transmute_copy::<u64, T>(&bits) },
+                    1 => {
+                        // CAST: the low byte, as stored.
+                        let b = bits as u8;
+                        // SAFETY: `T` is 1 byte; the byte is one a `T` was stored as.
+                        unsafe { core::mem::transmute_copy::<u8, T>(&b) }
+                    }
+                    4 => {
+                        // CAST: the low 4 bytes, as stored.
+                        let b = bits as u32;
+                        // SAFETY: `T` is 4 bytes; they are a `T`'s, as stored.
+                        unsafe { core::mem::transmute_copy::<u32, T>(&b) }
+                    }
+                    _ => {
+                        // SAFETY: `T` is 8 bytes; they are a `T`'s, as stored.
+                        unsafe { core::mem::transmute_copy::<u64, T>(&bits) }
+                    }
                 }
             }
 
@@ -385,12 +403,14 @@ mod compat {
                             u64::from($e)
                         }
                         4 => {
-                            // SAFETY: As above, 4 bytes aligned to 4.
+                            // SAFETY: `T` is 4 bytes, aligned to 4: an `AtomicU32` has its
+                            // layout, and every access to it is atomic.
                             let $a = unsafe { core_atomic::AtomicU32::from_ptr($self.0.get().cast()) };
                             u64::from($e)
                         }
                         _ => {
-                            // SAFETY: As above, 8 bytes aligned to 8.
+                            // SAFETY: `T` is 8 bytes, aligned to 8: an `AtomicU64` has its
+                            // layout, and every access to it is atomic.
                             let $a = unsafe { core_atomic::AtomicU64::from_ptr($self.0.get().cast()) };
                             $e
                         }
@@ -426,15 +446,24 @@ mod compat {
                     let (b, o, p) = (bits(v), O::RMW, self.0.get());
                     // CAST: each store is of the value's own bits, of its size.
                     match size_of::<T>() {
-                        // SAFETY: `T` is 1 byte: an `AtomicU8` has its layout, and every
-                        // access to it is atomic.
-                        1 => unsafe { core_atomic::AtomicU8::from_ptr(p.cast()) }.store(b as u8, o),
-                        // SAFETY: As above, 4 bytes aligned to 4.
-                        4 => {
-                            unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) }.store(b as u32, o)
+                        1 => {
+                            // SAFETY: `T` is 1 byte: an `AtomicU8` has its layout, and every
+                            // access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU8::from_ptr(p.cast()) };
+                            a.store(b as u8, o)
                         }
-                        // SAFETY: As above, 8 bytes aligned to 8.
-                        _ => unsafe { core_atomic::AtomicU64::from_ptr(p.cast()) }.store(b, o),
+                        4 => {
+                            // SAFETY: `T` is 4 bytes, aligned to 4: an `AtomicU32` has its
+                            // layout, and every access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) };
+                            a.store(b as u32, o)
+                        }
+                        _ => {
+                            // SAFETY: `T` is 8 bytes, aligned to 8: an `AtomicU64` has its
+                            // layout, and every access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU64::from_ptr(p.cast()) };
+                            a.store(b, o)
+                        }
                     }
                 }
 
