@@ -214,8 +214,8 @@ pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
     if ret != 0 {
         return Err(eopnotsupp());
     }
-    // `kprobe_opcode_t` is arm64's instruction word, a u32.
-    let first: u32 = probe.opcode;
+    // `kprobe_opcode_t` is arm64's instruction word, an `__le32` as in the text.
+    let first = u32::from_le(probe.opcode);
     let [second, third] = insns.map(u32::from_le);
     let (offset, mov, call) = if first == INSN_BTI_C {
         (8, second, third)
