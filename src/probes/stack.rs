@@ -290,6 +290,10 @@ fn walk_user(
     }
     out[0].write(frame.ip);
     let mut count = 1;
+    // A task whose frames the walk cannot follow (arm64's AArch32 tasks): its pc alone.
+    if !user.walkable {
+        return (count, StackEnd::Unsupported);
+    }
     // The range the previous frame's pc was found in: tried first for the next.
     let mut near = 0;
     loop {
