@@ -209,6 +209,16 @@ mod compat {
         pub(crate) type MutexGuard<'a, T> =
             kernel::sync::lock::Guard<'a, T, kernel::sync::lock::mutex::MutexBackend>;
 
+        /// The size check of [`guard_of_locked`], evaluated by the compiler for each `T` it is
+        /// used with: a build error if it fails. (`build_assert!` would not do on 6.12: the
+        /// self-contained build links the `build_error` crate into the module, so a failed
+        /// `build_assert!` builds, as a call to `rust_build_error()`, which panics.)
+        struct GuardIsRef<'a, T>(core::marker::PhantomData<&'a T>);
+
+        impl<'a, T> GuardIsRef<'a, T> {
+            const HOLDS: () = assert!(size_of::<MutexGuard<'a, T>>() == size_of::<&'a Mutex<T>>());
+        }
+
         /// The guard of `mutex`, which the caller has just locked (7.x's `Guard::new`, which
         /// 6.12's crate keeps private).
         ///
@@ -217,9 +227,8 @@ mod compat {
         /// The caller holds `mutex`'s lock and hands it to the guard, which releases it.
         pub(crate) unsafe fn guard_of_locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
             // A mutex's guard is its lock's reference and two zero-sized fields (its state,
-            // `()`, and a marker): the reference's bits. Both sizes are constants, so this is
-            // checked at build time (a link error if it did not hold), never a panic.
-            kernel::build_assert!(size_of::<MutexGuard<'_, T>>() == size_of::<&Mutex<T>>());
+            // `()`, and a marker): the reference's bits. Checked by the compiler.
+            let () = GuardIsRef::<'_, T>::HOLDS;
             // SAFETY: The sizes match and the guard's only data is the reference; the lock is
             // held (the caller's contract), as a guard's is.
             unsafe { core::mem::transmute_copy::<&Mutex<T>, MutexGuard<'_, T>>(&mutex) }
