@@ -216,6 +216,8 @@ impl kernel::Module for Memmon {
         }
         let params = Params::read()?;
         kernel_ext::task::check_task_layout()?;
+        #[cfg(memmon_kernel_6_12)]
+        kernel_ext::killable::check_mutex_layout()?;
         let buflen = params.buflen;
         let state = Arc::pin_init(
             try_pin_init!(State {

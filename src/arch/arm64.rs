@@ -90,17 +90,36 @@ pub(crate) unsafe fn ftrace_arg(fregs: *mut bindings::ftrace_regs, n: usize) -> 
     value as usize
 }
 
+/// `PSTATE.nRW`: the task runs AArch32 code (arch/arm64/include/uapi/asm/ptrace.h).
+const PSR_MODE32_BIT: u64 = 0x10;
+
 /// The user registers a stack walk starts from: PC, SP, X29, the frame pointer (the
 /// AAPCS64 frame record: the caller's X29 at `[X29]`, the return address at `[X29 + 8]`),
 /// and X30, the link register (the return address of a function that has not saved it).
+/// For an AArch32 (compat) task, none of that holds (its frame pointer and link register
+/// are R11 or R7 and R14, its frame records not AAPCS64's, and its `TASK_SIZE` not a power
+/// of two): no frame pointer and no link register, and not walkable, so that its stack is
+/// its pc alone.
 #[inline]
 pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
+    // SAFETY: As in `gprs`.
+    let pstate = unsafe { regs.__bindgen_anon_1.user_regs.pstate };
+    if pstate & PSR_MODE32_BIT != 0 {
+        return UserFrame {
+            pc: user_pc(regs),
+            sp: user_sp(regs),
+            fp: 0,
+            lr: None,
+            walkable: false,
+        };
+    }
     let x = gprs(regs);
     UserFrame {
         pc: user_pc(regs),
         sp: user_sp(regs),
         fp: x[29],
         lr: Some(x[30]),
+        walkable: true,
     }
 }
 
@@ -214,8 +233,8 @@ pub(crate) fn ftrace_site(probe: &bindings::kprobe) -> Result<usize> {
     if ret != 0 {
         return Err(eopnotsupp());
     }
-    // `kprobe_opcode_t` is arm64's instruction word, a u32.
-    let first: u32 = probe.opcode;
+    // `kprobe_opcode_t` is arm64's instruction word, an `__le32` as in the text.
+    let first = u32::from_le(probe.opcode);
     let [second, third] = insns.map(u32::from_le);
     let (offset, mov, call) = if first == INSN_BTI_C {
         (8, second, third)

@@ -42,4 +42,7 @@ pub(crate) struct UserFrame {
     /// The link register (arm64's X30), where a function that has not saved its return
     /// address keeps it; `None` on x86_64, whose calls push it.
     pub(crate) lr: Option<u64>,
+    /// Whether the walk can follow the task's frames at all: not for arm64's AArch32
+    /// (compat) tasks, whose stack is then their pc alone, ending `Unsupported`.
+    pub(crate) walkable: bool,
 }

@@ -89,6 +89,7 @@ pub(crate) fn user_frame(regs: &bindings::pt_regs) -> UserFrame {
         sp: regs.sp as u64,
         fp: regs.bp as u64,
         lr: None,
+        walkable: true,
     }
 }
 

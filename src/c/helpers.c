@@ -431,7 +431,8 @@ void memmon_poll_wait(struct file *filp, struct wait_queue_head *wait_address,
  * out: scripts/selfcontained-module takes a module's own). It allocates
  * (p == NULL) and frees (size == 0), which is all memmon does with a VVec: each
  * is made with its capacity and never grows. A resize would need the area's
- * size, which 6.12 does not export: it fails, as an allocation failure.
+ * size, which 6.12 does not export: it fails, as an allocation failure, with a
+ * line in dmesg (no WARN: it would taint, and panic with panic_on_warn).
  */
 void *rust_helper_vrealloc(const void *p, size_t size, gfp_t flags)
 {
@@ -441,7 +442,7 @@ void *rust_helper_vrealloc(const void *p, size_t size, gfp_t flags)
 	}
 	if (!p)
 		return __vmalloc_noprof(size, flags);
-	WARN_ONCE(1, "memmon: a vmalloc area cannot be resized on 6.12\n");
+	pr_warn_once("memmon: a vmalloc area cannot be resized on 6.12\n");
 	return NULL;
 }
 

@@ -209,6 +209,16 @@ mod compat {
         pub(crate) type MutexGuard<'a, T> =
             kernel::sync::lock::Guard<'a, T, kernel::sync::lock::mutex::MutexBackend>;
 
+        /// The size check of [`guard_of_locked`], evaluated by the compiler for each `T` it is
+        /// used with: a build error if it fails. (`build_assert!` would not do on 6.12: the
+        /// self-contained build links the `build_error` crate into the module, so a failed
+        /// `build_assert!` builds, as a call to `rust_build_error()`, which panics.)
+        struct GuardIsRef<'a, T>(core::marker::PhantomData<&'a T>);
+
+        impl<'a, T> GuardIsRef<'a, T> {
+            const HOLDS: () = assert!(size_of::<MutexGuard<'a, T>>() == size_of::<&'a Mutex<T>>());
+        }
+
         /// The guard of `mutex`, which the caller has just locked (7.x's `Guard::new`, which
         /// 6.12's crate keeps private).
         ///
@@ -217,8 +227,8 @@ mod compat {
         /// The caller holds `mutex`'s lock and hands it to the guard, which releases it.
         pub(crate) unsafe fn guard_of_locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
             // A mutex's guard is its lock's reference and two zero-sized fields (its state,
-            // `()`, and a marker): the reference's bits.
-            assert!(size_of::<MutexGuard<'_, T>>() == size_of::<&Mutex<T>>());
+            // `()`, and a marker): the reference's bits. Checked by the compiler.
+            let () = GuardIsRef::<'_, T>::HOLDS;
             // SAFETY: The sizes match and the guard's only data is the reference; the lock is
             // held (the caller's contract), as a guard's is.
             unsafe { core::mem::transmute_copy::<&Mutex<T>, MutexGuard<'_, T>>(&mutex) }
@@ -236,15 +246,17 @@ mod compat {
 
         /// 7.x's `kernel::sync::rcu`.
         pub(crate) mod rcu {
-            /// An RCU read-side critical section, until dropped.
-            pub(crate) struct Guard(());
+            /// An RCU read-side critical section, until dropped. Neither `Send` nor `Sync`
+            /// (the raw pointer's marker, as 7.3's `NotThreadSafe`): the section is the
+            /// entering CPU's and task's, so the guard must be dropped where it was made.
+            pub(crate) struct Guard(core::marker::PhantomData<*mut ()>);
 
             /// Enters an RCU read-side critical section (`rcu_read_lock()`).
             #[inline]
             pub(crate) fn read_lock() -> Guard {
                 // SAFETY: No preconditions; `Guard::drop` leaves it.
                 unsafe { crate::bindings::memmon_rcu_read_lock() };
-                Guard(())
+                Guard(core::marker::PhantomData)
             }
 
             impl Drop for Guard {
@@ -347,12 +359,21 @@ mod compat {
             #[inline(always)]
             fn bits<T: AtomicType>(v: T) -> u64 {
                 match size_of::<T>() {
-                    // SAFETY: `T` is 1 byte (`bool`).
-                    1 => u64::from(unsafe { core::mem::transmute_copy::<T, u8>(&v) }),
-                    // SAFETY: `T` is 4 bytes.
-                    4 => u64::from(unsafe { core::mem::transmute_copy::<T, u32>(&v) }),
-                    // SAFETY: `T` is 8 bytes.
-                    _ => unsafe { core::mem::transmute_copy::<T, u64>(&v) },
+                    1 => {
+                        // SAFETY: `T` is 1 byte (`bool`): its bits are a `u8`.
+                        let b = unsafe { core::mem::transmute_copy::<T, u8>(&v) };
+                        u64::from(b)
+                    }
+                    4 => {
+                        // SAFETY: `T` is 4 bytes: its bits are a `u32`.
+                        let b = unsafe { core::mem::transmute_copy::<T, u32>(&v) };
+                        u64::from(b)
+                    }
+                    _ => {
+                        // SAFETY: `T` is 8 bytes (every other `AtomicType`): its bits are a
+                        // `u64`.
+                        unsafe { core::mem::transmute_copy::<T, u64>(&v) }
+                    }
                 }
             }
 
@@ -360,13 +381,22 @@ mod compat {
             #[inline(always)]
             fn value<T: AtomicType>(bits: u64) -> T {
                 match size_of::<T>() {
-                    // CAST: the low byte, as stored. SAFETY: `T` is 1 byte; the byte is one
-                    // a `T` was stored as.
-                    1 => unsafe { core::mem::transmute_copy::<u8, T>(&(bits as u8)) },
-                    // CAST: the low 4 bytes, as stored. SAFETY: `T` is 4 bytes.
-                    4 => unsafe { core::mem::transmute_copy::<u32, T>(&(bits as u32)) },
-                    // SAFETY: `T` is 8 bytes.
-                    _ => unsafe { core::mem::transmute_copy::<u64, T>(&bits) },
+                    1 => {
+                        // CAST: the low byte, as stored.
+                        let b = bits as u8;
+                        // SAFETY: `T` is 1 byte; the byte is one a `T` was stored as.
+                        unsafe { core::mem::transmute_copy::<u8, T>(&b) }
+                    }
+                    4 => {
+                        // CAST: the low 4 bytes, as stored.
+                        let b = bits as u32;
+                        // SAFETY: `T` is 4 bytes; they are a `T`'s, as stored.
+                        unsafe { core::mem::transmute_copy::<u32, T>(&b) }
+                    }
+                    _ => {
+                        // SAFETY: `T` is 8 bytes; they are a `T`'s, as stored.
+                        unsafe { core::mem::transmute_copy::<u64, T>(&bits) }
+                    }
                 }
             }
 
@@ -382,12 +412,14 @@ mod compat {
                             u64::from($e)
                         }
                         4 => {
-                            // SAFETY: As above, 4 bytes aligned to 4.
+                            // SAFETY: `T` is 4 bytes, aligned to 4: an `AtomicU32` has its
+                            // layout, and every access to it is atomic.
                             let $a = unsafe { core_atomic::AtomicU32::from_ptr($self.0.get().cast()) };
                             u64::from($e)
                         }
                         _ => {
-                            // SAFETY: As above, 8 bytes aligned to 8.
+                            // SAFETY: `T` is 8 bytes, aligned to 8: an `AtomicU64` has its
+                            // layout, and every access to it is atomic.
                             let $a = unsafe { core_atomic::AtomicU64::from_ptr($self.0.get().cast()) };
                             $e
                         }
@@ -423,15 +455,24 @@ mod compat {
                     let (b, o, p) = (bits(v), O::RMW, self.0.get());
                     // CAST: each store is of the value's own bits, of its size.
                     match size_of::<T>() {
-                        // SAFETY: `T` is 1 byte: an `AtomicU8` has its layout, and every
-                        // access to it is atomic.
-                        1 => unsafe { core_atomic::AtomicU8::from_ptr(p.cast()) }.store(b as u8, o),
-                        // SAFETY: As above, 4 bytes aligned to 4.
-                        4 => {
-                            unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) }.store(b as u32, o)
+                        1 => {
+                            // SAFETY: `T` is 1 byte: an `AtomicU8` has its layout, and every
+                            // access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU8::from_ptr(p.cast()) };
+                            a.store(b as u8, o)
                         }
-                        // SAFETY: As above, 8 bytes aligned to 8.
-                        _ => unsafe { core_atomic::AtomicU64::from_ptr(p.cast()) }.store(b, o),
+                        4 => {
+                            // SAFETY: `T` is 4 bytes, aligned to 4: an `AtomicU32` has its
+                            // layout, and every access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU32::from_ptr(p.cast()) };
+                            a.store(b as u32, o)
+                        }
+                        _ => {
+                            // SAFETY: `T` is 8 bytes, aligned to 8: an `AtomicU64` has its
+                            // layout, and every access to it is atomic.
+                            let a = unsafe { core_atomic::AtomicU64::from_ptr(p.cast()) };
+                            a.store(b, o)
+                        }
                     }
                 }
 

@@ -219,12 +219,10 @@ mod compat {
         for Lock<T, kernel::sync::lock::mutex::MutexBackend>
     {
         fn try_lock(&self) -> Option<Guard<'_, T, kernel::sync::lock::mutex::MutexBackend>> {
-            // `Lock` is `#[repr(C)]` with the kernel lock object first (see
-            // `kernel_ext::killable`): its address is its `struct mutex`'s.
-            let raw = core::ptr::from_ref(self)
-                .cast_mut()
-                .cast::<bindings::mutex>();
-            // SAFETY: `raw` is the initialised mutex of `self`.
+            // Its address is its `struct mutex`'s: on 6.12 by rustc's field order, which
+            // `killable::check_mutex_layout` checks at module load (see `raw_mutex`).
+            let raw = crate::kernel_ext::killable::raw_mutex(self);
+            // SAFETY: `raw` is the initialised mutex of `self` (checked at load).
             if unsafe { bindings::mutex_trylock(raw) } == 0 {
                 return None;
             }

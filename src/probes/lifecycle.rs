@@ -136,8 +136,12 @@ fn group_exit(state: &State) {
         return;
     }
     // The exit probe (a kprobe, which can be missed) takes it out of the watch set later;
-    // this tracepoint cannot be missed: the mark lets a new process with this number see a
-    // stale bit.
+    // the mark lets a new process with this number see a stale bit if it is. On 7.x this is
+    // the `sched_process_exit` tracepoint, which cannot be missed. On 6.12 it is a kprobe on
+    // `acct_collect()` ([`GroupExitProbe`]), which can: a missed hit is counted in
+    // `missed()` (`probe_missed` in stats), and then the process gets no `rss` line at exit
+    // (its dropped faults are still reported by the exit probe), and nothing marks it: if
+    // the exit probe is missed too, a new process given its number is watched.
     state.watch.exiting(tgid);
     let task = kernel::task::Task::current_raw();
     // SAFETY: `current` is valid; before `exit_mm()` its `mm` is its own, valid address

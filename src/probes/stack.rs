@@ -290,6 +290,10 @@ fn walk_user(
     }
     out[0].write(frame.ip);
     let mut count = 1;
+    // A task whose frames the walk cannot follow (arm64's AArch32 tasks): its pc alone.
+    if !user.walkable {
+        return (count, StackEnd::Unsupported);
+    }
     // The range the previous frame's pc was found in: tried first for the next.
     let mut near = 0;
     loop {
@@ -372,7 +376,7 @@ fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>,
     } else {
         frame.bp
     };
-    let Saves { fp, ra, signed } = arch::UNWIND_ARCH.saves(&row);
+    let Saves { fp, ra } = arch::UNWIND_ARCH.saves(&row);
     let cfa = base
         .checked_add(u64::from(row.cfa))
         .ok_or(StackEnd::Unreadable)?;
@@ -407,11 +411,10 @@ fn table_step(frame: &Frame, row: Row, bounds: &Bounds) -> Result<Option<Frame>,
         }
         (ra, fp) => (read_slot(ra)?, read_slot(fp)?),
     };
-    let ret_addr = if signed {
-        arch::user_return_address(word, bounds.user_end)
-    } else {
-        word
-    };
+    // Stripped of any pointer authentication code whether or not the row says it is signed,
+    // as the frame-pointer step does and as the kernel's `ptrauth_strip_user_insn_pac()`
+    // does (the address itself on x86_64).
+    let ret_addr = arch::user_return_address(word, bounds.user_end);
     if ret_addr == 0 {
         // A zero return address ends a stack whose outermost frame has no table row saying so.
         return Ok(None);

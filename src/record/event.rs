@@ -27,7 +27,8 @@ pub(crate) enum StackEnd {
     /// No unwind table covers the frame, and its frame pointer led nowhere.
     NoTable = 3,
     /// The frame's table row cannot be followed (an expression, a signal frame), and its
-    /// frame pointer led nowhere.
+    /// frame pointer led nowhere; or the task's frames cannot be walked at all (arm64's
+    /// AArch32 tasks: the stack is the pc alone).
     Unsupported = 4,
     /// Cut short, or not walked at all, because a reader had fallen behind and the ring was
     /// filling ([`crate::ring::Pressure`]); the event itself is whole.

@@ -106,7 +106,6 @@ impl TableArch {
             Self::X86_64 => Saves {
                 fp: row.slot,
                 ra: -1,
-                signed: false,
             },
             Self::Arm64 => Saves {
                 fp: if row.flags() & FLAG_FP_BELOW_RA != 0 {
@@ -115,7 +114,6 @@ impl TableArch {
                     0
                 },
                 ra: row.slot,
-                signed: row.flags() & FLAG_RA_SIGNED != 0,
             },
         }
     }
@@ -165,20 +163,20 @@ impl TableArch {
 /// `stp x29, x30` saves them).
 pub(crate) const FLAG_FP_BELOW_RA: u8 = 0x08;
 /// arm64 rows: the return address is signed by pointer authentication (the row's
-/// `RA_SIGN_STATE` is 1, `DW_CFA_AARCH64_negate_ra_state`): its code is stripped before use.
+/// `RA_SIGN_STATE` is 1, `DW_CFA_AARCH64_negate_ra_state`). Accepted, not needed: the walk
+/// strips a code from every return address it reads, as the kernel's
+/// `ptrauth_strip_user_insn_pac()` does (an unsigned address has none).
 pub(crate) const FLAG_RA_SIGNED: u8 = 0x10;
 /// The bits of a row's rule byte that hold the rule; the others are flags.
 const RULE_MASK: u8 = 0x07;
 
 /// Where a row says the caller's frame pointer and the return address are: `fp` 0 when the
 /// frame pointer is unchanged, else saved at CFA + 8 × `fp`; `ra` 0 when the return address
-/// is still in the link register (arm64's X30), else saved at CFA + 8 × `ra`; `signed` when
-/// the return address carries a pointer authentication code.
+/// is still in the link register (arm64's X30), else saved at CFA + 8 × `ra`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Saves {
     pub(crate) fp: i8,
     pub(crate) ra: i8,
-    pub(crate) signed: bool,
 }
 
 /// How a row finds the caller's frame: the low 3 bits of a row's rule byte.
