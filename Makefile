@@ -125,6 +125,8 @@ AARCH64_ENV = CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gc
 	CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
 	RUSTFLAGS="-C target-feature=+crt-static"
 userspace-arm64:
+	@rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu || \
+		{ echo "memmon: error: rustup's aarch64-unknown-linux-gnu is not installed (rustup target add aarch64-unknown-linux-gnu)" >&2; exit 1; }
 	@cd $(TOP)/userspace && $(AARCH64_ENV) cargo build --quiet --release --target aarch64-unknown-linux-gnu
 
 # memmon fleet's query engines are a long build: not in `userspace` (nor make run). Built
