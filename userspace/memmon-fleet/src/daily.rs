@@ -63,7 +63,7 @@ pub fn yesterday(now: std::time::SystemTime) -> String {
 }
 
 /// The date of a day since the epoch (Howard Hinnant's civil-from-days).
-fn day_text(days: i64) -> String {
+pub(crate) fn day_text(days: i64) -> String {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
